@@ -1,0 +1,47 @@
+"""One way to get a SparkSession: embedded ``local[*]`` when no master is given, the
+spark-submit master otherwise; secure defaults either way."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+# Applied to every session we create; a cluster's spark-defaults or --conf can still override.
+SECURE_DEFAULTS = {
+    "spark.master.rest.enabled": "false",  # the standalone REST submission server has no auth
+    "spark.ui.showConsoleProgress": "false",  # our driver log reports progress instead
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+}
+LOCAL_DEFAULTS = {
+    "spark.driver.host": "127.0.0.1",  # embedded mode listens on loopback only
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.memory": "4g",
+}
+
+
+def get_spark(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """``master=None`` and no spark-submit: ``local[*]``. Executors use this interpreter
+    (the project's venv) unless PYSPARK_PYTHON says otherwise."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    # spark-submit starts the driver with a JVM gateway already up and the master in its conf.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master or not submitted:
+        master = master or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            for key, value in LOCAL_DEFAULTS.items():
+                builder = builder.config(key, value)
+    for key, value in {**SECURE_DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

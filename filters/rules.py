@@ -1,0 +1,56 @@
+"""The drop rules of PanGu-α §3.1.1. Each returns ``KEEP`` or ``Verdict(False, reason)``;
+reasons are the names the ledger counts."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from filters.keywords import KeywordMatcher, distinct_terms
+from filters.text import SENTENCE_PUNCT, WHITESPACE, han_ratio, visible_len
+
+
+class Verdict(NamedTuple):
+    keep: bool
+    reason: str | None = None
+
+
+KEEP = Verdict(True)
+
+TITLE_ONLY = "title_only"
+TOO_SHORT = "too_short"
+LOW_HAN_RATIO = "low_han_ratio"
+ADVERTISEMENT = "advertisement"
+SENSITIVE_WORDS = "sensitive_words"
+
+
+def title_only(text: str, title: str | None, slack_chars: int, bare_title_max_chars: int) -> Verdict:
+    """The page is nothing but its title: the body is the title (plus a few characters), or,
+    without a known title, one short line with no sentence punctuation."""
+    body = WHITESPACE.sub("", text)
+    if title:
+        t = WHITESPACE.sub("", title)
+        if t and t in body and len(body) - len(t) * body.count(t) < slack_chars:
+            return Verdict(False, TITLE_ONLY)
+        return KEEP
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if len(lines) == 1 and len(body) <= bare_title_max_chars and not SENTENCE_PUNCT.search(lines[0]):
+        return Verdict(False, TITLE_ONLY)
+    return KEEP
+
+
+def too_short(text: str, min_chars: int) -> Verdict:
+    return KEEP if visible_len(text) >= min_chars else Verdict(False, TOO_SHORT)
+
+
+def low_han_ratio(text: str, min_ratio: float) -> Verdict:
+    return KEEP if han_ratio(text) >= min_ratio else Verdict(False, LOW_HAN_RATIO)
+
+
+def advertisement(text: str, matcher: KeywordMatcher, min_distinct_hits: int) -> Verdict:
+    hits = matcher.hits(text)
+    return Verdict(False, ADVERTISEMENT) if distinct_terms(hits) >= min_distinct_hits else KEEP
+
+
+def sensitive_words(hits: dict[str, set[str]], max_distinct_hits: int) -> Verdict:
+    """Drop when MORE than ``max_distinct_hits`` distinct sensitive terms occur (PanGu-α: > 3)."""
+    return Verdict(False, SENSITIVE_WORDS) if distinct_terms(hits) > max_distinct_hits else KEEP

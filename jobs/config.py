@@ -1,0 +1,116 @@
+"""Typed job configs: frozen dataclasses, loaded from TOML, overridden with ``--set key=value``.
+
+A job declares its config as a tree of frozen dataclasses whose defaults are the embedded
+defaults. ``load_config(Cls, path, overrides)`` merges, in order: the defaults, the TOML file,
+then each ``--set dotted.key=value`` (the value is parsed as a TOML value, falling back to a
+plain string, so ``--set rules.min_chars=200`` and ``--set reader.source=news`` both work).
+Unknown keys and wrongly typed values are errors that name the key and the valid choices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config file or override that does not fit the job's config schema."""
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()) -> T:
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"cannot read config {path}: {e}") from e
+    for item in overrides:
+        key, value = parse_override(item)
+        _set_dotted(raw, key, value)
+    return build(cls, raw, prefix="")
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``"a.b=3"`` -> ``("a.b", 3)``; the value is TOML (``[1, 2]``, ``true``, ``"x"``) or a bare string."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects key=value, got {item!r}")
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return key.strip(), value
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {dotted}: {part} is a value, not a section")
+    node[leaf] = value
+
+
+def build(cls: type[T], raw: dict[str, Any], prefix: str) -> T:
+    """Instantiate dataclass ``cls`` from a (possibly partial) dict, validating keys and types."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{prefix or 'config'} must be a table, got {type(raw).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(prefix + k for k in unknown)}; valid: {', '.join(sorted(fields))}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in raw.items():
+        kwargs[name] = _coerce(hints[name], value, prefix + name)
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return build(tp, value, prefix=key + ".")
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(arg, value, key)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError("; ".join(errors))
+    if origin is typing.Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ConfigError(f"{key} must be one of {list(choices)}, got {value!r}")
+        return value
+    if origin is tuple:
+        (item_tp, _ellipsis) = typing.get_args(tp)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key} must be a list, got {value!r}")
+        return tuple(_coerce(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value))
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool):
+        if isinstance(value, bool) != (tp is bool) or not isinstance(value, tp):
+            raise ConfigError(f"{key} must be {tp.__name__}, got {value!r}")
+        return value
+    raise ConfigError(f"{key}: unsupported config type {tp}")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """The resolved config as plain data (for reports and run directories)."""
+    return dataclasses.asdict(cfg)
