@@ -107,8 +107,19 @@ class Decoded:
     reason: str | None
 
 
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+
+
+def binary_ratio(body: bytes) -> float:
+    """Share of C0 control bytes (not tab/newline/form feed/CR): ~0 in text, ~9 % in random bytes."""
+    return (len(body) - len(body.translate(None, _CONTROL_BYTES))) / len(body) if body else 0.0
+
+
 def decode_bytes(body: bytes, declared: list[str | None], limits: QualityLimits, detect: bool = True) -> Decoded:
-    """Try the declared labels in order, then detection, then UTF-8; first clean decode wins."""
+    """Try the declared labels in order, then detection, then UTF-8; first clean decode wins.
+    Binary content (many control bytes) is undecodable under any label."""
+    if binary_ratio(body) > limits.max_replacement_ratio:
+        return Decoded(None, None, UNDECODABLE)
     candidates: list[str] = []
     for label in declared:
         name = canonical_charset(label)

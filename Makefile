@@ -1,0 +1,44 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Both create .venv and install the pinned dependencies (requirements.lock) on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | cksum | cut -d' ' -f1)
+DEMO_CRAWL := data/demo_crawl
+DEMO_OUT   := out/demo
+
+.PHONY: install demo demo-crawl test test-fast bench lock clean-demo
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements.lock -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+$(DEMO_CRAWL)/MANIFEST.json: | $(STAMP)
+	$(PY) -m jobs.make_demo_crawl --output $(DEMO_CRAWL)
+
+demo-crawl: $(STAMP) $(DEMO_CRAWL)/MANIFEST.json
+
+demo: demo-crawl
+	$(PY) -m jobs.clean --input $(DEMO_CRAWL) --output $(DEMO_OUT)/clean --overwrite
+	@echo "ledger: $(DEMO_OUT)/clean/report.json  documents: $(DEMO_OUT)/clean/documents/"
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+bench: demo-crawl
+	$(PY) -m bench.bench_clean --input $(DEMO_CRAWL)
+
+# Re-pin the transitive closure after changing pyproject.toml.
+lock: $(STAMP)
+	$(PY) -m pip freeze --exclude-editable | grep -v '^zhcorpus' > requirements.lock
+
+clean-demo:
+	rm -rf $(DEMO_CRAWL) $(DEMO_OUT)
