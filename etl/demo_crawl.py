@@ -161,6 +161,7 @@ SITES = {
                    ("论坛首页", "读书", "数码", "旅游", "生活", "灌水")),),
     "web": (Site("docs.pyref-demo.org", "Python Reference Mirror", "reference",
                  ("Home", "Docs", "Downloads", "Community", "About"), "en"),),
+    "data": (Site("quote.caijing-demo.cn", "财经行情中心", "quote", ("首页", "行情", "数据")),),
     "spam": (Site("www.bj-fuwu-demo.com", "便民服务网", "fuwu", ("首页", "服务", "价格", "联系")),
              Site("www.58-tongcheng-demo.com", "同城信息港", "info", ("首页", "分类", "发布"))),
 }
@@ -429,18 +430,18 @@ def spam_page(rng: random.Random) -> Doc:
     lines = [rng.choice(SPAM_LINES).format(kw=kw, city=city, svc=svc, slug=slug, phone=phone,
                                            district=rng.choice(SPAM_DISTRICTS), n=rng.randint(1, 99))
              for _ in range(rng.randint(15, 40))]
-    return Doc(f"{kw}电话_{kw}哪家好_{kw}价格", lines, "spam", rng.choice(SITES["spam"]),
+    return Doc(f"{kw}电话_{kw}哪家好_{kw}价格", lines, "web", rng.choice(SITES["spam"]),
                kind="spam")
 
 
-def _data_dump_text(rng: random.Random, target_bytes: int) -> str:
-    rows, size = ["全部A股实时行情数据"], 0
+def _data_dump_rows(rng: random.Random, target_bytes: int) -> list[str]:
+    rows, size = [], 0
     while size < target_bytes:
         row = (f"代码{rng.randrange(600000, 605000)} 价格{rng.uniform(2, 200):.2f} "
                f"涨跌{rng.uniform(-10, 10):+.2f}% 成交{rng.randrange(100, 10 ** 6)}手")
         rows.append(row)
         size += len(row.encode("utf-8")) + 2  # + the escaped newline
-    return "\n".join(rows)
+    return rows
 
 
 # --------------------------------------------------------------------------------- planning --
@@ -489,14 +490,15 @@ def _assign_formats(docs: list[Doc]) -> None:
 
 
 def _add_duplicates(docs: list[Doc], rng: random.Random, n_source: int) -> None:
-    copies = []
+    copies, pools = [], {}
+    for d in docs:
+        if d.kind == "clean" and _visible_len(d.text()) >= 400:  # long enough to stay similar
+            pools.setdefault(d.fmt, []).append(d)
     for kind in ("exact_duplicate", "near_duplicate"):
         fraction, minimum = EXTRAS[kind]
         for k in range(max(minimum, round(fraction * n_source))):
-            fmt = FORMAT_CYCLE[k % len(FORMAT_CYCLE)]
-            pool = [d for d in docs if d.kind == "clean" and d.fmt == fmt and not d.has_copies
-                    and _visible_len(d.text()) >= 400]
-            origin = rng.choice(pool)
+            pool = pools[FORMAT_CYCLE[k % len(FORMAT_CYCLE)]]
+            origin = pool.pop(rng.randrange(len(pool)))
             origin.has_copies = True
             copy = (replace(origin, paras=list(origin.paras), kind=kind, origin=origin)
                     if kind == "exact_duplicate" else _near_copy(origin, rng))

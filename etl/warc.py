@@ -81,6 +81,9 @@ def open_maybe_gzip(content: bytes) -> io.BufferedIOBase:
 
 
 def _parse_headers(lines: list[bytes]) -> dict[str, str]:
+    for line in lines[1:]:
+        if b":" not in line and not line[:1].isspace():  # neither "Name: value" nor a continuation
+            raise ValueError(f"header line without a colon: {line[:60]!r}")
     text = b"".join(lines).decode("utf-8", "replace")
     parsed = StatusAndHeadersParser(["WARC/1.0", "WARC/1.1", "WARC/0.17", "WARC/0.18"]).parse(io.StringIO(text))
     headers: dict[str, str] = {}

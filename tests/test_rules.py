@@ -1,0 +1,120 @@
+"""Each PanGu-α §3.1.1 rule: the reason it gives on a positive case, and that it keeps a negative one."""
+
+from __future__ import annotations
+
+import pytest
+
+from filters import rules, text as tx
+from filters.config import RulesConfig
+from filters.keywords import KeywordList, KeywordMatcher
+from filters.pipeline import Cleaner
+from tests.crawl_fixture import P
+
+NEWS = P[0] + "\n" + P[1] + "\n" + P[2]
+NAV = RulesConfig().navbar
+
+
+@pytest.fixture(scope="module")
+def cleaner():
+    return Cleaner(RulesConfig())
+
+
+def test_han_ratio_rule():
+    assert rules.low_han_ratio(NEWS, 0.6) == rules.KEEP
+    mixed = "本文介绍 " + "the quick brown fox jumps over the lazy dog " * 5
+    assert rules.low_han_ratio(mixed, 0.6) == (False, "low_han_ratio")
+
+
+def test_min_length_rule():
+    assert rules.too_short(NEWS, 150) == rules.KEEP
+    assert rules.too_short(P[0][:149], 150) == (False, "too_short")
+    # whitespace does not count toward the 150 characters
+    assert rules.too_short(" \n ".join(P[0][:140]), 150) == (False, "too_short")
+
+
+def test_title_only_rule():
+    assert rules.title_only("今日要闻\n", "今日要闻", 10, 64) == (False, "title_only")
+    assert rules.title_only("今日要闻 今日要闻", "今日要闻", 10, 64) == (False, "title_only")
+    assert rules.title_only("今日要闻\n" + NEWS, "今日要闻", 10, 64) == rules.KEEP
+    assert rules.title_only("没有标题的短行", None, 10, 64) == (False, "title_only")
+    assert rules.title_only("一句完整的话。", None, 10, 64) == rules.KEEP
+    assert rules.title_only(NEWS, None, 10, 64) == rules.KEEP
+
+
+def test_advertisement_rule():
+    m = KeywordMatcher([KeywordList("advertisement", "t", ("加微信", "包邮"))])
+    assert rules.advertisement(NEWS + "加微信，全场包邮", m, 2) == (False, "advertisement")
+    assert rules.advertisement(NEWS + "全场包邮", m, 2) == rules.KEEP  # one stray keyword stays
+
+
+def test_sensitive_rule_counts_distinct_terms_per_category():
+    m = KeywordMatcher([KeywordList("gambling", "t", ("网络赌场", "百家乐")), KeywordList("drugs", "t", ("冰毒", "摇头丸"))])
+    hits = m.hits("网络赌场网络赌场百家乐冰毒")
+    assert {k: len(v) for k, v in hits.items()} == {"gambling": 2, "drugs": 1}
+    assert rules.sensitive_words(hits, 3) == rules.KEEP  # 3 distinct: not MORE than 3
+    assert rules.sensitive_words(m.hits("网络赌场百家乐冰毒摇头丸"), 3) == (False, "sensitive_words")
+    # NFKC + lower case: full-width letters match the list's ASCII
+    assert KeywordMatcher([KeywordList("x", "t", ("加qq",))]).hits("请加ＱＱ")["x"] == {"加qq"}
+
+
+def test_special_symbols_are_removed():
+    s, n = tx.remove_special_symbols("中\u200b文\ue000\x07内容★★★★结束\u0000", 2)
+    assert s == "中文内容结束" and n == 8
+    kept, n = tx.remove_special_symbols("版权所有©2026 单个★保留 1998-01-01", 2)
+    assert kept == "版权所有©2026 单个★保留 1998-01-01" and n == 0
+    ruled, _ = tx.remove_special_symbols("标题\n==========\n正文", 2)
+    assert ruled == "标题\n\n正文"
+
+
+def test_duplicate_paragraphs_are_removed():
+    text = "第一段。\n第二段。\n 第一段。 \n第三段。\n第二段。"
+    assert tx.remove_duplicate_paragraphs(text, 1) == ("第一段。\n第二段。\n第三段。", 2)
+    assert tx.remove_duplicate_paragraphs("甲。\n乙。", 1) == ("甲。\n乙。", 0)
+
+
+@pytest.mark.parametrize("line", [
+    "首页 | 新闻 | 体育 | 娱乐 | 财经",
+    "当前位置：首页 > 新闻中心 > 正文",
+    "首页 >> 国内新闻",
+    "上一页 下一页 返回顶部",
+    "新闻 体育 娱乐 财经 科技",
+    "Home | News | Sports",
+])
+def test_navigation_lines_are_detected(line):
+    assert tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
+
+
+@pytest.mark.parametrize("line", [
+    P[0],
+    "记者从市政府获悉，新建的首页山隧道将于明年通车。",  # a keyword inside a sentence
+    "The quick brown fox jumps over the lazy dog",  # English words, no separators
+    "2026年11月21日",
+])
+def test_ordinary_lines_are_not_navigation(line):
+    assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
+
+
+def test_traditional_is_converted_to_simplified(cleaner):
+    out = cleaner("這座小鎮以傳統手工藝聞名，家家戶戶都會製作竹編和陶器。\n" + P[2] + "\n" + P[3])
+    assert out.converted and out.text.startswith("这座小镇以传统手工艺闻名，家家户户都会制作竹编和陶器。")
+    assert out.keep
+
+
+def test_pipeline_reason_order_and_stats(cleaner):
+    noisy = "首页 | 新闻 | 体育\n" + P[0] + "\n" + P[0] + "\n★★★\n" + P[1] + "\n" + P[2]
+    out = cleaner(noisy, title=None)
+    assert out.keep and out.nav_lines_removed == 1 and out.dup_paragraphs_removed == 1 and out.symbols_removed == 3
+    assert cleaner("标题页", title="标题页").reason == "title_only"
+    assert cleaner("这是一句很短的话。").reason == "too_short"
+    assert cleaner("This page is English. " * 20).reason == "low_han_ratio"
+
+
+def test_thresholds_come_from_config():
+    strict = Cleaner(_with_min_chars(400))
+    assert strict(NEWS).reason == "too_short"
+
+
+def _with_min_chars(n: int) -> RulesConfig:
+    from jobs.config import load_config
+
+    return load_config(RulesConfig, None, [f"length.min_chars={n}"])
