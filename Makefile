@@ -6,6 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | cksum | cut -d' ' -f1)
 DEMO_CRAWL := data/demo_crawl
 DEMO_OUT   := out/demo
+DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
 .PHONY: install demo demo-crawl test test-fast bench lock clean-demo
 
@@ -24,7 +25,7 @@ $(DEMO_CRAWL)/MANIFEST.json: | $(STAMP)
 demo-crawl: $(STAMP) $(DEMO_CRAWL)/MANIFEST.json
 
 demo: demo-crawl
-	$(PY) -m jobs.clean --input $(DEMO_CRAWL) --output $(DEMO_OUT)/clean --overwrite
+	$(PY) -m jobs.clean --input $(DEMO_INPUTS) --output $(DEMO_OUT)/clean --overwrite
 	@echo "ledger: $(DEMO_OUT)/clean/report.json  documents: $(DEMO_OUT)/clean/documents/"
 
 test: $(STAMP)
@@ -34,7 +35,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 bench: demo-crawl
-	$(PY) -m bench.bench_clean --input $(DEMO_CRAWL)
+	$(PY) -m bench.bench_clean --input $(DEMO_INPUTS)
 
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)

