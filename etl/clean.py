@@ -17,7 +17,6 @@ from etl import records as rec
 from etl.readers import ARROW_RAW, RAW_SCHEMA
 from filters.config import RulesConfig
 from filters.pipeline import Cleaner
-from filters.text import han_ratio, visible_len
 
 READ_STAGE, CLEAN_STAGE = "read", "clean"
 
@@ -53,7 +52,7 @@ def clean_row(row: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
         return out
     c = cleaner(row["text"], row["title"])
     out.update(text=c.text, reason=c.reason, stage=None if c.keep else CLEAN_STAGE,
-               n_chars=visible_len(c.text), han_ratio=round(han_ratio(c.text), 4),
+               n_chars=c.stats.visible, han_ratio=round(c.stats.han_ratio, 4),
                sensitive_hits=list(c.sensitive_hits.items()), symbols_removed=c.symbols_removed,
                nav_lines_removed=c.nav_lines_removed, dup_paragraphs_removed=c.dup_paragraphs_removed,
                converted=c.converted)

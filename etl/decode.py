@@ -83,7 +83,7 @@ class QualityLimits:
 
 def quality_problem(text: str, limits: QualityLimits) -> str | None:
     """None if the text looks correctly decoded, else UNDECODABLE or MOJIBAKE."""
-    non_ascii = sum(1 for c in text if ord(c) > 0x7F)
+    non_ascii = len(text) - len(text.encode("ascii", "ignore"))
     if non_ascii == 0:
         return None
     if text.count("\ufffd") > limits.max_replacement_ratio * non_ascii:
@@ -94,7 +94,7 @@ def quality_problem(text: str, limits: QualityLimits) -> str | None:
     han = "".join(HAN_RUN.findall(text))
     if len(han) >= limits.min_han_for_rare_check:
         common = common_han()
-        rare = sum(1 for c in han if c not in common)
+        rare = len(han) - sum(map(common.__contains__, han))
         if rare > limits.max_rare_han_ratio * len(han):
             return MOJIBAKE
     return None

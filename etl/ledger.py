@@ -24,8 +24,9 @@ class LedgerError(RuntimeError):
     """The counts do not balance: a stage lost or invented records."""
 
 
-def build_ledger(marked: DataFrame) -> dict[str, Any]:
-    """One grouped aggregation (stage x reason x file) plus one over sensitive-word categories."""
+def build_ledger(marked: DataFrame, inputs: list[str]) -> dict[str, Any]:
+    """One grouped aggregation (stage x reason x file) plus one over sensitive-word categories.
+    ``inputs`` are the files the job read: each non-Parquet one must have its reader's count."""
     groups = (marked.groupBy("kind", "source_file", "format", "stage", "reason")
               .agg(F.count(F.lit(1)).alias("n"),
                    *[F.sum(c).alias(c) for c in EDIT_COLUMNS],
@@ -50,6 +51,9 @@ def build_ledger(marked: DataFrame) -> dict[str, Any]:
             f["rejected"] += g.n
             f["reasons"][f"{g.stage}/{g.reason}"] += g.n
             by_stage[g.stage][g.reason] += g.n
+    missing = [f for f in inputs if rec.detect_format(f) != rec.PARQUET_FMT and "reader" not in files.get(f, {})]
+    if missing:
+        raise LedgerError(f"no reader count for {len(missing)} input file(s), e.g. {missing[:3]}")
     return _assemble(files, by_stage, transforms, _sensitive_counts(marked))
 
 

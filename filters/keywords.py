@@ -80,12 +80,13 @@ class KeywordMatcher:
     def versions(self) -> dict[str, str]:
         return {kl.category: kl.version for kl in self.lists}
 
-    def hits(self, text: str) -> dict[str, set[str]]:
-        """category -> distinct terms found."""
+    def hits(self, text: str, normalised: bool = False) -> dict[str, set[str]]:
+        """category -> distinct terms found. Pass ``normalised=True`` with ``normalise(text)``
+        to share one normalisation between several matchers."""
         found: dict[str, set[str]] = {}
         if self._empty or not text:
             return found
-        for _end, (term, cats) in self._automaton.iter(normalise(text)):
+        for _end, (term, cats) in self._automaton.iter(text if normalised else normalise(text)):
             for cat in cats:
                 found.setdefault(cat, set()).add(term)
         return found

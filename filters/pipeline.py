@@ -23,6 +23,7 @@ class Cleaned:
     nav_lines_removed: int = 0
     dup_paragraphs_removed: int = 0
     converted: bool = False  # traditional -> simplified changed the text
+    stats: tx.TextStats = tx.TextStats(0, 0)  # of the cleaned text
 
     @property
     def keep(self) -> bool:
@@ -58,25 +59,26 @@ class Cleaner:
         if cfg.paragraphs.enabled:
             text, dups = tx.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)
         text = tx.normalise_lines(text)
-        out = Cleaned(text, None, {}, symbols, nav, dups, converted)
+        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.text_stats(text))
         out.reason = self._verdict(text, title, out)
         return out
 
     def _verdict(self, text: str, title: str | None, out: Cleaned) -> str | None:
         cfg = self.cfg
+        folded = normalise(text)  # one NFKC + lower-case pass shared by both keyword matchers
         checks = [
             lambda: rules.title_only(text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars),
-            lambda: rules.too_short(text, cfg.length.min_chars),
-            lambda: rules.low_han_ratio(text, cfg.length.min_han_ratio),
+            lambda: rules.too_short(out.stats, cfg.length.min_chars),
+            lambda: rules.low_han_ratio(out.stats, cfg.length.min_han_ratio),
         ]
         if cfg.ads.enabled:
-            checks.append(lambda: rules.advertisement(text, self.ads, cfg.ads.min_distinct_hits))
+            checks.append(lambda: rules.advertisement(folded, self.ads, cfg.ads.min_distinct_hits, normalised=True))
         for check in checks:
             verdict = check()
             if not verdict.keep:
                 return verdict.reason
         if cfg.sensitive.enabled:
-            hits = self.sensitive.hits(text)
+            hits = self.sensitive.hits(folded, normalised=True)
             out.sensitive_hits = {cat: len(terms) for cat, terms in sorted(hits.items())}
             verdict = rules.sensitive_words(hits, cfg.sensitive.max_distinct_hits)
             if not verdict.keep:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from filters.keywords import KeywordMatcher, distinct_terms
-from filters.text import SENTENCE_PUNCT, WHITESPACE, han_ratio, visible_len
+from filters.text import SENTENCE_PUNCT, WHITESPACE, TextStats
 
 
 class Verdict(NamedTuple):
@@ -38,16 +38,18 @@ def title_only(text: str, title: str | None, slack_chars: int, bare_title_max_ch
     return KEEP
 
 
-def too_short(text: str, min_chars: int) -> Verdict:
-    return KEEP if visible_len(text) >= min_chars else Verdict(False, TOO_SHORT)
+def too_short(stats: TextStats, min_chars: int) -> Verdict:
+    """Fewer than ``min_chars`` non-whitespace characters."""
+    return KEEP if stats.visible >= min_chars else Verdict(False, TOO_SHORT)
 
 
-def low_han_ratio(text: str, min_ratio: float) -> Verdict:
-    return KEEP if han_ratio(text) >= min_ratio else Verdict(False, LOW_HAN_RATIO)
+def low_han_ratio(stats: TextStats, min_ratio: float) -> Verdict:
+    """Han ideographs are less than ``min_ratio`` of the non-whitespace characters."""
+    return KEEP if stats.han_ratio >= min_ratio else Verdict(False, LOW_HAN_RATIO)
 
 
-def advertisement(text: str, matcher: KeywordMatcher, min_distinct_hits: int) -> Verdict:
-    hits = matcher.hits(text)
+def advertisement(text: str, matcher: KeywordMatcher, min_distinct_hits: int, normalised: bool = False) -> Verdict:
+    hits = matcher.hits(text, normalised)
     return Verdict(False, ADVERTISEMENT) if distinct_terms(hits) >= min_distinct_hits else KEEP
 
 

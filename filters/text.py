@@ -7,6 +7,7 @@ import re
 import sys
 import unicodedata
 from functools import lru_cache
+from typing import NamedTuple
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
 HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U000323af"
@@ -16,17 +17,31 @@ SENTENCE_PUNCT = re.compile(r"[。！？；，!?;]|[.,](?=\s|$)")
 
 
 def han_count(text: str) -> int:
-    return sum(len(m) for m in HAN_RUN.findall(text))
+    return len("".join(HAN_RUN.findall(text)))
 
 
 def visible_len(text: str) -> int:
     """Characters that are not whitespace: the unit of the 150-character and 60 % rules."""
-    return len(text) - sum(len(m) for m in WHITESPACE.findall(text))
+    return sum(map(len, text.split()))
 
 
 def han_ratio(text: str) -> float:
     n = visible_len(text)
     return han_count(text) / n if n else 0.0
+
+
+class TextStats(NamedTuple):
+    visible: int  # non-whitespace characters
+    han: int  # Han ideographs
+
+    @property
+    def han_ratio(self) -> float:
+        return self.han / self.visible if self.visible else 0.0
+
+
+def text_stats(text: str) -> TextStats:
+    """Counted once per document; the length and Han-ratio rules both read it."""
+    return TextStats(visible_len(text), han_count(text))
 
 
 def _ranges(codepoints: list[int]) -> str:
@@ -42,24 +57,26 @@ def _ranges(codepoints: list[int]) -> str:
             start = prev = cp
     if start is not None:
         out.append((start, prev))
-    esc = lambda cp: f"\\U{cp:08x}"  # noqa: E731 - tiny local formatter
+    esc = lambda cp: f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"  # noqa: E731 - tiny local formatter
     return "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in out)
 
 
 @lru_cache(maxsize=None)
 def _symbol_patterns() -> tuple[re.Pattern[str], str]:
     """(always-removed code points, decorative class body), built once per process from the
-    Unicode database: Cc (but tab/newline/CR), Cf, Co, Cs are removed outright; So, Sk and
-    ASCII rule characters are 'decorative'."""
+    Unicode database: Cc (but tab/newline/CR), Cf, Co, Cs are removed outright; BMP So/Sk, ASCII
+    rule characters and all of plane 1 (emoji, pictographs, styled math letters, historic
+    scripts: no Chinese there) are 'decorative'. Plane 1 is one range on purpose: sre tests
+    astral ranges one by one, and the ~300 exact So/Sk ranges made this regex 10x slower."""
     removed, decorative = [], []
     for cp in range(sys.maxunicode + 1):
         cat = unicodedata.category(chr(cp))
         if cat in ("Cf", "Co", "Cs") or (cat == "Cc" and cp not in (0x09, 0x0A, 0x0D)):
             removed.append(cp)
-        elif cat in ("So", "Sk"):
+        elif cat in ("So", "Sk") and cp <= 0xFFFF:
             decorative.append(cp)
-    decorative.extend(sorted(map(ord, "*#=~_-+^")))
-    decorative.sort()
+    decorative.extend(map(ord, "*#=~_-+^"))
+    decorative = sorted(set(decorative)) + list(range(0x10000, 0x20000))
     return re.compile(f"[{_ranges(removed)}]+"), _ranges(decorative)
 
 
@@ -106,6 +123,11 @@ def remove_duplicate_paragraphs(text: str, min_chars: int) -> tuple[str, int]:
     return "\n".join(out), removed
 
 
+@lru_cache(maxsize=8)
+def _keyword_re(keywords: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(map(re.escape, keywords))) if keywords else re.compile(r"(?!)")
+
+
 NAV_SEPARATORS = re.compile(r"\s*(?:>>|»|›|>|\||｜|/|·|•|→)\s*")
 
 
@@ -116,7 +138,7 @@ def is_navigation_line(line: str, keywords: tuple[str, ...], min_items: int, max
     line = line.strip()
     if not line or SENTENCE_PUNCT.search(line):
         return False
-    if len(line) <= max_keyword_line_chars and any(k in line for k in keywords):
+    if len(line) <= max_keyword_line_chars and _keyword_re(keywords).search(line):
         return True
     explicit = NAV_SEPARATORS.search(line) is not None
     items = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]

@@ -20,16 +20,16 @@ def cleaner():
 
 
 def test_han_ratio_rule():
-    assert rules.low_han_ratio(NEWS, 0.6) == rules.KEEP
+    assert rules.low_han_ratio(tx.text_stats(NEWS), 0.6) == rules.KEEP
     mixed = "本文介绍 " + "the quick brown fox jumps over the lazy dog " * 5
-    assert rules.low_han_ratio(mixed, 0.6) == (False, "low_han_ratio")
+    assert rules.low_han_ratio(tx.text_stats(mixed), 0.6) == (False, "low_han_ratio")
 
 
 def test_min_length_rule():
-    assert rules.too_short(NEWS, 150) == rules.KEEP
-    assert rules.too_short(P[0][:149], 150) == (False, "too_short")
+    assert rules.too_short(tx.text_stats(NEWS), 150) == rules.KEEP
+    assert rules.too_short(tx.text_stats(NEWS[:149]), 150) == (False, "too_short")
     # whitespace does not count toward the 150 characters
-    assert rules.too_short(" \n ".join(P[0][:140]), 150) == (False, "too_short")
+    assert rules.too_short(tx.text_stats(" \n ".join(NEWS[:140])), 150) == (False, "too_short")
 
 
 def test_title_only_rule():
