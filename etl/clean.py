@@ -29,6 +29,9 @@ _EXTRA = [
     ("nav_lines_removed", T.IntegerType(), pa.int32()),
     ("dup_paragraphs_removed", T.IntegerType(), pa.int32()),
     ("converted", T.BooleanType(), pa.bool_()),
+    # filled by etl.classify when models are configured
+    ("spam_prob", T.DoubleType(), pa.float64()),
+    ("quality_score", T.DoubleType(), pa.float64()),
 ]
 CLEANED_SCHEMA = T.StructType(list(RAW_SCHEMA.fields) + [T.StructField(n, t) for n, t, _ in _EXTRA])
 ARROW_CLEANED = pa.schema(list(ARROW_RAW) + [pa.field(n, a) for n, _, a in _EXTRA])

@@ -3,6 +3,9 @@
     spark-submit jobs/clean.py --input RAW [RAW ...] --output OUT [--config FILE] [--set k=v ...]
     python -m jobs.clean --input RAW --output OUT          # embedded local[*] Spark
 
+With --set classify.spam_model=DIR / classify.quality_model=DIR (from jobs.train_classifier) it
+also scores every kept document (spam_prob, quality_score) and drops spam / low_quality.
+
 Writes OUT/documents/ (kept, Parquet), OUT/rejected/ (doc_id, stage, reason, detail, text),
 OUT/report.json (the ledger: input = documents + rejected, per stage, reason and file).
 OUT appears atomically; an existing OUT is only replaced with --overwrite.
@@ -25,13 +28,15 @@ if __package__ in (None, ""):  # spark-submit jobs/clean.py: make the project im
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
 from etl.records import ReaderConfig  # noqa: E402
 from filters.config import RulesConfig  # noqa: E402
+from etl.classify import ClassifyConfig  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "clean.toml"
 
 DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
-                    "sensitive_hits", "source_file")
-REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "source_file", "offset")
+                    "sensitive_hits", "spam_prob", "quality_score", "source_file")
+REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
+                    "source_file", "offset")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class CleanConfig:
     spark: SparkSection = field(default_factory=SparkSection)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
+    classify: ClassifyConfig = field(default_factory=ClassifyConfig)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -67,6 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None) -> dict[str, Any]:
     from pyspark import StorageLevel
 
+    from etl.classify import classify_stage, ship_models
     from etl.clean import clean_stage
     from etl.ledger import build_ledger
     from etl.output import AtomicOutput
@@ -78,15 +85,19 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
 
     spark = spark or get_spark("zhcorpus-clean", cfg.spark.master or None)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.spark.max_partition_bytes))
+    cleaner = Cleaner(cfg.rules)  # on the driver only to fail fast on bad lists and to name them in the report
+    shipped = ship_models(spark, cfg.classify) if cfg.classify.enabled else None  # verified before any work
     out = AtomicOutput(spark, output, overwrite)
     counters = Counters(spark.sparkContext)
-    cleaner = Cleaner(cfg.rules)  # on the driver only to fail fast on bad lists and to name them in the report
     t0 = time.monotonic()
     marked = None
     try:
         with report_progress(spark.sparkContext, counters, "clean"):
             raw, files = read_raw(spark, inputs, cfg.reader, counters)
-            marked = clean_stage(raw, cfg.rules).persist(StorageLevel.MEMORY_AND_DISK)
+            marked = clean_stage(raw, cfg.rules)
+            if shipped is not None:
+                marked = classify_stage(marked, shipped)
+            marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
             records = marked.where(F.col("kind") == "record")
             records.where(F.col("reason").isNull()).select(*DOCUMENT_COLUMNS).write.parquet(out.path("documents"))
             records.where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS).write.parquet(out.path("rejected"))
@@ -101,6 +112,10 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
             "sensitive": {"versions": cleaner.sensitive.versions, "sha256": cleaner.sensitive.fingerprint},
             "advertisement": {"versions": cleaner.ads.versions, "sha256": cleaner.ads.fingerprint},
         }
+        if shipped is not None:
+            report["models"] = {"spam": {"dir": cfg.classify.spam_model, "sha256": shipped.spam_sha256},
+                                "quality": {"dir": cfg.classify.quality_model, "sha256": shipped.quality_sha256,
+                                            "rule": cfg.classify.quality_rule}}
         report["config"] = to_dict(cfg)
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2, sort_keys=False))
         final = out.commit()
@@ -132,6 +147,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from filters.classify import ModelError
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args(argv)
     try:
@@ -141,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         report = run(cfg, args.input, args.output, args.overwrite)
-    except (FileNotFoundError, FileExistsError, ValueError) as e:
+    except (FileNotFoundError, FileExistsError, ValueError, ModelError) as e:
         log.error("%s", e)
         return 2
     for line in summary_lines(report):

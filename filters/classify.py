@@ -1,0 +1,162 @@
+"""fastText document classifiers: the PanGu-α spam filter and a GPT-3 App. A quality scorer.
+
+Both are fastText supervised models over jieba words plus hashed word bigrams, that is a linear
+(softmax = logistic for two labels) classifier over hashed n-gram features: the model family
+GPT-3 used (Spark ML HashingTF + LogisticRegression), in one library for both models, loaded once
+per worker, scoring thousands of documents a second per core. ``preprocess`` is the one text
+transform used at training and at scoring time; its version is stored with every model.
+
+A model directory holds ``model.bin`` and ``metadata.json`` (kind, sha256 of model.bin,
+preprocessing version, labels, counts, chosen threshold, held-out metrics). ``load_classifier``
+refuses a model whose bytes do not match the recorded (or an expected) sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from filters.keywords import normalise
+
+PREPROCESS_VERSION = "1"  # bump when preprocess() changes: models trained before must be retrained
+MAX_CHARS = 3000  # score the opening of a document; long tails add time, not signal (ours)
+MODEL_FILE, META_FILE = "model.bin", "metadata.json"
+
+
+class ModelError(RuntimeError):
+    """A model directory that is missing, corrupted, or not the model it claims to be."""
+
+
+def preprocess(text: str, max_chars: int = MAX_CHARS) -> str:
+    """NFKC + lower case, first ``max_chars`` characters, whitespace (newlines included) folded,
+    jieba words joined by single spaces: one line, as fastText reads it."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    folded = " ".join(normalise(text[:max_chars]).split())
+    return " ".join(w for w in jieba.lcut(folded) if not w.isspace())
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    # fastText supervised settings (ours, tuned on the demo seed data's validation split).
+    epoch: int = 10
+    lr: float = 0.5
+    word_ngrams: int = 2  # unigrams + hashed bigrams
+    dim: int = 32
+    bucket: int = 200_000  # hashing space for the bigrams
+    min_count: int = 1
+    seed: int = 0  # fastText is deterministic with thread=1
+    threads: int = 1
+
+
+class TextClassifier:
+    """A loaded binary classifier; ``positive_prob`` is P(positive label) per text."""
+
+    def __init__(self, model_dir: str | Path, expected_sha256: str | None = None):
+        model_dir = Path(model_dir)
+        self.meta = read_metadata(model_dir)
+        actual = sha256_file(model_dir / MODEL_FILE)
+        for claimed, where in ((self.meta["sha256"], "metadata.json"), (expected_sha256, "the config")):
+            if claimed and claimed != actual:
+                raise ModelError(f"model checksum mismatch for {model_dir / MODEL_FILE}: sha256 {actual[:16]}... "
+                                 f"but {where} says {claimed[:16]}...; the file is corrupted or not this model")
+        if self.meta["preprocess_version"] != PREPROCESS_VERSION:
+            raise ModelError(f"{model_dir} was trained with preprocessing v{self.meta['preprocess_version']}, "
+                             f"this code is v{PREPROCESS_VERSION}: retrain it")
+        import fasttext
+
+        fasttext.FastText.eprint = lambda *a, **k: None  # silence its deprecation notice
+        self.model = fasttext.load_model(str(model_dir / MODEL_FILE))
+        self.positive = self.meta["positive_label"]
+        self.threshold = float(self.meta["threshold"])
+
+    def positive_prob(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0)
+        labels, probs = self.model.predict([preprocess(t) for t in texts], k=2)
+        tag = "__label__" + self.positive
+        out = np.empty(len(texts))
+        for i, (ls, ps) in enumerate(zip(labels, probs)):
+            out[i] = float(dict(zip(ls, ps)).get(tag, 0.0))
+        return np.clip(out, 0.0, 1.0)  # fastText's softmax can round to 1.00001
+
+
+def read_metadata(model_dir: Path) -> dict[str, Any]:
+    meta_path, model_path = model_dir / META_FILE, model_dir / MODEL_FILE
+    if not model_path.is_file() or not meta_path.is_file():
+        raise ModelError(f"{model_dir} is not a model directory (needs {MODEL_FILE} and {META_FILE})")
+    try:
+        return json.loads(meta_path.read_text())
+    except ValueError as e:
+        raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
+
+
+def train_fasttext(train_file: Path, params: TrainParams):
+    import fasttext
+
+    fasttext.FastText.eprint = lambda *a, **k: None
+    return fasttext.train_supervised(
+        input=str(train_file), epoch=params.epoch, lr=params.lr, wordNgrams=params.word_ngrams, dim=params.dim,
+        bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads, loss="softmax",
+        verbose=0)
+
+
+def choose_threshold(probs: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """The decision threshold on P(positive) that maximises F1 on held-out data, with its P/R/F1."""
+    best = {"threshold": 0.5, "precision": 0.0, "recall": 0.0, "f1": -1.0}
+    for t in np.unique(np.concatenate([probs, [0.5]])):
+        m = binary_metrics(probs >= t, truth)
+        if m["f1"] > best["f1"]:
+            best = {"threshold": float(t), **m}
+    return best
+
+
+def binary_metrics(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    tp = int(np.sum(pred & truth))
+    fp = int(np.sum(pred & ~truth))
+    fn = int(np.sum(~pred & truth))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
+
+
+def fasttext_lines(rows: Iterable[tuple[str, str]]) -> Iterable[str]:
+    """(label, preprocessed text) -> fastText training lines."""
+    for label, text in rows:
+        yield f"__label__{label} {text}\n"
+
+
+# --- GPT-3 App. A keep rule -------------------------------------------------------------
+
+def pareto_draw(doc_id: str, alpha: float, seed: int = 0) -> float:
+    """A Pareto(α) draw (numpy's Lomax form, ``np.random.pareto``) fixed by the doc_id, so a
+    re-run keeps exactly the same documents: X = (1 - U)^(-1/α) - 1, U from blake2b(doc_id)."""
+    digest = hashlib.blake2b(f"{seed}\0{doc_id}".encode(), digest_size=8).digest()
+    u = (int.from_bytes(digest, "big") >> 11) / float(1 << 53)  # uniform in [0, 1)
+    return (1.0 - u) ** (-1.0 / alpha) - 1.0
+
+
+def pareto_keep(doc_id: str, score: float, alpha: float, seed: int = 0) -> bool:
+    """GPT-3 App. A: keep iff np.random.pareto(α) > 1 - score, i.e. P(keep) = (2 - score)^-α."""
+    return pareto_draw(doc_id, alpha, seed) > 1.0 - score
+
+
+def pareto_keep_probability(score: float, alpha: float) -> float:
+    return math.pow(2.0 - score, -alpha)
