@@ -6,9 +6,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | cksum | cut -d' ' -f1)
 DEMO_CRAWL := data/demo_crawl
 DEMO_OUT   := out/demo
+DEMO_SEED  := data/seed
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install demo demo-crawl test test-fast bench lock clean-demo
+.PHONY: install demo demo-crawl demo-models test test-fast bench bench-classify lock clean-demo
 
 install: $(STAMP)
 
@@ -24,8 +25,17 @@ $(DEMO_CRAWL)/MANIFEST.json: | $(STAMP)
 
 demo-crawl: $(STAMP) $(DEMO_CRAWL)/MANIFEST.json
 
-demo: demo-crawl
-	$(PY) -m jobs.clean --input $(DEMO_INPUTS) --output $(DEMO_OUT)/clean --overwrite
+$(DEMO_SEED)/SEED.json: | $(STAMP)
+	$(PY) -m jobs.make_seed_data --output $(DEMO_SEED)
+
+$(DEMO_OUT)/models/%/metadata.json: $(DEMO_SEED)/SEED.json
+	$(PY) -m jobs.train_classifier --kind $* --input $(DEMO_SEED)/$*.jsonl --output $(DEMO_OUT)/models/$*
+
+demo-models: $(DEMO_OUT)/models/spam/metadata.json $(DEMO_OUT)/models/quality/metadata.json
+
+demo: demo-crawl demo-models
+	$(PY) -m jobs.clean --input $(DEMO_INPUTS) --output $(DEMO_OUT)/clean --overwrite \
+	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality
 	@echo "ledger: $(DEMO_OUT)/clean/report.json  documents: $(DEMO_OUT)/clean/documents/"
 
 test: $(STAMP)
@@ -37,9 +47,13 @@ test-fast: $(STAMP)
 bench: demo-crawl
 	$(PY) -m bench.bench_clean --input $(DEMO_INPUTS)
 
+bench-classify: demo
+	$(PY) -m bench.bench_classify --documents $(DEMO_OUT)/clean/documents \
+	    --spam-model $(DEMO_OUT)/models/spam --quality-model $(DEMO_OUT)/models/quality
+
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)
 	$(PY) -m pip freeze --exclude-editable | grep -v '^zhcorpus' > requirements.lock
 
 clean-demo:
-	rm -rf $(DEMO_CRAWL) $(DEMO_OUT)
+	rm -rf $(DEMO_CRAWL) $(DEMO_SEED) $(DEMO_OUT)

@@ -28,6 +28,7 @@ from .manifest import build_manifest, count_classes, labels_tsv
 from .model import (AD_KEYWORDS_FILE, CHARSETS, GENERATOR_VERSION, KINDS, MIB, SENSITIVE_DIR,
                     SITES, Charset, Doc, Site)
 from .plan import plan_documents
+from .seed import build_seed_data  # noqa: F401  (seed data for the spam and quality classifiers)
 from .words import TermMatcher, WordLists, read_word_lists
 
 __all__ = [

@@ -1,0 +1,111 @@
+"""Classifiers: preprocessing, Pareto keep rule, checksums, and train -> save -> load -> predict
+with F1 measured here on a held-out half the training job never saw."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from filters.classify import (MODEL_FILE, ModelError, TextClassifier, binary_metrics, pareto_draw, pareto_keep,
+                              pareto_keep_probability, preprocess)
+
+
+def test_preprocess_is_one_line_of_words():
+    out = preprocess("今天　天气很好！\n\nＡＢＣ 新闻\t报道")
+    assert "\n" not in out and "abc" in out and "天气" in out.split()
+    assert preprocess("x" * 10_000).count("x") <= 3000
+
+
+def test_pareto_keep_is_deterministic_per_doc_id():
+    ids = [f"doc-{i}" for i in range(200)]
+    first = [pareto_keep(i, 0.3, 9.0) for i in ids]
+    assert first == [pareto_keep(i, 0.3, 9.0) for i in ids]
+    assert first != [pareto_keep(i, 0.3, 9.0, seed=1) for i in ids]
+    assert all(pareto_keep(i, 1.0, 9.0) for i in ids)  # score 1: P(keep) = 1
+    assert all(pareto_draw(i, 9.0) >= 0 for i in ids)
+
+
+@pytest.mark.parametrize("score", [0.0, 0.3, 0.7, 0.9, 1.0])
+def test_pareto_keep_rate_matches_gpt3_formula(score):
+    n, alpha = 40_000, 9.0
+    rate = np.mean([pareto_keep(f"d{i}", score, alpha) for i in range(n)])
+    p = pareto_keep_probability(score, alpha)  # (2 - s)^-alpha
+    assert abs(rate - p) <= 4 * math.sqrt(p * (1 - p) / n) + 1e-9, (rate, p)
+
+
+def test_binary_metrics():
+    pred = np.array([True, True, False, False])
+    truth = np.array([True, False, True, False])
+    assert binary_metrics(pred, truth) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
+
+
+@pytest.fixture(scope="module")
+def seed_data(tmp_path_factory):
+    from etl.demo_crawl import build_seed_data
+
+    root = tmp_path_factory.mktemp("seed")
+    build_seed_data(root, seed=5, n_per_label=200)
+    return root
+
+
+def _split_halves(path, root):
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    rng = np.random.default_rng(0)
+    rng.shuffle(rows)
+    half = len(rows) // 2
+    train, held = root / f"{path.stem}-train.jsonl", root / f"{path.stem}-held.jsonl"
+    train.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[:half]), encoding="utf-8")
+    held.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows[half:]), encoding="utf-8")
+    return train, rows[half:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, positive", [("spam", "spam"), ("quality", "hq")])
+def test_train_save_load_predict_reaches_f1(kind, positive, seed_data, spark, tmp_path):
+    from jobs.config import load_config
+    from jobs.train_classifier import TrainClassifierConfig, train
+
+    train_file, held = _split_halves(seed_data / f"{kind}.jsonl", tmp_path)
+    cfg = load_config(TrainClassifierConfig, None, [f"kind={kind}"])
+    meta = train(cfg, [str(train_file)], str(tmp_path / "model"), spark=spark)
+    assert meta["counts"]["valid"] and meta["sha256"]
+    model = TextClassifier(tmp_path / "model")
+    probs = model.positive_prob([r["text"] for r in held])
+    truth = np.array([r["label"] == positive for r in held])
+    m = binary_metrics(probs >= model.threshold, truth)
+    assert m["f1"] >= 0.9, m
+    # the saved model predicts exactly what the reloaded one does
+    again = TextClassifier(tmp_path / "model").positive_prob([r["text"] for r in held[:20]])
+    assert np.allclose(again, probs[:20])
+
+
+@pytest.mark.slow
+def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
+    from jobs.clean import CleanConfig, run
+    from jobs.config import load_config
+    from jobs.train_classifier import TrainClassifierConfig, train
+
+    cfg = load_config(TrainClassifierConfig, None, ["kind=spam", "fasttext.epoch=2"])
+    good = tmp_path / "good"
+    meta = train(cfg, [str(seed_data / "spam.jsonl")], str(good), spark=spark)
+    with pytest.raises(ModelError, match="checksum mismatch.*config"):
+        TextClassifier(good, expected_sha256="0" * 64)
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    blob = bytearray((bad / MODEL_FILE).read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    (bad / MODEL_FILE).write_bytes(bytes(blob))
+    with pytest.raises(ModelError, match="checksum mismatch.*metadata.json"):
+        TextClassifier(bad)
+    with pytest.raises(ModelError, match="not a model directory"):
+        TextClassifier(tmp_path)
+    job = load_config(CleanConfig, None, [f"classify.spam_model={bad}"])
+    out = tmp_path / "out"
+    with pytest.raises(ModelError):
+        run(job, [str(seed_data / "spam.jsonl")], str(out), spark=spark)
+    assert not out.exists() and not list(tmp_path.glob("out.staging-*"))
+    assert meta["sha256"] != "0" * 64
