@@ -109,3 +109,42 @@ def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
         run(job, [str(seed_data / "spam.jsonl")], str(out), spark=spark)
     assert not out.exists() and not list(tmp_path.glob("out.staging-*"))
     assert meta["sha256"] != "0" * 64
+
+
+@pytest.mark.slow
+def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
+    from jobs.clean import CleanConfig, run
+    from jobs.config import load_config
+    from jobs.train_classifier import TrainClassifierConfig, train
+    from tests import crawl_fixture
+
+    for kind in ("spam", "quality"):
+        cfg = load_config(TrainClassifierConfig, None, [f"kind={kind}"])
+        train(cfg, [str(seed_data / f"{kind}.jsonl")], str(tmp_path / kind), spark=spark)
+    crawl_fixture.build(tmp_path / "in")
+    # a spam page the rules let through (no ad keywords, mostly Han), for the spam model to catch
+    from filters.config import RulesConfig
+    from filters.pipeline import Cleaner
+
+    rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
+    rules = Cleaner(RulesConfig())
+    spam = next(r for r in rows if r["label"] == "spam" and rules(r["text"]).keep)
+    (tmp_path / "in" / "spam.jsonl").write_text(json.dumps({"id": "s-1", "text": spam["text"]}, ensure_ascii=False) + "\n")
+    base = [f"classify.spam_model={tmp_path / 'spam'}", f"classify.quality_model={tmp_path / 'quality'}",
+            "classify.quality_rule=pareto"]
+    reports, frames = [], []
+    for i in range(2):
+        report = run(load_config(CleanConfig, None, base), [str(tmp_path / "in")], str(tmp_path / f"out{i}"), spark=spark)
+        reports.append(report)
+        frames.append(spark.read.parquet(str(tmp_path / f"out{i}" / "documents")).orderBy("doc_id").toPandas())
+    docs = frames[0]
+    assert docs["spam_prob"].notna().all() and docs["quality_score"].between(0, 1).all()
+    assert reports[0]["balanced"] and reports[0]["models"]["spam"]["sha256"]
+    assert frames[0]["doc_id"].tolist() == frames[1]["doc_id"].tolist()  # pareto draws are per doc_id
+    rejected = spark.read.parquet(str(tmp_path / "out0" / "rejected")).toPandas()
+    marked = rejected[rejected["stage"] == "classify"]
+    assert set(marked["reason"]) <= {"spam", "low_quality"}
+    caught = rejected[rejected["doc_id"] == "s-1"].iloc[0]
+    assert (caught["stage"], caught["reason"]) == ("classify", "spam") and caught["spam_prob"] >= 0.5
+    n_classify = reports[0]["rejected_by_stage"].get("classify", {}).get("total", 0)
+    assert n_classify == len(marked)
