@@ -1,0 +1,118 @@
+"""Exact and MinHash-LSH fuzzy deduplication on Spark, with connected components on Spark.
+
+1. Exact: one document per normalised-text hash (``filters.minhash.exact_key``).
+2. Signatures and band keys per document (numpy, inside ``mapInArrow``).
+3. Candidate edges: one row per (band, key, doc_id); each bucket's members point to the
+   bucket's smallest doc_id (star edges; no per-bucket lists, nothing collected).
+4. Connected components by alternating large-star / small-star (Kiveris et al., "Connected
+   Components in MapReduce and Beyond", SoCC 2014): O(log^2 n) rounds, each a couple of joins
+   and aggregations; the loop ends when every edge points at a root and every node has one parent.
+5. One keeper per component: highest ``quality_score`` (when present), then smallest ``doc_id``.
+
+Every input document ends in ``documents`` (keepers) or ``duplicates`` (doc_id, duplicate_of,
+kind = exact | near).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from filters import minhash as mh
+
+log = logging.getLogger("zhcorpus")
+MAX_CC_ROUNDS = 64  # far above the O(log^2 n) the algorithm needs; reaching it is an error
+
+
+def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
+    """doc_id, exact_key, band_keys (array<long>) for each document."""
+    p = params.resolved()
+    schema = pa.schema([("doc_id", pa.string()), ("exact_key", pa.string()), ("band_keys", pa.list_(pa.int64()))])
+
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            ids, texts = batch.column("doc_id").to_pylist(), batch.column("text").to_pylist()
+            exact, keys = [], []
+            for text in texts:
+                norm = mh.normalise(text or "")
+                exact.append(mh.exact_key(text or ""))
+                sig = mh.signature(mh.shingle_hashes(norm, p.shingle), p.num_perm, p.seed)
+                keys.append(mh.band_keys(sig, p.bands, p.rows))
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(ids, pa.string()), pa.array(exact, pa.string()),
+                 pa.array([k.tolist() for k in keys], pa.list_(pa.int64()))], schema=schema)
+
+    return docs.select("doc_id", "text").mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>")
+
+
+def _ranked(df: DataFrame, group: str) -> DataFrame:
+    """Add ``keeper``: the group's best doc_id (highest quality_score, then smallest doc_id)."""
+    order = [F.col("quality_score").desc_nulls_last(), F.col("doc_id")]
+    return df.withColumn("keeper", F.first("doc_id").over(Window.partitionBy(group).orderBy(*order)))
+
+
+def candidate_edges(keys: DataFrame) -> DataFrame:
+    """(a, b) with a > b: each LSH bucket's members linked to the bucket's smallest doc_id."""
+    rows = keys.select("doc_id", F.posexplode("band_keys").alias("band", "key"))
+    roots = rows.groupBy("band", "key").agg(F.min("doc_id").alias("root"), F.count(F.lit(1)).alias("n")).where("n > 1")
+    return (rows.join(roots.drop("n"), ["band", "key"]).where(F.col("doc_id") != F.col("root"))
+            .select(F.col("doc_id").alias("a"), F.col("root").alias("b")).distinct())
+
+
+def _large_star(edges: DataFrame) -> DataFrame:
+    """Every edge (a, u) becomes (a, m_u), m_u = min of u and u's smaller neighbours."""
+    mins = edges.groupBy("a").agg(F.min("b").alias("m")).withColumnRenamed("a", "u")
+    return (edges.join(mins, edges.b == mins.u, "left")
+            .select("a", F.coalesce("m", "b").alias("b")).distinct())
+
+
+def _small_star(edges: DataFrame) -> DataFrame:
+    """Each node u and its smaller neighbours all link to m, the smallest of them."""
+    mins = edges.groupBy("a").agg(F.min("b").alias("m"))
+    joined = edges.join(mins, "a")
+    return (joined.select("a", F.col("m").alias("b"))
+            .unionByName(joined.where(F.col("b") != F.col("m")).select(F.col("b").alias("a"), F.col("m").alias("b")))
+            .distinct())
+
+
+def connected_components(edges: DataFrame) -> DataFrame:
+    """(node, component) for every node on an edge; component = the component's smallest id."""
+    e = edges.localCheckpoint()
+    for rnd in range(1, MAX_CC_ROUNDS + 1):
+        e = _small_star(_large_star(e)).localCheckpoint()
+        children = e.select(F.col("a").alias("b")).distinct()
+        pointing_at_child = e.join(children, "b").limit(1).count()
+        multi_parent = e.groupBy("a").count().where("count > 1").limit(1).count()
+        log.info("connected components: round %d, %d edges", rnd, e.count())
+        if not pointing_at_child and not multi_parent:
+            roots = e.select(F.col("b").alias("node"), F.col("b").alias("component")).distinct()
+            return e.select(F.col("a").alias("node"), F.col("b").alias("component")).unionByName(roots)
+    raise RuntimeError(f"connected components did not converge in {MAX_CC_ROUNDS} rounds")
+
+
+def dedup(docs: DataFrame, params: mh.MinHashParams) -> tuple[DataFrame, DataFrame]:
+    """(survivors with all their columns, duplicates: doc_id, duplicate_of, kind)."""
+    if "quality_score" not in docs.columns:
+        docs = docs.withColumn("quality_score", F.lit(None).cast("double"))
+    keys = signatures(docs, params).join(docs.select("doc_id", "quality_score"), "doc_id").localCheckpoint()
+    exact = _ranked(keys, "exact_key")
+    exact_dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
+        "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
+    unique = exact.where(F.col("doc_id") == F.col("keeper")).drop("keeper")
+    comps = connected_components(candidate_edges(unique))
+    members = comps.join(unique.select("doc_id", "quality_score"), comps.node == unique.doc_id).drop("node")
+    near = _ranked(members, "component")
+    near_dups = near.where(F.col("doc_id") != F.col("keeper")).select(
+        "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("near").alias("kind"))
+    # an exact copy of a document that is itself a near duplicate points at the final keeper
+    final = near_dups.select(F.col("doc_id").alias("duplicate_of"), F.col("duplicate_of").alias("final"))
+    exact_dups = (exact_dups.join(final, "duplicate_of", "left")
+                  .select("doc_id", F.coalesce("final", "duplicate_of").alias("duplicate_of"), "kind"))
+    duplicates = exact_dups.unionByName(near_dups)
+    survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
+    return survivors, duplicates

@@ -1,0 +1,98 @@
+"""Spark dedup: known near-duplicate families come out as exactly those clusters, whatever the
+partitioning, identically on a re-run; a hot bucket stays within memory."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from etl.dedup import dedup
+from filters.minhash import MinHashParams
+
+pytestmark = pytest.mark.slow
+
+
+def _edit(text: str, rng: random.Random, every: int = 400) -> str:
+    chars = list(text)
+    for _ in range(max(1, len(chars) // every)):
+        chars[rng.randrange(len(chars))] = chr(0x4E00 + rng.randrange(20000))
+    return "".join(chars)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from etl.demo_crawl import build_seed_data
+
+    root = tmp_path_factory.mktemp("dedup")
+    build_seed_data(root, seed=11, n_per_label=150)
+    records = [json.loads(x) for x in (root / "quality.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts = _unrelated([r["text"] for r in records if r["label"] == "hq" and len(r["text"]) >= 400])[:100]
+    rng = random.Random(3)
+    rows, families = [], []
+    for i, base in enumerate(texts):
+        size = rng.choice([1, 1, 1, 2, 3, 5])
+        members = [f"d{i:03d}-0"]
+        rows.append((members[0], base, rng.random()))
+        for j in range(1, size):
+            members.append(f"d{i:03d}-{j}")
+            variant = base if j == 1 and size == 5 else _edit(base, rng)  # one exact copy in the big families
+            rows.append((members[-1], variant, rng.random()))
+        families.append(members)
+    _check_fixture(rows, families)
+    return rows, families
+
+
+def _unrelated(texts):
+    """Greedily keep texts sharing < 10 % of shingles with every one kept before (the seed
+    data's news windows can overlap)."""
+    from filters import minhash as mh
+
+    kept, sets = [], []
+    for t in texts:
+        h = mh.shingle_hashes(mh.normalise(t), MinHashParams().shingle)
+        if all(mh.jaccard(h, o) < 0.1 for o in sets):
+            kept.append(t)
+            sets.append(h)
+    return kept
+
+
+def _check_fixture(rows, families):
+    """The fixture is well-posed: Jaccard >= 0.93 inside a family, < 0.3 to every other family's base."""
+    from filters import minhash as mh
+
+    sets = {d: mh.shingle_hashes(mh.normalise(t), MinHashParams().shingle) for d, t, _ in rows}
+    for fam in families:
+        assert all(mh.jaccard(sets[fam[0]], sets[m]) >= 0.93 for m in fam[1:]), fam
+    bases = [fam[0] for fam in families]
+    for i, a in enumerate(bases[:30]):
+        assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
+
+
+def _clusters(spark, rows, partitions):
+    docs = spark.createDataFrame(rows, "doc_id string, text string, quality_score double").repartition(partitions)
+    survivors, dups = dedup(docs, MinHashParams())
+    d = {r.doc_id: r.duplicate_of for r in dups.collect()}
+    kept = {r.doc_id for r in survivors.select("doc_id").collect()}
+    return d, kept
+
+
+def test_families_are_exactly_the_clusters(spark, corpus):
+    rows, families = corpus
+    dups, kept = _clusters(spark, rows, 4)
+    quality = {doc_id: q for doc_id, _, q in rows}
+    assert len(kept) == len(families) and len(kept) + len(dups) == len(rows)
+    for fam in families:
+        keeper = max(fam, key=lambda d: (quality[d], [-ord(c) for c in d]))
+        assert keeper in kept, fam
+        for other in fam:
+            if other != keeper:
+                assert dups[other] == keeper, (fam, other)
+
+
+def test_partitioning_and_rerun_do_not_change_the_result(spark, corpus):
+    rows, _ = corpus
+    first = _clusters(spark, rows, 1)
+    assert _clusters(spark, rows, 7) == first
+    assert _clusters(spark, rows, 7) == first
