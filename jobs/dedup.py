@@ -1,0 +1,101 @@
+"""Exact + MinHash-LSH fuzzy deduplication of a cleaned corpus on Spark.
+
+    spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--set minhash.threshold=0.7]
+    python -m jobs.dedup --input out/demo/clean/documents --output out/demo/dedup
+
+Writes OUT/documents/ (one document per duplicate cluster: highest quality_score, then smallest
+doc_id), OUT/duplicates/ (doc_id, duplicate_of, kind = exact | near) and OUT/report.json
+(input = documents + duplicates, the MinHash settings). OUT appears atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from filters.minhash import MinHashParams  # noqa: E402
+from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
+
+log = logging.getLogger("zhcorpus")
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    master: str = ""  # "" = spark-submit's master, or local[*]
+    minhash: MinHashParams = field(default_factory=MinHashParams)
+
+
+def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None) -> dict[str, Any]:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from etl.dedup import dedup
+    from etl.output import AtomicOutput
+    from etl.spark import get_spark
+
+    spark = spark or get_spark("zhcorpus-dedup", cfg.master or None)
+    params = cfg.minhash.resolved()
+    out = AtomicOutput(spark, output, overwrite)
+    t0 = time.monotonic()
+    try:
+        docs = spark.read.parquet(*inputs).persist(StorageLevel.MEMORY_AND_DISK)
+        n_in = docs.count()
+        survivors, duplicates = dedup(docs, params)
+        duplicates = duplicates.persist(StorageLevel.MEMORY_AND_DISK)
+        survivors.write.parquet(out.path("documents"))
+        duplicates.write.parquet(out.path("duplicates"))
+        kinds = {r.kind: r["count"] for r in duplicates.groupBy("kind").count().collect()}
+        n_docs = spark.read.parquet(out.path("documents")).count()
+        n_dups = sum(kinds.values())
+        report = {
+            "input": {"documents": n_in}, "documents": n_docs, "duplicates": n_dups,
+            "duplicates_by_kind": dict(sorted(kinds.items())), "balanced": n_in == n_docs + n_dups,
+            "largest_clusters": [r.asDict() for r in duplicates.groupBy("duplicate_of").count()
+                                 .orderBy(F.desc("count"), "duplicate_of").limit(10).collect()],
+            "minhash": asdict(params), "config": to_dict(cfg),
+            "job": {"name": "dedup", "inputs": inputs, "elapsed_s": round(time.monotonic() - t0, 2)},
+        }
+        if not report["balanced"]:
+            raise RuntimeError(f"dedup ledger does not balance: {n_in} in, {n_docs} kept + {n_dups} duplicates")
+        out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    docs.unpersist()
+    duplicates.unpersist()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    p = argparse.ArgumentParser(prog="jobs.dedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input", nargs="+", required=True, help="Parquet documents (doc_id, text[, quality_score])")
+    p.add_argument("--output", required=True)
+    p.add_argument("--config", default=None, help="TOML config")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="e.g. --set minhash.threshold=0.7 --set minhash.shingle=5")
+    p.add_argument("--overwrite", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        cfg = load_config(DedupConfig, args.config, args.overrides)
+        report = run(cfg, args.input, args.output, args.overwrite)
+    except (ConfigError, FileExistsError, ValueError) as e:
+        log.error("%s", e)
+        return 2
+    log.info("dedup: %d in, %d kept, duplicates %s (%.1f s)", report["input"]["documents"], report["documents"],
+             report["duplicates_by_kind"], report["job"]["elapsed_s"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
