@@ -88,7 +88,7 @@ def connected_components(edges: DataFrame) -> DataFrame:
         children = e.select(F.col("a").alias("b")).distinct()
         pointing_at_child = e.join(children, "b").limit(1).count()
         multi_parent = e.groupBy("a").count().where("count > 1").limit(1).count()
-        log.info("connected components: round %d, %d edges", rnd, e.count())
+        log.info("connected components: round %d", rnd)
         if not pointing_at_child and not multi_parent:
             roots = e.select(F.col("b").alias("node"), F.col("b").alias("component")).distinct()
             return e.select(F.col("a").alias("node"), F.col("b").alias("component")).unionByName(roots)

