@@ -16,6 +16,7 @@ kind = exact | near).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -23,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from etl.dedup_index import DedupIndex, exact_prior_matches, touched_prior_rows
 from filters import minhash as mh
 
 log = logging.getLogger("zhcorpus")
@@ -51,14 +53,22 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 
 
 def _ranked(df: DataFrame, group: str) -> DataFrame:
-    """Add ``keeper``: the group's best doc_id (highest quality_score, then smallest doc_id)."""
-    order = [F.col("quality_score").desc_nulls_last(), F.col("doc_id")]
+    """Add ``keeper``: the group's best doc_id: an already indexed document first (it is
+    published), then highest quality_score, then smallest doc_id."""
+    order = [F.col("prior").desc(), F.col("quality_score").desc_nulls_last(), F.col("doc_id")]
     return df.withColumn("keeper", F.first("doc_id").over(Window.partitionBy(group).orderBy(*order)))
 
 
-def candidate_edges(keys: DataFrame) -> DataFrame:
-    """(a, b) with a > b: each LSH bucket's members linked to the bucket's smallest doc_id."""
-    rows = keys.select("doc_id", F.posexplode("band_keys").alias("band", "key"))
+def band_rows(keys: DataFrame) -> DataFrame:
+    """One row per (band, key, doc_id)."""
+    return keys.select("doc_id", F.posexplode("band_keys").alias("band", "key"))
+
+
+def candidate_edges(rows: DataFrame) -> DataFrame:
+    """(a, b) with a > b: each LSH bucket's members linked to the bucket's smallest doc_id.
+    ``rows``: band, key, doc_id (or a signatures frame with band_keys)."""
+    if "band_keys" in rows.columns:
+        rows = band_rows(rows)
     roots = rows.groupBy("band", "key").agg(F.min("doc_id").alias("root"), F.count(F.lit(1)).alias("n")).where("n > 1")
     return (rows.join(roots.drop("n"), ["band", "key"]).where(F.col("doc_id") != F.col("root"))
             .select(F.col("doc_id").alias("a"), F.col("root").alias("b")).distinct())
@@ -95,24 +105,47 @@ def connected_components(edges: DataFrame) -> DataFrame:
     raise RuntimeError(f"connected components did not converge in {MAX_CC_ROUNDS} rounds")
 
 
-def dedup(docs: DataFrame, params: mh.MinHashParams) -> tuple[DataFrame, DataFrame]:
-    """(survivors with all their columns, duplicates: doc_id, duplicate_of, kind)."""
+@dataclass
+class DedupResult:
+    survivors: DataFrame  # the new documents kept, all their columns
+    duplicates: DataFrame  # doc_id, duplicate_of, kind (exact | near)
+    survivor_bands: DataFrame  # band, key, doc_id of the survivors: what an index appends
+    survivor_exact: DataFrame  # exact_key, doc_id of the survivors
+
+
+def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = None) -> DedupResult:
+    """Deduplicate ``docs`` within themselves and, with ``index``, against every indexed document."""
     if "quality_score" not in docs.columns:
         docs = docs.withColumn("quality_score", F.lit(None).cast("double"))
-    keys = signatures(docs, params).join(docs.select("doc_id", "quality_score"), "doc_id").localCheckpoint()
+    keys = (signatures(docs, params).join(docs.select("doc_id", "quality_score"), "doc_id")
+            .withColumn("prior", F.lit(False)).localCheckpoint())
     exact = _ranked(keys, "exact_key")
     exact_dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
         "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
     unique = exact.where(F.col("doc_id") == F.col("keeper")).drop("keeper")
-    comps = connected_components(candidate_edges(unique))
-    members = comps.join(unique.select("doc_id", "quality_score"), comps.node == unique.doc_id).drop("node")
+    prior_bands = index.bands() if index else None
+    prior_exact = index.exact() if index else None
+    if prior_exact is not None:
+        seen = exact_prior_matches(prior_exact, unique).withColumn("kind", F.lit("exact"))
+        exact_dups = exact_dups.unionByName(seen)
+        unique = unique.join(seen.select("doc_id"), "doc_id", "left_anti")
+    rows = band_rows(unique).withColumn("prior", F.lit(False))
+    nodes = unique.select("doc_id", "quality_score", "prior")
+    if prior_bands is not None:
+        touched = touched_prior_rows(prior_bands, rows).withColumn("prior", F.lit(True))
+        rows = rows.unionByName(touched.select("doc_id", "band", "key", "prior"))
+        nodes = nodes.unionByName(touched.select("doc_id", F.lit(None).cast("double").alias("quality_score"),
+                                                 "prior").distinct())
+    comps = connected_components(candidate_edges(rows.select("band", "key", "doc_id")))
+    members = comps.join(nodes, comps.node == nodes.doc_id).drop("node")
     near = _ranked(members, "component")
-    near_dups = near.where(F.col("doc_id") != F.col("keeper")).select(
+    near_dups = near.where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior")).select(
         "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("near").alias("kind"))
     # an exact copy of a document that is itself a near duplicate points at the final keeper
     final = near_dups.select(F.col("doc_id").alias("duplicate_of"), F.col("duplicate_of").alias("final"))
     exact_dups = (exact_dups.join(final, "duplicate_of", "left")
                   .select("doc_id", F.coalesce("final", "duplicate_of").alias("duplicate_of"), "kind"))
-    duplicates = exact_dups.unionByName(near_dups)
+    duplicates = exact_dups.unionByName(near_dups).localCheckpoint()
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
-    return survivors, duplicates
+    kept_keys = unique.join(near_dups.select("doc_id"), "doc_id", "left_anti")
+    return DedupResult(survivors, duplicates, band_rows(kept_keys), kept_keys.select("exact_key", "doc_id"))

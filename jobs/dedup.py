@@ -1,6 +1,6 @@
 """Exact + MinHash-LSH fuzzy deduplication of a cleaned corpus on Spark.
 
-    spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--set minhash.threshold=0.7]
+    spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--index DIR] [--set minhash.threshold=0.7]
     python -m jobs.dedup --input out/demo/clean/documents --output out/demo/dedup
 
 Writes OUT/documents/ (one document per duplicate cluster: highest quality_score, then smallest
@@ -34,11 +34,13 @@ class DedupConfig:
     minhash: MinHashParams = field(default_factory=MinHashParams)
 
 
-def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None) -> dict[str, Any]:
+def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None,
+        index_dir: str | None = None) -> dict[str, Any]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from etl.dedup import dedup
+    from etl.dedup_index import DedupIndex
     from etl.output import AtomicOutput
     from etl.spark import get_spark
 
@@ -49,8 +51,9 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
     try:
         docs = spark.read.parquet(*inputs).persist(StorageLevel.MEMORY_AND_DISK)
         n_in = docs.count()
-        survivors, duplicates = dedup(docs, params)
-        duplicates = duplicates.persist(StorageLevel.MEMORY_AND_DISK)
+        index = DedupIndex(spark, index_dir, params) if index_dir else None
+        result = dedup(docs, params, index)
+        survivors, duplicates = result.survivors, result.duplicates
         survivors.write.parquet(out.path("documents"))
         duplicates.write.parquet(out.path("duplicates"))
         kinds = {r.kind: r["count"] for r in duplicates.groupBy("kind").count().collect()}
@@ -66,13 +69,15 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
         }
         if not report["balanced"]:
             raise RuntimeError(f"dedup ledger does not balance: {n_in} in, {n_docs} kept + {n_dups} duplicates")
+        if index is not None:  # the index learns the survivors before the output is published
+            report["index"] = {"dir": index_dir, "batches_before": len(index.committed()),
+                               "appended_run": index.append(result.survivor_bands, result.survivor_exact)}
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
         out.commit()
     except BaseException:
         out.abort()
         raise
     docs.unpersist()
-    duplicates.unpersist()
     return report
 
 
@@ -85,10 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="e.g. --set minhash.threshold=0.7 --set minhash.shingle=5")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--index", default=None, help="persistent dedup index directory: dedup against everything it "
+                   "holds, then append this run's survivors (created on first use)")
     args = p.parse_args(argv)
     try:
         cfg = load_config(DedupConfig, args.config, args.overrides)
-        report = run(cfg, args.input, args.output, args.overwrite)
+        report = run(cfg, args.input, args.output, args.overwrite, index_dir=args.index)
     except (ConfigError, FileExistsError, ValueError) as e:
         log.error("%s", e)
         return 2

@@ -70,11 +70,11 @@ def _check_fixture(rows, families):
         assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
 
 
-def _clusters(spark, rows, partitions):
+def _clusters(spark, rows, partitions, index=None):
     docs = spark.createDataFrame(rows, "doc_id string, text string, quality_score double").repartition(partitions)
-    survivors, dups = dedup(docs, MinHashParams())
-    d = {r.doc_id: r.duplicate_of for r in dups.collect()}
-    kept = {r.doc_id for r in survivors.select("doc_id").collect()}
+    result = dedup(docs, MinHashParams(), index)
+    d = {r.doc_id: r.duplicate_of for r in result.duplicates.collect()}
+    kept = {r.doc_id for r in result.survivors.select("doc_id").collect()}
     return d, kept
 
 
@@ -110,5 +110,38 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
     params = MinHashParams().resolved()
     edges = candidate_edges(signatures(docs, params))
     assert edges.count() <= n * params.bands
-    survivors, dups = dedup(docs, params)
-    assert survivors.count() == 1 and dups.count() == n - 1
+    result = dedup(docs, params)
+    assert result.survivors.count() == 1 and result.duplicates.count() == n - 1
+
+
+def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path):
+    from etl.dedup_index import DedupIndex, IndexSettingsMismatch
+
+    rows, families = corpus
+    fam_of = {d: i for i, fam in enumerate(families) for d in fam}
+    # A: every member of even families and the first member of odd ones; B: the rest.
+    def side(doc_id):
+        i = fam_of[doc_id]
+        return "a" if i % 2 == 0 or doc_id == families[i][0] else "b"
+    renamed = [(f"{side(d)}-{d}", t, None) for d, t, _ in rows]
+    a = [r for r in renamed if r[0].startswith("a-")]
+    b = [r for r in renamed if r[0].startswith("b-")]
+    assert a and b
+    at_once = _clusters(spark, renamed, 3)
+    index = DedupIndex(spark, str(tmp_path / "index"), MinHashParams())
+    dups_a, kept_a = _clusters(spark, a, 3, index)
+    index.append(*_survivor_keys(spark, a, dups_a))
+    dups_b, kept_b = _clusters(spark, b, 3, DedupIndex(spark, str(tmp_path / "index"), MinHashParams()))
+    assert {**dups_a, **dups_b} == at_once[0]
+    assert kept_a | kept_b == at_once[1]
+    with pytest.raises(IndexSettingsMismatch, match="shingle"):
+        DedupIndex(spark, str(tmp_path / "index"), MinHashParams(shingle=4))
+
+
+def _survivor_keys(spark, rows, dups):
+    from etl.dedup import band_rows, signatures
+    from filters import minhash as mh
+
+    kept = spark.createDataFrame([r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double")
+    keys = signatures(kept, MinHashParams())
+    return band_rows(keys), keys.select("exact_key", "doc_id")
