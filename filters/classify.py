@@ -56,7 +56,7 @@ def sha256_file(path: str | Path) -> str:
 class TrainParams:
     # fastText supervised settings (ours, tuned on the demo seed data's validation split).
     epoch: int = 10
-    lr: float = 0.2  # 0.5 diverged (NaN) on some seed draws
+    lr: float = 0.2
     word_ngrams: int = 2  # unigrams + hashed bigrams
     dim: int = 32
     bucket: int = 200_000  # hashing space for the bigrams
@@ -107,14 +107,25 @@ def read_metadata(model_dir: Path) -> dict[str, Any]:
         raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
 
 
-def train_fasttext(train_file: Path, params: TrainParams):
+def train_fasttext(train_file: Path, params: TrainParams, max_backoffs: int = 4):
+    """Train; fastText's SGD sometimes diverges ("Encountered NaN") on small, easy data sets, in
+    which case the learning rate is halved and training restarts. Returns (model, lr used)."""
     import fasttext
 
     fasttext.FastText.eprint = lambda *a, **k: None
-    return fasttext.train_supervised(
-        input=str(train_file), epoch=params.epoch, lr=params.lr, wordNgrams=params.word_ngrams, dim=params.dim,
-        bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads, loss="softmax",
-        verbose=0)
+    lr = params.lr
+    for attempt in range(max_backoffs + 1):
+        try:
+            model = fasttext.train_supervised(
+                input=str(train_file), epoch=params.epoch, lr=lr, wordNgrams=params.word_ngrams, dim=params.dim,
+                bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads,
+                loss="softmax", verbose=0)
+            return model, lr
+        except RuntimeError as e:
+            if "NaN" not in str(e) or attempt == max_backoffs:
+                raise
+            logging.getLogger("zhcorpus").warning("fastText diverged at lr=%g; retrying at lr=%g", lr, lr / 2)
+            lr /= 2
 
 
 def choose_threshold(probs: np.ndarray, truth: np.ndarray) -> dict[str, float]:

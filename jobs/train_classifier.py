@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import shutil
 import sys
 import tempfile
@@ -93,25 +94,30 @@ def train(cfg: TrainClassifierConfig, inputs: list[str], output: str, spark=None
     spark = spark or get_spark("zhcorpus-train-classifier", cfg.master or None)
     t0 = time.monotonic()
     counts: dict[str, dict[str, int]] = {"train": {}, "valid": {}, "skipped": {}}
-    valid_texts, valid_truth = [], []
+    valid_texts, valid_truth, train_lines = [], [], []
+    for r in prepared_rows(spark, cfg, inputs).toLocalIterator(prefetchPartitions=True):
+        if r.label not in (neg, pos) or not r.text:
+            why = "empty_text" if not r.text else f"unknown_label:{r.label}"
+            counts["skipped"][why] = counts["skipped"].get(why, 0) + 1
+            continue
+        counts[r.split][r.label] = counts[r.split].get(r.label, 0) + 1
+        if r.split == "train":
+            train_lines.extend(fasttext_lines([(r.label, r.text)]))
+        else:
+            valid_texts.append(r.text)
+            valid_truth.append(r.label == pos)
+    # fastText's SGD reads the file in order: labelled data usually arrives grouped by label
+    # (and here in partition order), which made training diverge (NaN). Sorted, then a seeded
+    # shuffle: the same input gives the same model whatever the partitioning.
+    train_lines.sort()
+    random.Random(cfg.split_seed).shuffle(train_lines)
     with tempfile.TemporaryDirectory() as tmp:
         train_file = Path(tmp) / "train.txt"
-        with open(train_file, "w", encoding="utf-8") as out:
-            for r in prepared_rows(spark, cfg, inputs).toLocalIterator(prefetchPartitions=True):
-                if r.label not in (neg, pos) or not r.text:
-                    why = "empty_text" if not r.text else f"unknown_label:{r.label}"
-                    counts["skipped"][why] = counts["skipped"].get(why, 0) + 1
-                    continue
-                counts[r.split][r.label] = counts[r.split].get(r.label, 0) + 1
-                if r.split == "train":
-                    out.writelines(fasttext_lines([(r.label, r.text)]))
-                else:
-                    valid_texts.append(r.text)
-                    valid_truth.append(r.label == pos)
+        train_file.write_text("".join(train_lines), encoding="utf-8")
         for split in ("train", "valid"):
             if set(counts[split]) != {neg, pos}:
                 raise ValueError(f"{split} split needs both labels {neg!r} and {pos!r}, has {counts[split]}")
-        model = train_fasttext(train_file, cfg.fasttext)
+        model, lr_used = train_fasttext(train_file, cfg.fasttext)
         labels, probs = model.predict(valid_texts, k=2)
         tag = "__label__" + pos
         p_pos = np.array([dict(zip(ls, ps)).get(tag, 0.0) for ls, ps in zip(labels, probs)])
@@ -124,7 +130,7 @@ def train(cfg: TrainClassifierConfig, inputs: list[str], output: str, spark=None
         "threshold": metrics["threshold"],
         "validation": {"precision": metrics["precision"], "recall": metrics["recall"], "f1": metrics["f1"],
                        "at_threshold": metrics["threshold"], "documents": len(valid_truth)},
-        "counts": counts, "inputs": inputs, "config": to_dict(cfg),
+        "counts": counts, "inputs": inputs, "config": to_dict(cfg), "lr_used": lr_used,
         "train_seconds": round(time.monotonic() - t0, 1),
     }
     (staging / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False))
