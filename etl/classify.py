@@ -18,7 +18,7 @@ from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 
 from etl import records as rec
-from filters.classify import TextClassifier, pareto_keep
+from filters.classify import TextClassifier, pareto_keep, preprocess
 
 CLASSIFY_STAGE = "classify"
 SPAM, LOW_QUALITY = "spam", "low_quality"
@@ -84,9 +84,9 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
     """Score the rows the earlier stages kept; mark drops. Other rows pass unchanged."""
     rows = batch.to_pylist()
     live = [i for i, r in enumerate(rows) if r["kind"] == rec.RECORD and r["reason"] is None]
-    texts = [rows[i]["text"] for i in live]
-    spam_p = spam.positive_prob(texts) if spam else None
-    quality_p = quality.positive_prob(texts) if quality else None
+    lines = [preprocess(rows[i]["text"]) for i in live]  # once, for both models
+    spam_p = spam.positive_prob(lines, preprocessed=True) if spam else None
+    quality_p = quality.positive_prob(lines, preprocessed=True) if quality else None
     spam_t = cfg.spam_threshold if cfg.spam_threshold >= 0 else (spam.threshold if spam else 1.0)
     quality_t = cfg.quality_threshold if cfg.quality_threshold >= 0 else (quality.threshold if quality else 0.0)
     for j, i in enumerate(live):

@@ -86,10 +86,13 @@ class TextClassifier:
         self.positive = self.meta["positive_label"]
         self.threshold = float(self.meta["threshold"])
 
-    def positive_prob(self, texts: Sequence[str]) -> np.ndarray:
+    def positive_prob(self, texts: Sequence[str], preprocessed: bool = False) -> np.ndarray:
+        """``preprocessed=True``: ``texts`` already went through ``preprocess`` (jieba is the
+        expensive part; two models scoring the same documents share it)."""
         if not texts:
             return np.zeros(0)
-        labels, probs = self.model.predict([preprocess(t) for t in texts], k=2)
+        lines = list(texts) if preprocessed else [preprocess(t) for t in texts]
+        labels, probs = self.model.predict(lines, k=2)
         tag = "__label__" + self.positive
         out = np.empty(len(texts))
         for i, (ls, ps) in enumerate(zip(labels, probs)):
