@@ -19,7 +19,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -92,12 +92,15 @@ class TextClassifier:
         if not texts:
             return np.zeros(0)
         lines = list(texts) if preprocessed else [preprocess(t) for t in texts]
-        labels, probs = self.model.predict(lines, k=2)
-        tag = "__label__" + self.positive
-        out = np.empty(len(texts))
-        for i, (ls, ps) in enumerate(zip(labels, probs)):
-            out[i] = float(dict(zip(ls, ps)).get(tag, 0.0))
-        return np.clip(out, 0.0, 1.0)  # fastText's softmax can round to 1.00001
+        return positive_probs(self.model, lines, self.positive)
+
+
+def positive_probs(model, lines: Sequence[str], positive: str) -> np.ndarray:
+    """P(positive label) for preprocessed lines from a two-label fastText model."""
+    labels, probs = model.predict(list(lines), k=2)
+    tag = "__label__" + positive
+    out = np.array([float(dict(zip(ls, ps)).get(tag, 0.0)) for ls, ps in zip(labels, probs)])
+    return np.clip(out, 0.0, 1.0)  # fastText's softmax can round to 1.00001
 
 
 def read_metadata(model_dir: Path) -> dict[str, Any]:
@@ -151,10 +154,9 @@ def binary_metrics(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
 
 
-def fasttext_lines(rows: Iterable[tuple[str, str]]) -> Iterable[str]:
-    """(label, preprocessed text) -> fastText training lines."""
-    for label, text in rows:
-        yield f"__label__{label} {text}\n"
+def fasttext_line(label: str, text: str) -> str:
+    """A fastText training line for a preprocessed text."""
+    return f"__label__{label} {text}\n"
 
 
 # --- GPT-3 App. A keep rule -------------------------------------------------------------

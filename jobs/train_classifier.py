@@ -31,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from filters.classify import (META_FILE, MODEL_FILE, PREPROCESS_VERSION, TrainParams, choose_threshold,  # noqa: E402
-                              fasttext_lines, preprocess, sha256_file, train_fasttext)
+                              fasttext_line, positive_probs, preprocess, sha256_file, train_fasttext)
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
@@ -102,7 +102,7 @@ def train(cfg: TrainClassifierConfig, inputs: list[str], output: str, spark=None
             continue
         counts[r.split][r.label] = counts[r.split].get(r.label, 0) + 1
         if r.split == "train":
-            train_lines.extend(fasttext_lines([(r.label, r.text)]))
+            train_lines.append(fasttext_line(r.label, r.text))
         else:
             valid_texts.append(r.text)
             valid_truth.append(r.label == pos)
@@ -118,10 +118,7 @@ def train(cfg: TrainClassifierConfig, inputs: list[str], output: str, spark=None
             if set(counts[split]) != {neg, pos}:
                 raise ValueError(f"{split} split needs both labels {neg!r} and {pos!r}, has {counts[split]}")
         model, lr_used = train_fasttext(train_file, cfg.fasttext)
-        labels, probs = model.predict(valid_texts, k=2)
-        tag = "__label__" + pos
-        p_pos = np.array([dict(zip(ls, ps)).get(tag, 0.0) for ls, ps in zip(labels, probs)])
-        metrics = choose_threshold(p_pos, np.array(valid_truth))
+        metrics = choose_threshold(positive_probs(model, valid_texts, pos), np.array(valid_truth))
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=Path(output).parent if Path(output).parent.exists() else None))
         model.save_model(str(staging / MODEL_FILE))
     meta = {
