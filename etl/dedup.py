@@ -9,6 +9,13 @@
    and aggregations; the loop ends when every edge points at a root and every node has one parent.
 5. One keeper per component: highest ``quality_score`` (when present), then smallest ``doc_id``.
 
+Optional verification (``verify``): the exact Jaccard of every candidate edge between two new
+documents, from their texts. ``measure`` reports it (the precision of LSH at this threshold);
+``enforce`` also drops edges below the threshold before the components are formed. Edges to
+indexed documents stay unverified (the index keeps band keys, not texts). Star edges link each
+member to its bucket's root, so enforcing can split a bucket whose members are similar to each
+other but not to the root: it trades a little recall for precision.
+
 Every input document ends in ``documents`` (keepers) or ``duplicates`` (doc_id, duplicate_of,
 kind = exact | near).
 """
@@ -29,6 +36,7 @@ from filters import minhash as mh
 
 log = logging.getLogger("zhcorpus")
 MAX_CC_ROUNDS = 64  # far above the O(log^2 n) the algorithm needs; reaching it is an error
+VERIFY_MODES = ("off", "measure", "enforce")
 
 
 def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
@@ -74,6 +82,38 @@ def candidate_edges(rows: DataFrame) -> DataFrame:
             .select(F.col("doc_id").alias("a"), F.col("root").alias("b")).distinct())
 
 
+def edge_jaccard(edges: DataFrame, docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
+    """(a, b, jaccard): the exact Jaccard of each edge's shingle sets; null where either end is
+    not in ``docs`` (an indexed document)."""
+    n = params.shingle
+    texts = docs.select("doc_id", "text")
+    pairs = (edges.join(texts.select(F.col("doc_id").alias("a"), F.col("text").alias("text_a")), "a", "left")
+             .join(texts.select(F.col("doc_id").alias("b"), F.col("text").alias("text_b")), "b", "left"))
+
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            ta, tb = batch.column("text_a").to_pylist(), batch.column("text_b").to_pylist()
+            jac = [None if x is None or y is None else
+                   mh.jaccard(mh.shingle_hashes(mh.normalise(x), n), mh.shingle_hashes(mh.normalise(y), n))
+                   for x, y in zip(ta, tb)]
+            yield pa.RecordBatch.from_arrays([batch.column("a"), batch.column("b"), pa.array(jac, pa.float64())],
+                                             names=["a", "b", "jaccard"])
+
+    return pairs.select("a", "b", "text_a", "text_b").mapInArrow(compute, "a string, b string, jaccard double")
+
+
+def verification_summary(verified: DataFrame, threshold: float) -> dict:
+    """Counts and precision of the candidate edges that could be verified."""
+    row = verified.agg(
+        F.count(F.lit(1)).alias("edges"), F.count("jaccard").alias("verified"),
+        F.sum((F.col("jaccard") < threshold).cast("int")).alias("below_threshold"),
+        F.percentile_approx("jaccard", [0.01, 0.1, 0.5], 1000).alias("q")).first()
+    below = row.below_threshold or 0
+    return {"candidate_edges": row.edges, "verified": row.verified, "below_threshold": below,
+            "precision": round(1 - below / row.verified, 4) if row.verified else None,
+            "jaccard_p01_p10_p50": [round(x, 4) for x in row.q] if row.q else None}
+
+
 def _large_star(edges: DataFrame) -> DataFrame:
     """Every edge (a, u) becomes (a, m_u), m_u = min of u and u's smaller neighbours."""
     mins = edges.groupBy("a").agg(F.min("b").alias("m")).withColumnRenamed("a", "u")
@@ -111,10 +151,15 @@ class DedupResult:
     duplicates: DataFrame  # doc_id, duplicate_of, kind (exact | near)
     survivor_bands: DataFrame  # band, key, doc_id of the survivors: what an index appends
     survivor_exact: DataFrame  # exact_key, doc_id of the survivors
+    verified: DataFrame | None = None  # a, b, jaccard of every candidate edge (verify != "off")
 
 
-def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = None) -> DedupResult:
-    """Deduplicate ``docs`` within themselves and, with ``index``, against every indexed document."""
+def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = None,
+          verify: str = "off") -> DedupResult:
+    """Deduplicate ``docs`` within themselves and, with ``index``, against every indexed document.
+    ``verify``: one of VERIFY_MODES (see the module docstring)."""
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"verify must be one of {VERIFY_MODES}, not {verify!r}")
     if "quality_score" not in docs.columns:
         docs = docs.withColumn("quality_score", F.lit(None).cast("double"))
     keys = (signatures(docs, params).join(docs.select("doc_id", "quality_score"), "doc_id")
@@ -136,7 +181,12 @@ def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = 
         rows = rows.unionByName(touched.select("doc_id", "band", "key", "prior"))
         nodes = nodes.unionByName(touched.select("doc_id", F.lit(None).cast("double").alias("quality_score"),
                                                  "prior").distinct())
-    comps = connected_components(candidate_edges(rows.select("band", "key", "doc_id")))
+    edges, verified = candidate_edges(rows.select("band", "key", "doc_id")), None
+    if verify != "off":
+        verified = edge_jaccard(edges, docs, params).localCheckpoint()
+        if verify == "enforce":
+            edges = verified.where(F.col("jaccard").isNull() | (F.col("jaccard") >= params.threshold)).select("a", "b")
+    comps = connected_components(edges)
     members = comps.join(nodes, comps.node == nodes.doc_id).drop("node")
     near = _ranked(members, "component")
     near_dups = near.where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior")).select(
@@ -148,4 +198,4 @@ def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = 
     duplicates = exact_dups.unionByName(near_dups).localCheckpoint()
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
     kept_keys = unique.join(near_dups.select("doc_id"), "doc_id", "left_anti")
-    return DedupResult(survivors, duplicates, band_rows(kept_keys), kept_keys.select("exact_key", "doc_id"))
+    return DedupResult(survivors, duplicates, band_rows(kept_keys), kept_keys.select("exact_key", "doc_id"), verified)

@@ -32,6 +32,7 @@ log = logging.getLogger("zhcorpus")
 class DedupConfig:
     master: str = ""  # "" = spark-submit's master, or local[*]
     minhash: MinHashParams = field(default_factory=MinHashParams)
+    verify: str = "off"  # off | measure (exact Jaccard of candidate edges, reported) | enforce (also drop < threshold)
 
 
 def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None,
@@ -39,11 +40,13 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from etl.dedup import dedup
+    from etl.dedup import VERIFY_MODES, dedup, verification_summary
     from etl.dedup_index import DedupIndex
     from etl.output import AtomicOutput
     from etl.spark import get_spark
 
+    if cfg.verify not in VERIFY_MODES:
+        raise ConfigError(f"verify must be one of {VERIFY_MODES}, not {cfg.verify!r}")
     spark = spark or get_spark("zhcorpus-dedup", cfg.master or None)
     params = cfg.minhash.resolved()
     out = AtomicOutput(spark, output, overwrite)
@@ -52,7 +55,7 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
         docs = spark.read.parquet(*inputs).persist(StorageLevel.MEMORY_AND_DISK)
         n_in = docs.count()
         index = DedupIndex(spark, index_dir, params) if index_dir else None
-        result = dedup(docs, params, index)
+        result = dedup(docs, params, index, cfg.verify)
         survivors, duplicates = result.survivors, result.duplicates
         survivors.write.parquet(out.path("documents"))
         duplicates.write.parquet(out.path("duplicates"))
@@ -67,6 +70,8 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
             "minhash": asdict(params), "config": to_dict(cfg),
             "job": {"name": "dedup", "inputs": inputs, "elapsed_s": round(time.monotonic() - t0, 2)},
         }
+        if result.verified is not None:
+            report["verification"] = {"mode": cfg.verify, **verification_summary(result.verified, params.threshold)}
         if not report["balanced"]:
             raise RuntimeError(f"dedup ledger does not balance: {n_in} in, {n_docs} kept + {n_dups} duplicates")
         if index is not None:  # the index learns the survivors before the output is published
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", required=True)
     p.add_argument("--config", default=None, help="TOML config")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="e.g. --set minhash.threshold=0.7 --set minhash.shingle=5")
+                   help="e.g. --set minhash.threshold=0.7 --set minhash.shingle=5 --set verify=measure")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--index", default=None, help="persistent dedup index directory: dedup against everything it "
                    "holds, then append this run's survivors (created on first use)")

@@ -145,3 +145,26 @@ def _survivor_keys(spark, rows, dups):
     kept = spark.createDataFrame([r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double")
     keys = signatures(kept, MinHashParams())
     return band_rows(keys), keys.select("exact_key", "doc_id")
+
+
+def test_verification_measures_and_enforces_precision(spark, corpus):
+    """A permissive banding (64 bands x 2 rows) makes a pair at Jaccard ~0.5 a candidate: ``measure``
+    reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it."""
+    from etl.dedup import verification_summary
+    from filters import minhash as mh
+
+    rows, families = corpus
+    base, other = rows[0][1], next(t for d, t, _ in rows if d == families[1][0])
+    half = base[: len(base) // 2] + other[len(other) // 2:]
+    docs = spark.createDataFrame([("x0", base, 0.9), ("x1", half, 0.1)], "doc_id string, text string, quality_score double")
+    params = MinHashParams(threshold=0.8, bands=64, rows=2)
+    shingles = [mh.shingle_hashes(mh.normalise(t), params.shingle) for t in (base, half)]
+    expected = mh.jaccard(*shingles)
+    assert 0.2 < expected < 0.7
+    assert dedup(docs, params).duplicates.count() == 1
+    measured = dedup(docs, params, verify="measure")
+    assert [(r.a, r.b, round(r.jaccard, 9)) for r in measured.verified.collect()] == [("x1", "x0", round(expected, 9))]
+    assert verification_summary(measured.verified, 0.8)["precision"] == 0.0
+    assert measured.duplicates.count() == 1
+    enforced = dedup(docs, params, verify="enforce")
+    assert enforced.duplicates.count() == 0 and enforced.survivors.count() == 2
