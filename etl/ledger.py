@@ -111,3 +111,26 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
     if not report["balanced"]:
         raise LedgerError(f"ledger does not balance: {totals}")
     return report
+
+
+def add_duplicates(report: dict[str, Any], duplicates_by_file: dict[str, dict[str, int]], documents_written: int) -> None:
+    """Move the dedup stage's duplicates out of the cleaning ledger's documents, per file and in
+    total, and check input = documents + rejected + duplicates against the documents written.
+    ``duplicates_by_file``: source_file -> {kind: count}."""
+    by_kind: Counter[str] = Counter()
+    for path, kinds in duplicates_by_file.items():
+        if path not in report["files"]:
+            raise LedgerError(f"duplicates from a file the ledger never saw: {path}")
+        entry, n = report["files"][path], sum(kinds.values())
+        entry["documents"] -= n
+        entry["duplicates"] = n
+        by_kind.update(kinds)
+    total = sum(by_kind.values())
+    report["documents"] -= total
+    report["duplicates"] = total
+    report["duplicates_by_kind"] = dict(sorted(by_kind.items()))
+    inp = report["input"]["records"]
+    report["balanced"] = inp == report["documents"] + report["rejected"] + total
+    if not report["balanced"] or report["documents"] != documents_written:
+        raise LedgerError(f"ledger does not balance after dedup: {inp} in, {report['documents']} documents "
+                          f"({documents_written} written), {report['rejected']} rejected, {total} duplicates")

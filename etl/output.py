@@ -48,6 +48,10 @@ class AtomicOutput:
         finally:
             stream.close()
 
+    def delete(self, name: str) -> None:
+        """Remove an intermediate component before commit."""
+        self.fs.delete(self._Path(self.staging, name), True)
+
     def commit(self) -> str:
         retired = None
         if self.fs.exists(self.out):

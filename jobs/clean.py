@@ -108,14 +108,7 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
             "mb_per_s": round(report["input"]["bytes"] / 1e6 / elapsed, 3) if elapsed else None,
             "spark_master": spark.sparkContext.master, "default_parallelism": spark.sparkContext.defaultParallelism,
         }
-        report["lists"] = {
-            "sensitive": {"versions": cleaner.sensitive.versions, "sha256": cleaner.sensitive.fingerprint},
-            "advertisement": {"versions": cleaner.ads.versions, "sha256": cleaner.ads.fingerprint},
-        }
-        if shipped is not None:
-            report["models"] = {"spam": {"dir": cfg.classify.spam_model, "sha256": shipped.spam_sha256},
-                                "quality": {"dir": cfg.classify.quality_model, "sha256": shipped.quality_sha256,
-                                            "rule": cfg.classify.quality_rule}}
+        report.update(resources_report(cleaner, shipped, cfg.classify))
         report["config"] = to_dict(cfg)
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2, sort_keys=False))
         final = out.commit()
@@ -129,6 +122,19 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
     return report
 
 
+def resources_report(cleaner, shipped, classify: ClassifyConfig) -> dict[str, Any]:
+    """The word lists and models a run used, with their checksums."""
+    report: dict[str, Any] = {"lists": {
+        "sensitive": {"versions": cleaner.sensitive.versions, "sha256": cleaner.sensitive.fingerprint},
+        "advertisement": {"versions": cleaner.ads.versions, "sha256": cleaner.ads.fingerprint},
+    }}
+    if shipped is not None:
+        report["models"] = {"spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
+                            "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256,
+                                        "rule": classify.quality_rule}}
+    return report
+
+
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """The ledger as a few human lines (driver log / make demo)."""
     inp = report["input"]
@@ -138,6 +144,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     for stage, s in report["rejected_by_stage"].items():
         for reason, n in sorted(s["reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {stage:>6} {reason:<26}{n:>8,}")
+    if report.get("duplicates"):
+        lines.append(f"duplicates{report['duplicates']:>6,} ({', '.join(f'{k} {v:,}' for k, v in report['duplicates_by_kind'].items())})")
     if inp["skipped_non_document_records"]:
         lines.append(f"not documents (WARC record types): {inp['skipped_non_document_records']}")
     if inp["file_errors"]:
