@@ -9,7 +9,7 @@ DEMO_OUT   := out/demo
 DEMO_SEED  := data/seed
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install demo demo-crawl demo-models test test-fast bench bench-classify lock clean-demo
+.PHONY: install browser demo demo-crawl demo-models test test-fast bench bench-classify lock clean-demo
 
 install: $(STAMP)
 
@@ -38,7 +38,16 @@ demo: demo-crawl demo-models
 	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality
 	@echo "ledger: $(DEMO_OUT)/clean/report.json  documents: $(DEMO_OUT)/clean/documents/"
 
-test: $(STAMP)
+# The report.html test renders the page in headless Chromium (Debian's chromium + chromedriver).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian chromium + chromium-driver for the report.html test"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null \
+	      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }; \
+	  else echo "the report test needs chromium and chromedriver: sudo apt-get install chromium chromium-driver"; exit 1; fi; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)

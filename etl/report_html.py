@@ -1,0 +1,137 @@
+"""``report.html``: one self-contained page (inline SVG plots, no scripts, no external files)
+drawn from a corpus build's ``report.json``.
+
+Plots: records dropped per stage and reason (duplicates as the dedup stage), document length
+and token count distributions per source (log-binned, like PanGu-α Fig. 3), duplicate-cluster
+sizes and tokens per source; then the ledger table and the per-file table. Each plot is a
+``<figure id="plot-...">``; a missing input (e.g. no shards) gives a figure that says so.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "figure.dpi": 96})
+PLOTS = ("dropped", "doc_chars", "doc_tokens", "cluster_sizes", "tokens_per_source")
+CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
+figure{display:inline-block;margin:0 1em 1em 0;vertical-align:top}figcaption{font-weight:bold}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}.bad{color:#b00}"""
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline SVG in HTML
+
+
+def _figure(plot_id: str, caption: str, body: str) -> str:
+    return f'<figure id="plot-{plot_id}"><figcaption>{html.escape(caption)}</figcaption>{body}</figure>'
+
+
+def _empty(plot_id: str, caption: str, why: str) -> str:
+    return _figure(plot_id, caption, f"<p>{html.escape(why)}</p>")
+
+
+def _dropped(report: dict[str, Any]) -> str:
+    labels, counts = [], []
+    for stage, s in report.get("rejected_by_stage", {}).items():
+        for reason, n in s["reasons"].items():
+            labels.append(f"{stage}/{reason}")
+            counts.append(n)
+    for kind, n in report.get("duplicates_by_kind", {}).items():
+        labels.append(f"dedup/{kind}")
+        counts.append(n)
+    caption = "Records dropped per stage and reason"
+    if not counts:
+        return _empty("dropped", caption, "nothing was dropped")
+    order = sorted(range(len(counts)), key=lambda i: counts[i])
+    fig, ax = plt.subplots(figsize=(6, 0.25 * len(counts) + 0.8))
+    ax.barh([labels[i] for i in order], [counts[i] for i in order], color="#c0504d")
+    ax.set_xlabel("records")
+    return _figure("dropped", caption, _svg(fig))
+
+
+def _histogram(plot_id: str, caption: str, hist: dict[str, Any] | None, unit: str) -> str:
+    if not hist or not hist["by_source"]:
+        return _empty(plot_id, caption, "not computed in this build")
+    per = hist["bins_per_decade"]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for source, counts in hist["by_source"].items():
+        bins = sorted((int(k), v) for k, v in counts.items() if int(k) >= 0)
+        if not bins:
+            continue
+        edges = [10 ** (k / per) for k, _ in bins] + [10 ** ((bins[-1][0] + 1) / per)]
+        ax.stairs([v for _, v in bins], edges, label=source, linewidth=1.5)
+    ax.set_xscale("log")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("documents")
+    ax.legend(fontsize=8)
+    return _figure(plot_id, caption, _svg(fig))
+
+
+def _bars(plot_id: str, caption: str, data: dict[str, int] | None, xlabel: str, ylabel: str, log_y=False) -> str:
+    if not data:
+        return _empty(plot_id, caption, "not computed in this build")
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    keys = list(data)
+    ax.bar([str(k) for k in keys], [data[k] for k in keys], color="#4f81bd")
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _figure(plot_id, caption, _svg(fig))
+
+
+def _ledger_table(report: dict[str, Any]) -> str:
+    inp = report["input"]
+    rows = [("input records", inp["records"]), ("documents", report["documents"]),
+            ("rejected", report["rejected"]), ("duplicates", report.get("duplicates", 0))]
+    for stage, s in report.get("rejected_by_stage", {}).items():
+        rows += [(f"rejected: {stage}/{reason}", n) for reason, n in s["reasons"].items()]
+    rows += [(f"duplicates: {kind}", n) for kind, n in report.get("duplicates_by_kind", {}).items()]
+    body = "".join(f'<tr><td>{html.escape(k)}</td><td data-key="{html.escape(k)}">{v:,}</td></tr>' for k, v in rows)
+    cls = "" if report["balanced"] else ' class="bad"'
+    return (f'<table id="ledger"><tr><th>ledger</th><th>records</th></tr>{body}'
+            f'<tr><td>balanced (input = documents + rejected + duplicates)</td><td{cls} data-key="balanced">'
+            f'{report["balanced"]}</td></tr></table>')
+
+
+def _files_table(report: dict[str, Any]) -> str:
+    head = "<tr><th>file</th><th>format</th><th>records</th><th>documents</th><th>rejected</th><th>duplicates</th></tr>"
+    body = "".join(
+        f"<tr><td>{html.escape(path)}</td><td>{html.escape(str(f.get('format')))}</td><td>{f['records']:,}</td>"
+        f"<td>{f['documents']:,}</td><td>{f['rejected']:,}</td><td>{f.get('duplicates', 0):,}</td></tr>"
+        for path, f in report.get("files", {}).items())
+    return f'<table id="files">{head}{body}</table>'
+
+
+def render(report: dict[str, Any]) -> str:
+    dist = report.get("distributions", {})
+    shards = report.get("shards") or {}
+    sizes = dist.get("cluster_sizes")
+    figures = [
+        _dropped(report),
+        _histogram("doc_chars", "Document length per source (characters)", dist.get("doc_chars"), "characters"),
+        _histogram("doc_tokens", "Tokens per document per source", dist.get("doc_tokens"), "tokens"),
+        _bars("cluster_sizes", "Duplicate-cluster sizes", {int(k): v for k, v in sizes.items()} if sizes else None,
+              "documents in cluster", "clusters", log_y=True),
+        _bars("tokens_per_source", "Tokens per source", shards.get("tokens_per_source"), "source", "tokens"),
+    ]
+    job = report.get("job", {})
+    title = f"Corpus build report: {report['documents']:,} documents"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; "
+            f"tokens: {shards.get('total_tokens', 'n/a')}</p>"
+            + "".join(figures) + "<h2>Ledger</h2>" + _ledger_table(report)
+            + "<h2>Files</h2>" + _files_table(report) + "</body></html>")
