@@ -33,8 +33,10 @@ from etl.classify import ClassifyConfig  # noqa: E402
 from etl.records import ReaderConfig  # noqa: E402
 from filters.config import RulesConfig  # noqa: E402
 from filters.minhash import MinHashParams  # noqa: E402
+from filters.tokenizer import TokenizerParams  # noqa: E402
 from jobs.clean import DEFAULT_CONFIG, DOCUMENT_COLUMNS, REJECTED_COLUMNS, SparkSection, resources_report  # noqa: E402
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
+from jobs.train_tokenizer import SampleConfig, TrainTokenizerConfig  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
 
@@ -46,12 +48,30 @@ class DedupSection:
 
 
 @dataclass(frozen=True)
+class TokenizerSection:
+    # A directory from jobs.train_tokenizer (verified by sha256). "" = train one on this build's
+    # documents into OUT/tokenizer/ (local or shared-disk OUT only; on HDFS train it first).
+    model: str = ""
+    sample: SampleConfig = field(default_factory=SampleConfig)
+    params: TokenizerParams = field(default_factory=TokenizerParams)
+
+
+@dataclass(frozen=True)
+class ShardsSection:
+    num_shards: int = 0  # 0 = about one shard per target_mb of token data
+    # ~1.3 characters per token and 2 bytes per token (uint16) -> ~1.5 bytes of .bin per character
+    target_mb: int = 256
+
+
+@dataclass(frozen=True)
 class BuildConfig:
     spark: SparkSection = field(default_factory=SparkSection)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
     classify: ClassifyConfig = field(default_factory=ClassifyConfig)
     dedup: DedupSection = field(default_factory=DedupSection)
+    tokenizer: TokenizerSection = field(default_factory=TokenizerSection)
+    shards: ShardsSection = field(default_factory=ShardsSection)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -87,10 +107,12 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
     from etl.clean import clean_stage
     from etl.dedup import VERIFY_MODES, dedup, verification_summary
     from etl.dedup_index import DedupIndex
-    from etl.ledger import add_duplicates, build_ledger
+    from etl.ledger import LedgerError, add_duplicates, build_ledger
     from etl.output import AtomicOutput
     from etl.progress import Counters, report_progress
     from etl.readers import read_raw
+    from etl.report_html import render as render_html
+    from etl.report_stats import cluster_sizes, log_histogram
     from etl.spark import get_spark
     from filters.pipeline import Cleaner
 
@@ -136,6 +158,18 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
                                                    **verification_summary(result.verified, params.threshold)}
             lap("dedup")
 
+            tokenizer_dir = cfg.tokenizer.model or _train_tokenizer(cfg, spark, out)
+            report["shards"], tokens = _tokens_and_shards(cfg, documents, tokenizer_dir, out)
+            report["shards"]["tokenizer"] = cfg.tokenizer.model or "tokenizer/"
+            if report["shards"]["documents"] != report["documents"]:
+                raise LedgerError(f"shards hold {report['shards']['documents']} documents, "
+                                  f"the ledger {report['documents']}")
+            report["distributions"] = {"doc_chars": log_histogram(documents, "n_chars"),
+                                       "doc_tokens": log_histogram(tokens, "n_tokens"),
+                                       "cluster_sizes": cluster_sizes(duplicates)}
+            tokens.unpersist()
+            lap("tokenize_shards")
+
         out.delete("clean")
         if index is not None:  # the index learns the survivors before the output is published
             report["dedup"]["index"] = {"dir": index_dir, "batches_before": len(index.committed()),
@@ -149,6 +183,7 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
         report.update(resources_report(cleaner, shipped, cfg.classify))
         report["config"] = to_dict(cfg)
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
+        out.write_text("report.html", render_html(json.loads(json.dumps(report))))  # as a reader of report.json sees it
         final = out.commit()
     except BaseException:
         out.abort()
@@ -158,6 +193,46 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
             marked.unpersist()
     log.info("wrote %s in %.1fs", final, elapsed)
     return report
+
+
+def _local_path(uri: str) -> str:
+    if uri.startswith("file:"):
+        return uri[len("file:"):]
+    if "://" in uri:
+        raise ConfigError(f"cannot train the tokenizer into {uri}: train it first (jobs.train_tokenizer) "
+                          "and pass --set tokenizer.model=DIR")
+    return uri
+
+
+def _train_tokenizer(cfg: BuildConfig, spark, out) -> str:
+    from jobs.train_tokenizer import train
+
+    target = _local_path(out.path("tokenizer"))
+    train(TrainTokenizerConfig(sample=cfg.tokenizer.sample, tokenizer=cfg.tokenizer.params),
+          [out.path("documents")], target, spark=spark)
+    return target
+
+
+def _tokens_and_shards(cfg: BuildConfig, documents, tokenizer_dir: str, out):
+    """Tokenize once (persisted: the shards and the token histogram both read it), write the
+    shards, and return the manifest's summary for the report plus the token frame."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from etl.shards import ship_tokenizer, tokenize_stage, write_token_shards
+
+    n = cfg.shards.num_shards
+    if n <= 0:
+        chars = documents.agg(F.sum("n_chars")).first()[0] or 0
+        n = max(1, -(-int(chars * 1.5) // (cfg.shards.target_mb << 20)))
+    shipped = ship_tokenizer(documents.sparkSession, tokenizer_dir)
+    tokens = tokenize_stage(documents, shipped).persist(StorageLevel.MEMORY_AND_DISK)
+    manifest = write_token_shards(tokens, shipped, out.path("shards"), n)
+    summary = {"manifest": "shards/manifest.json", "tokenizer_sha256": shipped.sha256,
+               "vocab_size": shipped.vocab_size, "dtype": manifest["dtype"], "num_shards": n,
+               "documents": manifest["totals"]["documents"], "total_tokens": manifest["totals"]["tokens"],
+               "tokens_per_source": manifest["tokens_per_source"]}
+    return summary, tokens
 
 
 def _largest_clusters(duplicates, n: int = 10) -> list[dict[str, Any]]:
@@ -182,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in summary_lines(report):
         log.info(line)
+    sh = report["shards"]
+    log.info("shards  %d pairs, %s tokens (<eod> included), per source %s", sh["num_shards"],
+             f"{sh['total_tokens']:,}", sh["tokens_per_source"])
+    log.info("report: %s/report.html", args.output)
     return 0
 
 

@@ -1,0 +1,246 @@
+"""The tokenize and shard stages: documents -> token ids -> Megatron-LM ``.bin``/``.idx`` shards
+plus ``manifest.json``.
+
+Tokenizer shipping: the tokenizer directory is verified (sha256) on the driver, copied to a
+directory named after its sha256 and distributed with ``SparkContext.addFile``; each Python
+worker loads it once (verifying the sha256 again) inside an Arrow-batched ``mapInArrow``.
+
+Sharding contract (``write_shards``):
+
+* a document goes to shard ``pmod(xxhash64(doc_id), num_shards)`` (Spark's xxhash64, seed 42),
+  and inside a shard documents are in ``doc_id`` order, each followed by ``<eod>``. ``doc_id``
+  is unique (the corpus contract); equal ids are ordered by their tokens.
+* files are ``shard-{i:05d}.bin`` / ``.idx`` for every ``i < num_shards``; a shard no document
+  hashes to is written empty (0 sequences, document indices ``[0]``), so the file set depends
+  only on ``num_shards``. The same documents and tokenizer give byte-identical files.
+* token counts in the manifest are tokens in the ``.bin`` files, ``<eod>`` included.
+
+Where the files go: each task writes its shard to a local temporary directory, hashes it, then
+copies it into ``out_dir`` with ``pyarrow.fs`` under a temporary name and renames it. Locally
+``out_dir`` is a path on the shared disk; on a cluster it must be a filesystem every executor
+reaches (``hdfs://...``, with libhdfs and the Hadoop CLASSPATH on the executors, or a shared
+mount). ``out_dir`` should be a fresh (staging) directory: publish it atomically with
+``etl.output.AtomicOutput``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+from pyspark import SparkFiles
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from etl.indexed_dataset import IndexedDatasetWriter, dtype_code, dtype_for_vocab
+from filters.classify import sha256_file
+from filters.tokenizer import META_FILE, MODEL_FILE, ZhTokenizer
+
+log = logging.getLogger("zhcorpus")
+
+MANIFEST_FORMAT = "megatron-mmidxidx-v1"
+MANIFEST_FILE = "manifest.json"
+SHARD_NAME = "shard-{:05d}"
+UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
+TOKENS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
+                           ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())])
+SHARD_ROW_SCHEMA = pa.schema([("shard", pa.int32()), ("documents", pa.int64()), ("tokens", pa.int64()),
+                              ("bin_sha256", pa.string()), ("idx_sha256", pa.string()),
+                              ("bin_bytes", pa.int64()), ("idx_bytes", pa.int64()), ("tokens_per_source", pa.string())])
+SHARD_ROW_DDL = ("shard int, documents long, tokens long, bin_sha256 string, idx_sha256 string, "
+                 "bin_bytes long, idx_bytes long, tokens_per_source string")
+
+
+@dataclass(frozen=True)
+class ShippedTokenizer:
+    """What executors need to load the tokenizer: the addFile name and the verified sha256."""
+    name: str
+    sha256: str
+    vocab_size: int
+    eod_id: int
+
+
+def ship_tokenizer(spark: SparkSession, tokenizer_dir: str) -> ShippedTokenizer:
+    """Verify on the driver (``filters.classify.ModelError`` if wrong), then distribute. The copy
+    is named by the sha256, so two different tokenizers never collide under one addFile name."""
+    tok = ZhTokenizer.load(tokenizer_dir)
+    staged = Path(tempfile.gettempdir()) / f"zhcorpus-tokenizer-{tok.sha256[:16]}"
+    if not staged.is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix=staged.name + ".tmp-", dir=staged.parent))
+        for name in (MODEL_FILE, META_FILE):
+            shutil.copy2(Path(tokenizer_dir) / name, tmp / name)
+        try:
+            tmp.rename(staged)
+        except OSError:  # another job staged the same tokenizer meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    spark.sparkContext.addFile(str(staged), recursive=True)
+    return ShippedTokenizer(staged.name, tok.sha256, tok.vocab_size, tok.eod_id)
+
+
+_loaded: dict[str, ZhTokenizer] = {}
+
+
+def _tokenizer(shipped: ShippedTokenizer) -> ZhTokenizer:
+    """Once per Python worker."""
+    if shipped.sha256 not in _loaded:
+        _loaded[shipped.sha256] = ZhTokenizer.load(SparkFiles.get(shipped.name), shipped.sha256)
+    return _loaded[shipped.sha256]
+
+
+def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> DataFrame:
+    """``docs`` (doc_id, text, [source]) -> (doc_id, source, tokens array<int>, n_tokens int).
+    ``tokens`` is ``encode(text)``, without ``<eod>``; a null text gives no tokens."""
+    shipped = (tokenizer_dir if isinstance(tokenizer_dir, ShippedTokenizer)
+               else ship_tokenizer(docs.sparkSession, tokenizer_dir))
+    source = F.col("source") if "source" in docs.columns else F.lit(None).cast("string")
+    docs = docs.select("doc_id", F.coalesce(source, F.lit(UNKNOWN_SOURCE)).alias("source"), "text")
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tok = _tokenizer(shipped)
+        for b in batches:
+            ids = tok.encode_batch([t or "" for t in b.column("text").to_pylist()])
+            yield pa.RecordBatch.from_arrays(
+                [b.column("doc_id"), b.column("source"), pa.array(ids, type=pa.list_(pa.int32())),
+                 pa.array([len(x) for x in ids], type=pa.int32())], schema=TOKENS_SCHEMA)
+
+    return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
+
+
+def write_shards(docs: DataFrame, tokenizer_dir: str, out_dir: str, num_shards: int) -> dict[str, Any]:
+    """Tokenize ``docs`` (doc_id, text, source) and write ``num_shards`` shard pairs plus
+    ``manifest.json`` into ``out_dir``; returns the manifest. See the module docstring."""
+    shipped = ship_tokenizer(docs.sparkSession, tokenizer_dir)
+    return write_token_shards(tokenize_stage(docs, shipped), shipped, out_dir, num_shards)
+
+
+def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int) -> dict[str, Any]:
+    """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs + ``manifest.json``."""
+    if num_shards < 1:
+        raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    out_dir = _absolute(out_dir)
+    fs, root = pafs.FileSystem.from_uri(out_dir)
+    if fs.get_file_info(f"{root}/{MANIFEST_FILE}").type != pafs.FileType.NotFound:
+        raise FileExistsError(f"{out_dir} already holds a {MANIFEST_FILE}; write shards to a fresh directory")
+    fs.create_dir(root, recursive=True)
+    dtype = dtype_for_vocab(shipped.vocab_size)
+    shard = F.pmod(F.xxhash64("doc_id"), F.lit(num_shards)).cast("int").alias("shard")
+    ordered = (tokens.select(shard, "doc_id", "source", "tokens")
+               .repartition(num_shards, "shard")
+               .sortWithinPartitions("shard", "doc_id", "tokens"))
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id)
+
+    rows = {r["shard"]: r for r in ordered.mapInArrow(apply, SHARD_ROW_DDL).collect()}
+    for i in range(num_shards):
+        if i not in rows:  # no document hashed here: an empty pair, written by the driver
+            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id)
+    manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype)
+    with fs.open_output_stream(f"{root}/{MANIFEST_FILE}") as f:
+        f.write(json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
+    log.info("shards: %d pairs, %d documents, %d tokens (%s) -> %s", num_shards,
+             manifest["totals"]["documents"], manifest["totals"]["tokens"], dtype.name, out_dir)
+    return manifest
+
+
+def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str,
+                     eod_id: int) -> Iterator[pa.RecordBatch]:
+    """Rows arrive sorted by (shard, doc_id); one output row per shard seen."""
+    def docs() -> Iterator[tuple[int, str, np.ndarray]]:
+        for b in batches:
+            shards = b.column("shard").to_numpy()
+            sources = b.column("source").to_pylist()
+            col = b.column("tokens")
+            offsets, values = col.offsets.to_numpy(), col.values.to_numpy()
+            for j in range(b.num_rows):
+                yield int(shards[j]), sources[j], values[offsets[j]:offsets[j + 1]]
+
+    stream = _Peekable(docs())
+    while stream.peek() is not None:
+        shard = stream.peek()[0]
+        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id)
+        yield pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
+
+
+def _write_shard_files(shard: int, docs: Iterator[tuple[int, str, np.ndarray]], out_dir: str, dtype: str,
+                       eod_id: int) -> dict[str, Any]:
+    """Write one shard locally, hash it, publish it to ``out_dir``; returns its manifest row."""
+    name = SHARD_NAME.format(shard)
+    per_source: dict[str, int] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="zhcorpus-shard-"))
+    try:
+        with IndexedDatasetWriter(tmp / name, dtype) as writer:
+            eod = np.array([eod_id], dtype=np.int64)
+            for _, source, tokens in docs:
+                n = writer.add_document(np.concatenate([tokens, eod]))
+                per_source[source] = per_source.get(source, 0) + n
+        row = {"shard": shard, "documents": writer.documents, "tokens": writer.tokens,
+               "tokens_per_source": json.dumps(dict(sorted(per_source.items())))}
+        for kind in ("bin", "idx"):
+            local = tmp / f"{name}.{kind}"
+            row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
+            _publish(local, f"{out_dir}/{name}.{kind}")
+        return row
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _publish(local: Path, dest_uri: str) -> None:
+    """Copy under a temporary name, then rename: a retried or speculative task never leaves
+    a half-written file under the final name."""
+    fs, dest = pafs.FileSystem.from_uri(dest_uri)
+    partial = f"{dest}.{uuid.uuid4().hex[:8]}.partial"
+    pafs.copy_files(str(local), partial, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    fs.move(partial, dest)
+
+
+def build_manifest(rows: list[dict[str, Any]], shipped: ShippedTokenizer, dtype: np.dtype) -> dict[str, Any]:
+    shards, per_source = [], {}
+    for r in rows:
+        name = SHARD_NAME.format(r["shard"])
+        sources = json.loads(r["tokens_per_source"])
+        for src, n in sources.items():
+            per_source[src] = per_source.get(src, 0) + n
+        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx",
+                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"],
+                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"],
+                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": sources})
+    return {
+        "format": MANIFEST_FORMAT, "dtype": np.dtype(dtype).name, "dtype_code": dtype_code(dtype),
+        "vocab_size": shipped.vocab_size, "tokenizer_sha256": shipped.sha256, "eod_id": shipped.eod_id,
+        "tokens_include_eod": True, "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
+        "shards": shards,
+        "totals": {"shards": len(shards), "documents": sum(s["documents"] for s in shards),
+                   "tokens": sum(s["tokens"] for s in shards)},
+        "tokens_per_source": dict(sorted(per_source.items())),
+    }
+
+
+def _absolute(uri: str) -> str:
+    """A plain path becomes absolute (executors may run elsewhere); Hadoop's ``file:/x`` becomes
+    ``file:///x`` (pyarrow reads the former as a relative path); any other URI stays as it is."""
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return "file://" + uri[len("file:"):]
+    return uri if "://" in uri else str(Path(uri).resolve())
+
+
+class _Peekable:
+    def __init__(self, it: Iterator[tuple[int, str, np.ndarray]]):
+        self.it, self.head = it, next(it, None)
+
+    def peek(self) -> tuple[int, str, np.ndarray] | None:
+        return self.head
+
+    def take_while(self, shard: int) -> Iterator[tuple[int, str, np.ndarray]]:
+        while self.head is not None and self.head[0] == shard:
+            item, self.head = self.head, next(self.it, None)
+            yield item

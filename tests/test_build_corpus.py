@@ -1,0 +1,91 @@
+"""The whole chain on the hand-built crawl: every record in exactly one of documents / rejected /
+duplicates, shards that decode back to the kept documents, and a report page that renders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import pytest
+
+from jobs.build_corpus import BuildConfig, run
+from jobs.config import load_config
+from tests import crawl_fixture
+
+pytestmark = pytest.mark.slow
+TINY_TOKENIZER = ["tokenizer.params.vocab_size=600", "tokenizer.params.character_coverage=0.98"]
+
+
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("chain")
+    crawl_fixture.build(root / "in")
+    cfg = load_config(BuildConfig, None, TINY_TOKENIZER + ["shards.num_shards=3"])
+    report = run(cfg, [str(root / "in")], str(root / "out"), spark=spark)
+    read = lambda name: spark.read.parquet(str(root / "out" / name)).toPandas()  # noqa: E731
+    return {"root": root, "out": root / "out", "report": report, "docs": read("documents"),
+            "rejected": read("rejected"), "dups": read("duplicates")}
+
+
+def test_every_record_is_in_exactly_one_output(built):
+    r, docs, rejected, dups = built["report"], built["docs"], built["rejected"], built["dups"]
+    ids = [*docs.doc_id, *rejected.doc_id, *dups.doc_id]
+    assert len(ids) == len(set(ids)) == r["input"]["records"]
+    assert (len(docs), len(rejected), len(dups)) == (r["documents"], r["rejected"], r["duplicates"])
+    assert r["balanced"] and r["duplicates"] > 0  # the fixture's pages reuse paragraphs: there are duplicates
+    assert set(dups.duplicate_of) <= set(docs.doc_id)
+    per_file = Counter()
+    for f in r["files"].values():
+        assert f["records"] == f["documents"] + f["rejected"] + f.get("duplicates", 0)
+        per_file["duplicates"] += f.get("duplicates", 0)
+    assert per_file["duplicates"] == r["duplicates"]
+    assert json.loads((built["out"] / "report.json").read_text(encoding="utf-8"))["balanced"]
+
+
+def test_shards_decode_back_to_the_kept_documents(built):
+    from filters.tokenizer import ZhTokenizer
+    from train.indexed_dataset import open_shards
+
+    tok = ZhTokenizer.load(built["out"] / "tokenizer")
+    manifest = built["out"] / "shards" / "manifest.json"
+    decoded = []
+    for ds in open_shards(str(manifest)):  # verifies every sha256 and count against the manifest
+        for i in range(len(ds)):
+            ids = ds[i].tolist()
+            assert ids[-1] == tok.eod_id and tok.eod_id not in ids[:-1]
+            decoded.append(tok.decode(ids[:-1]))
+    assert Counter(decoded) == Counter(built["docs"].text)
+    shards = built["report"]["shards"]
+    assert shards["documents"] == len(built["docs"]) and shards["num_shards"] == 3
+    assert sum(shards["tokens_per_source"].values()) == shards["total_tokens"]
+
+
+def test_report_page_renders_its_plots_in_chromium(built, tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from etl.report_html import PLOTS
+
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_bin, "make browser installs Debian's chromium and chromium-driver"
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path}/profile"):
+        opts.add_argument(arg)
+    browser = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    try:
+        browser.get((built["out"] / "report.html").as_uri())
+        for plot in PLOTS:
+            fig = browser.find_element(By.ID, f"plot-{plot}")
+            svg = fig.find_element(By.TAG_NAME, "svg")  # every plot has data in this build
+            assert svg.size["width"] > 200 and svg.size["height"] > 100, plot
+            assert len(svg.find_elements(By.TAG_NAME, "path")) > 10, plot
+        r = built["report"]
+        cell = lambda key: browser.find_element(By.CSS_SELECTOR, f'#ledger td[data-key="{key}"]').text  # noqa: E731
+        assert cell("input records") == f"{r['input']['records']:,}"
+        assert cell("duplicates") == f"{r['duplicates']:,}"
+        assert cell("balanced") == "True"
+    finally:
+        browser.quit()
