@@ -34,9 +34,11 @@ $(DEMO_OUT)/models/%/metadata.json: $(DEMO_SEED)/SEED.json
 demo-models: $(DEMO_OUT)/models/spam/metadata.json $(DEMO_OUT)/models/quality/metadata.json
 
 demo: demo-crawl demo-models
-	$(PY) -m jobs.clean --input $(DEMO_INPUTS) --output $(DEMO_OUT)/clean --overwrite \
-	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality
-	@echo "ledger: $(DEMO_OUT)/clean/report.json  documents: $(DEMO_OUT)/clean/documents/"
+	$(PY) -m jobs.build_corpus --input $(DEMO_INPUTS) --output $(DEMO_OUT)/corpus --overwrite \
+	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality \
+	    --set tokenizer.params.vocab_size=8000
+	@echo "corpus: $(DEMO_OUT)/corpus/  (documents/ rejected/ duplicates/ shards/ tokenizer/ report.json)"
+	@echo "report: $(DEMO_OUT)/corpus/report.html"
 
 # The report.html test renders the page in headless Chromium (Debian's chromium + chromedriver).
 browser:
@@ -57,7 +59,7 @@ bench: demo-crawl
 	$(PY) -m bench.bench_clean --input $(DEMO_INPUTS)
 
 bench-classify: demo
-	$(PY) -m bench.bench_classify --documents $(DEMO_OUT)/clean/documents \
+	$(PY) -m bench.bench_classify --documents $(DEMO_OUT)/corpus/documents \
 	    --spam-model $(DEMO_OUT)/models/spam --quality-model $(DEMO_OUT)/models/quality
 
 # Re-pin the transitive closure after changing pyproject.toml.

@@ -1,7 +1,7 @@
 """Classification stage throughput: Spark local[N] against the same two fastText models scoring
 the same documents in one plain Python process (the anchor), in one run.
 
-    python -m bench.bench_classify --documents out/demo/clean/documents \\
+    python -m bench.bench_classify --documents out/demo/corpus/documents \\
         --spam-model out/demo/models/spam --quality-model out/demo/models/quality
 
 Documents per second per core for each, their ratio, and the models' held-out precision/recall
@@ -48,7 +48,7 @@ def spark_stage(spark, docs_path: str, cfg: ClassifyConfig, cores: int) -> float
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--documents", default="out/demo/clean/documents")
+    p.add_argument("--documents", default="out/demo/corpus/documents")
     p.add_argument("--spam-model", default="out/demo/models/spam")
     p.add_argument("--quality-model", default="out/demo/models/quality")
     p.add_argument("--cores", type=int, default=2)

@@ -1,6 +1,6 @@
 """Which character n-gram size for MinHash-LSH on Chinese? False positives per shingle size.
 
-    python -m bench.bench_shingle --documents out/demo/clean/documents [--sizes 3 4 5 6 7]
+    python -m bench.bench_shingle --documents out/demo/corpus/documents [--sizes 3 4 5 6 7]
 
 For each n: LSH candidate pairs (documents sharing a band key, default threshold 0.8 → 9 x 13),
 and how many of them are false positives, i.e. exact Jaccard of their n-gram sets below the
@@ -38,7 +38,7 @@ def measure(texts: list[str], n: int, params: mh.MinHashParams) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--documents", default="out/demo/clean/documents")
+    ap.add_argument("--documents", default="out/demo/corpus/documents")
     ap.add_argument("--sizes", type=int, nargs="+", default=[3, 4, 5, 6, 7])
     args = ap.parse_args(argv)
     texts = pq.read_table(args.documents, columns=["text"]).column("text").to_pylist()
