@@ -2,7 +2,7 @@
 
     python -m bench.bench_shingle --documents out/demo/corpus/documents [--sizes 3 4 5 6 7]
 
-For each n: LSH candidate pairs (documents sharing a band key, default threshold 0.8 → 9 x 13),
+For each n: LSH candidate pairs (documents sharing a band key, default threshold 0.8 → 16 x 8),
 and how many of them are false positives, i.e. exact Jaccard of their n-gram sets below the
 threshold. Small n makes unrelated Chinese texts share many common bigram/trigram phrases
 (的一, 中国, 我们...), large n makes one changed character break n shingles.

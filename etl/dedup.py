@@ -2,8 +2,9 @@
 
 1. Exact: one document per normalised-text hash (``filters.minhash.exact_key``).
 2. Signatures and band keys per document (numpy, inside ``mapInArrow``).
-3. Candidate edges: one row per (band, key, doc_id); each bucket's members point to the
-   bucket's smallest doc_id (star edges; no per-bucket lists, nothing collected).
+3. Candidate edges: one row per (band, key, doc_id); a small bucket (<= ALL_PAIRS_MAX members)
+   gives all its pairs, a larger one links its members to its smallest doc_id (star edges); no
+   per-bucket lists, nothing collected.
 4. Connected components by alternating large-star / small-star (Kiveris et al., "Connected
    Components in MapReduce and Beyond", SoCC 2014): O(log^2 n) rounds, each a couple of joins
    and aggregations; the loop ends when every edge points at a root and every node has one parent.
@@ -12,9 +13,9 @@
 Optional verification (``verify``): the exact Jaccard of every candidate edge between two new
 documents, from their texts. ``measure`` reports it (the precision of LSH at this threshold);
 ``enforce`` also drops edges below the threshold before the components are formed. Edges to
-indexed documents stay unverified (the index keeps band keys, not texts). Star edges link each
-member to its bucket's root, so enforcing can split a bucket whose members are similar to each
-other but not to the root: it trades a little recall for precision.
+indexed documents stay unverified (the index keeps band keys, not texts). In a bucket larger
+than ALL_PAIRS_MAX only star edges exist, so enforcing can split one whose members are similar
+to each other but not to the root: a little recall traded for precision, in hot buckets only.
 
 Every input document ends in ``documents`` (keepers) or ``duplicates`` (doc_id, duplicate_of,
 kind = exact | near).
@@ -37,27 +38,35 @@ from filters import minhash as mh
 log = logging.getLogger("zhcorpus")
 MAX_CC_ROUNDS = 64  # far above the O(log^2 n) the algorithm needs; reaching it is an error
 VERIFY_MODES = ("off", "measure", "enforce")
+# Buckets up to this size yield all their pairs (so verification judges every pair); larger
+# ones, star edges to their smallest member. Near-duplicate families are small; a hot bucket
+# (a template page copied thousands of times) is not.
+ALL_PAIRS_MAX = 8
 
 
 def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
-    """doc_id, exact_key, band_keys (array<long>) for each document."""
+    """doc_id, exact_key, band_keys (array<long>), quality_score (null when ``docs`` has none)."""
     p = params.resolved()
-    schema = pa.schema([("doc_id", pa.string()), ("exact_key", pa.string()), ("band_keys", pa.list_(pa.int64()))])
+    schema = pa.schema([("doc_id", pa.string()), ("exact_key", pa.string()), ("band_keys", pa.list_(pa.int64())),
+                        ("quality_score", pa.float64())])
+    quality = F.col("quality_score").cast("double") if "quality_score" in docs.columns else F.lit(None).cast("double")
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            ids, texts = batch.column("doc_id").to_pylist(), batch.column("text").to_pylist()
             exact, keys = [], []
-            for text in texts:
+            for text in batch.column("text").to_pylist():
                 norm = mh.normalise(text or "")
-                exact.append(mh.exact_key(text or ""))
+                exact.append(mh.exact_key(norm, normalised=True))
                 sig = mh.signature(mh.shingle_hashes(norm, p.shingle), p.num_perm, p.seed)
                 keys.append(mh.band_keys(sig, p.bands, p.rows))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(ids, pa.string()), pa.array(exact, pa.string()),
-                 pa.array([k.tolist() for k in keys], pa.list_(pa.int64()))], schema=schema)
+            flat = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+            band_keys = pa.ListArray.from_arrays(pa.array(np.arange(0, len(flat) + 1, p.bands, dtype=np.int32)),
+                                                 pa.array(flat, pa.int64()))
+            yield pa.RecordBatch.from_arrays([batch.column("doc_id"), pa.array(exact, pa.string()), band_keys,
+                                              batch.column("quality_score")], schema=schema)
 
-    return docs.select("doc_id", "text").mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>")
+    return (docs.select("doc_id", "text", quality.alias("quality_score"))
+            .mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>, quality_score double"))
 
 
 def _ranked(df: DataFrame, group: str) -> DataFrame:
@@ -72,14 +81,24 @@ def band_rows(keys: DataFrame) -> DataFrame:
     return keys.select("doc_id", F.posexplode("band_keys").alias("band", "key"))
 
 
-def candidate_edges(rows: DataFrame) -> DataFrame:
-    """(a, b) with a > b: each LSH bucket's members linked to the bucket's smallest doc_id.
-    ``rows``: band, key, doc_id (or a signatures frame with band_keys)."""
+def candidate_edges(rows: DataFrame, all_pairs_max: int = ALL_PAIRS_MAX) -> DataFrame:
+    """(a, b) with a > b. A bucket of at most ``all_pairs_max`` members gives all its pairs (a
+    self-join on (band, key)); a larger one links each member to its smallest doc_id (star
+    edges: linear in the bucket, so a hot bucket cannot blow up). ``rows``: band, key, doc_id
+    (or a signatures frame with band_keys)."""
     if "band_keys" in rows.columns:
         rows = band_rows(rows)
-    roots = rows.groupBy("band", "key").agg(F.min("doc_id").alias("root"), F.count(F.lit(1)).alias("n")).where("n > 1")
-    return (rows.join(roots.drop("n"), ["band", "key"]).where(F.col("doc_id") != F.col("root"))
-            .select(F.col("doc_id").alias("a"), F.col("root").alias("b")).distinct())
+    rows = rows.select("band", "key", "doc_id")
+    buckets = (rows.groupBy("band", "key").agg(F.min("doc_id").alias("root"), F.count(F.lit(1)).alias("n"))
+               .where("n > 1"))
+    members = rows.join(buckets, ["band", "key"])
+    small = members.where(F.col("n") <= all_pairs_max).select("band", "key", "doc_id")
+    pairs = (small.alias("x").join(small.alias("y"), ["band", "key"])
+             .where(F.col("x.doc_id") > F.col("y.doc_id"))
+             .select(F.col("x.doc_id").alias("a"), F.col("y.doc_id").alias("b")))
+    star = (members.where((F.col("n") > all_pairs_max) & (F.col("doc_id") != F.col("root")))
+            .select(F.col("doc_id").alias("a"), F.col("root").alias("b")))
+    return pairs.unionByName(star).distinct()
 
 
 def edge_jaccard(edges: DataFrame, docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
@@ -160,10 +179,7 @@ def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = 
     ``verify``: one of VERIFY_MODES (see the module docstring)."""
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify must be one of {VERIFY_MODES}, not {verify!r}")
-    if "quality_score" not in docs.columns:
-        docs = docs.withColumn("quality_score", F.lit(None).cast("double"))
-    keys = (signatures(docs, params).join(docs.select("doc_id", "quality_score"), "doc_id")
-            .withColumn("prior", F.lit(False)).localCheckpoint())
+    keys = signatures(docs, params).withColumn("prior", F.lit(False)).localCheckpoint()
     exact = _ranked(keys, "exact_key")
     exact_dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
         "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
@@ -182,7 +198,8 @@ def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = 
         nodes = nodes.unionByName(touched.select("doc_id", F.lit(None).cast("double").alias("quality_score"),
                                                  "prior").distinct())
     edges, verified = candidate_edges(rows.select("band", "key", "doc_id")), None
-    if verify != "off":
+    if verify != "off":  # checkpointed first: its size is then known and the text join can broadcast it
+        edges = edges.localCheckpoint()
         verified = edge_jaccard(edges, docs, params).localCheckpoint()
         if verify == "enforce":
             edges = verified.where(F.col("jaccard").isNull() | (F.col("jaccard") >= params.threshold)).select("a", "b")

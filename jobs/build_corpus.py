@@ -44,7 +44,7 @@ log = logging.getLogger("zhcorpus")
 @dataclass(frozen=True)
 class DedupSection:
     minhash: MinHashParams = field(default_factory=MinHashParams)
-    verify: str = "off"  # off | measure | enforce: exact Jaccard of LSH candidate edges (etl/dedup.py)
+    verify: str = "enforce"  # off | measure | enforce: exact Jaccard of LSH candidate edges (etl/dedup.py)
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,11 @@ log = logging.getLogger("zhcorpus")
 class DedupConfig:
     master: str = ""  # "" = spark-submit's master, or local[*]
     minhash: MinHashParams = field(default_factory=MinHashParams)
-    verify: str = "off"  # off | measure (exact Jaccard of candidate edges, reported) | enforce (also drop < threshold)
+    verify: str = "enforce"  # off | measure (exact Jaccard of candidate edges, reported) | enforce (also drop < threshold)
 
 
 def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None,
         index_dir: str | None = None) -> dict[str, Any]:
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from etl.dedup import VERIFY_MODES, dedup, verification_summary
@@ -52,7 +51,7 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
     out = AtomicOutput(spark, output, overwrite)
     t0 = time.monotonic()
     try:
-        docs = spark.read.parquet(*inputs).persist(StorageLevel.MEMORY_AND_DISK)
+        docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
         n_in = docs.count()
         index = DedupIndex(spark, index_dir, params) if index_dir else None
         result = dedup(docs, params, index, cfg.verify)
@@ -82,7 +81,6 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
     except BaseException:
         out.abort()
         raise
-    docs.unpersist()
     return report
 
 

@@ -70,17 +70,18 @@ def _check_fixture(rows, families):
         assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
 
 
-def _clusters(spark, rows, partitions, index=None):
+def _clusters(spark, rows, partitions, index=None, verify="off"):
     docs = spark.createDataFrame(rows, "doc_id string, text string, quality_score double").repartition(partitions)
-    result = dedup(docs, MinHashParams(), index)
+    result = dedup(docs, MinHashParams(), index, verify)
     d = {r.doc_id: r.duplicate_of for r in result.duplicates.collect()}
     kept = {r.doc_id for r in result.survivors.select("doc_id").collect()}
     return d, kept
 
 
-def test_families_are_exactly_the_clusters(spark, corpus):
+@pytest.mark.parametrize("verify", ["off", "enforce"])
+def test_families_are_exactly_the_clusters(spark, corpus, verify):
     rows, families = corpus
-    dups, kept = _clusters(spark, rows, 4)
+    dups, kept = _clusters(spark, rows, 4, verify=verify)
     quality = {doc_id: q for doc_id, _, q in rows}
     assert len(kept) == len(families) and len(kept) + len(dups) == len(rows)
     for fam in families:
