@@ -1,0 +1,188 @@
+"""Plan a (tp, pp, dp, micro-batches) layout: rank them by predicted step time, or check one.
+
+    python -m jobs.plan_layout --model 13b --gpus 64 --gpus-per-node 8 --gpu-mem-gb 80
+    python -m jobs.plan_layout --model 200b --gpus 2048 --gpu-mem-gb 32 --peak-tflops 256 \\
+        --recompute full --global-batch 512 --check 8,16,16
+    python -m jobs.plan_layout --layers 76 --hidden 16384 --heads 128 --vocab 53005 --seq 2048 \\
+        --gpus 2128 --global-batch 3360 --zero 0 --recompute full --check 8,38,7 --json
+
+Every flag is a shorthand for ``--set section.key=value`` on the config tree below (sections
+[model], [cluster], [training]; ``--config plan.toml`` loads one), so a plan can be kept as TOML.
+The formulas, their sources and the overlap assumptions are in ``train/planner.py``.
+Output: a ranked table (or ``--json``); ``--check`` exits 0 when the layout is feasible, 1 when
+it is not (with every reason), 2 on invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jobs.config import ConfigError, load_config  # noqa: E402
+from train.planner import (Cluster, Estimate, Layout, ModelShape, Training, evaluate,  # noqa: E402
+                           flops_per_iteration, plan, total_params)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    preset: str = "13B"               # a train.model preset (case-insensitive); "" = give the shape below
+    layers: int | None = None         # each field that is set replaces the preset's value
+    hidden: int | None = None
+    heads: int | None = None
+    ffn: int | None = None            # without a preset: 4 * hidden
+    vocab: int | None = None
+    seq_len: int | None = None
+    query_layer: bool | None = None   # PanGu-α query layer; without a preset: false
+
+
+@dataclass(frozen=True)
+class PlanLayoutConfig:
+    model: ModelSpec = field(default_factory=ModelSpec)
+    cluster: Cluster = field(default_factory=Cluster)
+    training: Training = field(default_factory=Training)
+    top: int = 10                     # rows of the ranked table
+
+
+def resolve_shape(spec: ModelSpec) -> ModelShape:
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "preset"}
+    if spec.preset:
+        return dataclasses.replace(ModelShape.preset(spec.preset), **{k: v for k, v in fields.items() if v is not None})
+    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if fields[k] is None]
+    if missing:
+        raise ValueError(f"without --model, give --{' --'.join(m.replace('_', '-') for m in missing)}")
+    fields["ffn"] = fields["ffn"] or 4 * fields["hidden"]
+    fields["query_layer"] = bool(fields["query_layer"])
+    return ModelShape(**fields)
+
+
+# flag -> (config key, type); each given flag becomes a --set override
+FLAGS = {
+    "--model": ("model.preset", str), "--layers": ("model.layers", int), "--hidden": ("model.hidden", int),
+    "--heads": ("model.heads", int), "--ffn": ("model.ffn", int), "--vocab": ("model.vocab", int),
+    "--seq": ("model.seq_len", int), "--seq-len": ("model.seq_len", int),
+    "--gpus": ("cluster.gpus", int), "--gpus-per-node": ("cluster.gpus_per_node", int),
+    "--nodes-per-rack": ("cluster.nodes_per_rack", int), "--gpu-mem-gb": ("cluster.gpu_mem_gb", float),
+    "--peak-tflops": ("cluster.peak_tflops", float), "--efficiency": ("cluster.efficiency", float),
+    "--intra-node-gbps": ("cluster.intra_node_gbps", float),
+    "--inter-node-gbps": ("cluster.inter_node_gbps", float),
+    "--inter-rack-gbps": ("cluster.inter_rack_gbps", float),
+    "--global-batch": ("training.global_batch", int), "--micro-batch": ("training.micro_batch", int),
+    "--recompute": ("training.recompute", str), "--zero": ("training.zero", int),
+    "--virtual-stages": ("training.virtual_stages", int), "--dp-exposed": ("training.dp_exposed", float),
+    "--top": ("top", int),
+}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="jobs.plan_layout", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, (key, tp) in FLAGS.items():
+        p.add_argument(flag, dest=key, type=tp, default=argparse.SUPPRESS, metavar=key.split(".")[-1].upper())
+    p.add_argument("--no-sequence-parallel", dest="training.sequence_parallel", action="store_false",
+                   default=argparse.SUPPRESS, help="tensor parallelism without sequence parallelism")
+    p.add_argument("--config", default=None, help="TOML config (sections [model], [cluster], [training])")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="e.g. --set cluster.inter_node_gbps=50 --set training.dp_exposed=0.5")
+    p.add_argument("--check", default=None, metavar="TP,PP,DP", help="evaluate this one layout; exit 1 if infeasible")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    return p.parse_args(argv)
+
+
+def load(args: argparse.Namespace) -> PlanLayoutConfig:
+    flags = [f"{k}={json.dumps(v)}" for k, v in vars(args).items() if "." in k or k == "top"]
+    return load_config(PlanLayoutConfig, args.config, flags + args.overrides)
+
+
+def to_json(e: Estimate) -> dict:
+    d = dataclasses.asdict(e)
+    if e.memory is not None:
+        d["memory"]["total"] = e.memory.total
+    d["feasible"] = e.feasible
+    return d
+
+
+HEADER = (f"{'tp':>3} {'pp':>3} {'dp':>4} {'m':>5} {'step s':>8} {'tokens/s':>9} {'MFU':>5} "
+          f"{'w+g':>5} {'opt':>5} {'act':>5} {'mem GiB':>7} {'bubble':>6}  {'comm GB tp/pp/dp':>18}  links tp/pp/dp")
+
+
+def row(e: Estimate) -> str:
+    m, c = e.memory, e.comm_gb
+    return (f"{e.layout.tp:>3} {e.layout.pp:>3} {e.layout.dp:>4} {e.micro_batches:>5} {e.step_s:>8.2f} "
+            f"{e.tokens_per_s:>9.0f} {e.mfu:>5.1%} {m.weights + m.grads:>5.1f} {m.optimizer:>5.1f} "
+            f"{m.activations:>5.1f} {m.total:>7.1f} {e.bubble:>6.1%}  "
+            f"{c['tp']:>6.1f}/{c['pp']:>4.1f}/{c['dp']:>5.1f}  {e.links['tp']}/{e.links['pp']}/{e.links['dp']}")
+
+
+def summary(shape: ModelShape, cfg: PlanLayoutConfig) -> str:
+    tr, cl = cfg.training, cfg.cluster
+    return (f"model: {total_params(shape) / 1e9:.2f}B parameters, {shape.layers} layers, h={shape.hidden}, "
+            f"a={shape.heads}, f={shape.ffn}, V={shape.vocab}, s={shape.seq_len}"
+            f"{', query layer' if shape.query_layer else ''}\n"
+            f"step: {tr.global_batch} sequences = {tr.global_batch * shape.seq_len:,} tokens, "
+            f"{flops_per_iteration(shape, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
+            f"micro-batch {tr.micro_batch}, recompute {tr.recompute}, zero {tr.zero}, v={tr.virtual_stages}\n"
+            f"cluster: {cl.gpus} GPUs, {cl.gpus_per_node}/node, {cl.nodes_per_rack} nodes/rack, "
+            f"{cl.gpu_mem_gb:g} GiB, {cl.peak_tflops:g} TFLOPS x {cl.efficiency:g}")
+
+
+def reason_kind(problem: str) -> str:
+    if problem.startswith("memory"):
+        return "memory"
+    return "batch" if "micro-batch" in problem or "global_batch" in problem else "shape"
+
+
+def reason_counts(infeasible: list[Estimate]) -> str:
+    kinds = collections.Counter(reason_kind(p) for e in infeasible for p in e.problems)
+    return ", ".join(f"{k}: {n}" for k, n in kinds.most_common())
+
+
+def run_check(shape: ModelShape, cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
+    e = evaluate(shape, cfg.cluster, cfg.training, Layout.parse(text))
+    if as_json:
+        print(json.dumps(to_json(e), indent=2))
+    else:
+        print(summary(shape, cfg))
+        if e.memory is not None:
+            print(HEADER + "\n" + row(e))
+        print("feasible" if e.feasible else "infeasible:\n  - " + "\n  - ".join(e.problems))
+    return 0 if e.feasible else 1
+
+
+def run_plan(shape: ModelShape, cfg: PlanLayoutConfig, as_json: bool) -> int:
+    feasible, infeasible = plan(shape, cfg.cluster, cfg.training)
+    if as_json:
+        print(json.dumps({"feasible": [to_json(e) for e in feasible[:cfg.top]],
+                          "infeasible": [to_json(e) for e in infeasible]}, indent=2))
+    else:
+        print(summary(shape, cfg))
+        print(f"{len(feasible)} feasible, {len(infeasible)} infeasible layouts"
+              + (f" ({reason_counts(infeasible)})" if infeasible else ""))
+        if feasible:
+            print(HEADER)
+            print("\n".join(row(e) for e in feasible[:cfg.top]))
+    return 0 if feasible else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = load(args)
+        shape = resolve_shape(cfg.model)
+        if args.check:
+            return run_check(shape, cfg, args.check, args.json)
+        return run_plan(shape, cfg, args.json)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""Parallelism applied from outside to the single-device GPT in ``train.model``.
+
+``Trainer`` composes the pieces (mesh, tensor/pipeline/data parallel, ZeRO-1, recomputation);
+``ParallelConfig`` and ``TrainConfig`` are its config sections (``parallel.*``, ``train.*``).
+"""
+
+from train.parallel.dims import LayoutError, ParallelConfig, layout_problems, validate
+from train.parallel.step import Trainer, TrainConfig
+
+__all__ = ["LayoutError", "ParallelConfig", "TrainConfig", "Trainer", "layout_problems", "validate"]

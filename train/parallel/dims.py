@@ -1,0 +1,117 @@
+"""The parallel layout: degrees, their validation, and the (pp, dp, tp) device mesh.
+
+Ranks are laid out with tp innermost (neighbouring ranks, the fastest links, do the chattiest
+collectives), then dp, then pp: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+from train.model import ModelConfig
+from train.parallel.ac import RECOMPUTE_MODES
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b")
+MESH_DIMS = ("pp", "dp", "tp")
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    tp: int = 1                       # tensor-parallel degree (Megatron-LM §3): splits heads, FFN, vocab
+    pp: int = 1                       # pipeline stages across ranks
+    dp: int = 1                       # data-parallel replicas; optimizer state is sharded over them (ZeRO-1)
+    virtual_stages: int = 1           # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
+    schedule: str = "1f1b"            # pipeline schedule: gpipe | 1f1b | interleaved_1f1b
+    sequence_parallel: bool = False   # shard LayerNorm/dropout activations over tp along the sequence
+    recompute: str = "none"           # activation recomputation per block: none | full | selective
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def num_stages(self) -> int:
+        return self.pp * self.virtual_stages
+
+
+class LayoutError(ValueError):
+    """A parallel layout that cannot run this model / batch; the message lists every problem."""
+
+
+def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
+                    global_batch: int, micro_batch: int) -> list[str]:
+    """Everything wrong with running ``model`` at layout ``par``; empty when it can run."""
+    degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "virtual_stages": par.virtual_stages,
+               "micro_batch": micro_batch, "global_batch": global_batch}
+    bad = [f"{k} must be >= 1, got {v}" for k, v in degrees.items() if v < 1]
+    if bad:
+        return bad
+    p: list[str] = []
+    if par.world_size != world_size:
+        p.append(f"tp*pp*dp = {par.tp}*{par.pp}*{par.dp} = {par.world_size} does not equal the world size {world_size}")
+    if par.schedule not in SCHEDULES:
+        p.append(f"unknown pipeline schedule {par.schedule!r}; choose from {', '.join(SCHEDULES)}")
+    if par.virtual_stages > 1 and par.schedule != "interleaved_1f1b":
+        p.append(f"virtual_stages={par.virtual_stages} needs schedule 'interleaved_1f1b', not {par.schedule!r}")
+    if par.virtual_stages > 1 and par.pp == 1:
+        p.append(f"virtual_stages={par.virtual_stages} needs pp > 1")
+    if par.recompute not in RECOMPUTE_MODES:
+        p.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {par.recompute!r}")
+    p += _tp_problems(par, model)
+    if model.n_layers % par.num_stages:
+        p.append(f"n_layers={model.n_layers} does not divide into pp*virtual_stages = "
+                 f"{par.pp}*{par.virtual_stages} = {par.num_stages} pipeline stages")
+    p += _batch_problems(par, global_batch, micro_batch)
+    return p
+
+
+def _tp_problems(par: ParallelConfig, model: ModelConfig) -> list[str]:
+    t, p = par.tp, []
+    if model.n_heads % t:
+        p.append(f"n_heads={model.n_heads} does not divide by tp={t} (each tp rank runs whole heads)")
+    if model.ffn_dim % t:
+        p.append(f"ffn_dim={model.ffn_dim} does not divide by tp={t}")
+    if model.padded_vocab % t:
+        p.append(f"vocabulary {model.vocab_size} padded to a multiple of {model.vocab_multiple} = "
+                 f"{model.padded_vocab} rows does not divide by tp={t}; set model.vocab_multiple to a "
+                 f"multiple of {t} (Megatron-LM uses 128*tp)")
+    if model.dropout > 0 and t > 1:
+        p.append(f"dropout={model.dropout} with tp={t} is not supported: tp ranks would draw different "
+                 f"masks for the activations they replicate; use dropout=0")
+    if par.sequence_parallel and model.seq_len % t:
+        p.append(f"sequence parallel needs seq_len={model.seq_len} divisible by tp={t}")
+    return p
+
+
+def _batch_problems(par: ParallelConfig, global_batch: int, micro_batch: int) -> list[str]:
+    if global_batch % (par.dp * micro_batch):
+        return [f"global_batch={global_batch} sequences do not split into dp={par.dp} replicas of "
+                f"micro-batches of {micro_batch}"]
+    m = num_microbatches(par, global_batch, micro_batch)
+    if par.pp > 1 and m < par.pp:
+        return [f"{m} micro-batches per step < pp={par.pp}: the pipeline could never fill; "
+                f"raise global_batch or lower micro_batch"]
+    rounds = max(1, m // par.pp)
+    if par.schedule == "interleaved_1f1b" and par.pp > 1 and m % rounds:
+        return [f"interleaved 1F1B runs {m} micro-batches in {rounds} rounds of pp={par.pp}: "
+                f"the micro-batch count must divide by the round count"]
+    return []
+
+
+def num_microbatches(par: ParallelConfig, global_batch: int, micro_batch: int) -> int:
+    """Micro-batches each dp replica runs per optimizer step."""
+    return global_batch // (par.dp * micro_batch)
+
+
+def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int,
+             micro_batch: int) -> None:
+    problems = layout_problems(par, model, world_size, global_batch, micro_batch)
+    if problems:
+        raise LayoutError("invalid parallel layout:\n  - " + "\n  - ".join(problems))
+
+
+def build_mesh(par: ParallelConfig, device_type: str = "cpu") -> DeviceMesh:
+    """The (pp, dp, tp) mesh over the already-initialised default process group."""
+    return init_device_mesh(device_type, (par.pp, par.dp, par.tp), mesh_dim_names=MESH_DIMS)

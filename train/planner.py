@@ -1,0 +1,425 @@
+"""Layout planner: rank (tp, pp, dp, micro-batches) by predicted step time, from closed-form formulas.
+
+Pure Python (no torch): every number comes from a published formula, cited where it is used.
+
+* Parameters per layer 4h² + 2hf + 9h + f (= 12h² + 13h for f = 4h) and vocabulary padding to a
+  multiple of 128·tp: Megatron-LM (Shoeybi et al. 2019; ``_vocab_size_with_padding``).
+* FLOPs per iteration, eq. 3 of Narayanan et al. 2021 ("Efficient Large-Scale Language Model
+  Training on GPU Clusters Using Megatron-LM"): 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) with full
+  recomputation. Without it the blocks drop to 72·…, but the logit term stays 6·B·s·h·V (it was
+  never recomputed); ``layer_flops`` + ``logit_flops`` are the same sum written per layer.
+* Pipeline bubble (p−1)/m for GPipe / 1F1B, (p−1)/(v·m) interleaved (Narayanan et al. 2021 §2.2).
+* Activation bytes per layer (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+  Large Transformer Models", Table 2): s·b·h·(34 + 5as/h) unparallelised, ÷t with tensor +
+  sequence parallelism, s·b·h·(10 + 24/t + 5as/(ht)) with tensor parallelism alone; selective
+  recomputation drops the 5as/h term; full recomputation keeps the 2·s·b·h layer input. The first
+  1F1B stage holds p micro-batches, × (1 + (p−1)/(p·v)) interleaved (their §4.2.3).
+* Model states, mixed-precision Adam (Rajbhandari et al. 2019, ZeRO §3): 2 + 2 + 12 bytes per
+  parameter, 2 + 2 + 12/d with the optimizer state sharded over dp (ZeRO-1, PanGu-α's optimizer
+  model parallelism).
+
+Placement (PanGu-α's topology-aware mapping, as issue 7 states it): ranks are numbered tp
+innermost, then pp, then dp, so a tp group is ``tp`` neighbouring ranks (one node when
+tp <= gpus_per_node), a pp group spans tp·pp ranks (across nodes) and a dp group the whole job
+(across racks). Each group is charged the slowest link it crosses. A tp group wider than a node is
+*not* rejected: it is charged inter-node bandwidth, which ranks it below the in-node layouts.
+
+Step time = m·(1 + bubble)·(compute + tp comm + pp comm per micro-batch on the busiest rank)
+          + dp_exposed · dp comm.
+Assumptions (ours): tp all-reduces and pp sends sit on the critical path (not overlapped); the dp
+gradient reduce-scatter / parameter all-gather overlaps with the backward pass except the
+``dp_exposed`` fraction; stages are balanced except the last, which also runs the logits (and the
+PanGu-α query layer).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator
+
+RECOMPUTE = ("none", "selective", "full")
+GIB = 2**30
+BYTES_ACT = 2          # bf16/fp16 activations, parameters and gradients
+VOCAB_DIVISOR = 128    # Megatron's --make-vocab-size-divisible-by (times tp)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The shape numbers the formulas need; ``from_model_config`` reads them off train.model."""
+    layers: int            # transformer blocks
+    hidden: int            # h
+    heads: int             # a
+    ffn: int               # MLP inner size f (4h in GPT-3 / PanGu-α)
+    vocab: int             # V before padding
+    seq_len: int           # s
+    query_layer: bool = False  # PanGu-α §2.2.2: one more attention+MLP block on the last stage
+
+    def __post_init__(self):
+        for name in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"model {name} must be >= 1, got {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden={self.hidden} is not divisible by heads={self.heads}")
+
+    @classmethod
+    def from_model_config(cls, cfg) -> "ModelShape":
+        return cls(layers=cfg.n_layers, hidden=cfg.dim, heads=cfg.n_heads, ffn=cfg.ffn_dim,
+                   vocab=cfg.vocab_size, seq_len=cfg.seq_len, query_layer=cfg.query_layer)
+
+    @classmethod
+    def preset(cls, name: str) -> "ModelShape":
+        """A size preset by name, case-insensitively (``13b`` = ``13B``)."""
+        by_lower = {k.lower(): k for k in PRESET_SHAPES}
+        if name.lower() not in by_lower:
+            raise ValueError(f"unknown model preset {name!r}; choose from {', '.join(PRESET_SHAPES)}")
+        return PRESET_SHAPES[by_lower[name.lower()]]
+
+
+def _pangu(layers: int, hidden: int, heads: int) -> ModelShape:
+    return ModelShape(layers=layers, hidden=hidden, heads=heads, ffn=4 * hidden, vocab=40_000,
+                      seq_len=1024, query_layer=True)
+
+
+# The shapes of train.model.PRESETS (PanGu-α Table 1 + the released 350M), copied so the planner
+# runs without torch; tests/test_planner.py checks they stay equal.
+PRESET_SHAPES: dict[str, ModelShape] = {
+    "debug": ModelShape(layers=4, hidden=32, heads=4, ffn=64, vocab=1001, seq_len=16, query_layer=True),
+    "350M": _pangu(24, 1024, 16),
+    "2.6B": _pangu(32, 2560, 40),
+    "13B": _pangu(40, 5120, 40),
+    "200B": _pangu(64, 16384, 128),
+}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    gpus: int = 64
+    gpus_per_node: int = 8
+    nodes_per_rack: int = 4            # ours: 4 DGX-class nodes per rack
+    gpu_mem_gb: float = 80.0           # GiB of device memory per GPU
+    peak_tflops: float = 312.0         # A100 dense bf16
+    efficiency: float = 0.6            # ours: matmul fraction of peak, before bubble and exposed comm
+    intra_node_gbps: float = 300.0     # GB/s per GPU, one direction (A100 NVLink 3: 600 GB/s both ways)
+    inter_node_gbps: float = 25.0      # GB/s per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU
+    inter_rack_gbps: float = 12.5      # GB/s per GPU across the rack spine (ours: 2:1 oversubscribed)
+    overhead_gb: float = 2.0           # ours: CUDA context, NCCL buffers, allocator fragmentation
+
+    def __post_init__(self):
+        for name in ("gpus", "gpus_per_node", "nodes_per_rack"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"cluster {name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.efficiency <= 1:
+            raise ValueError(f"efficiency must be in (0, 1], got {self.efficiency}")
+
+
+@dataclass(frozen=True)
+class Training:
+    global_batch: int = 512            # sequences per optimizer step
+    micro_batch: int = 1               # sequences per micro-batch (b)
+    recompute: str = "selective"       # none | selective | full
+    zero: int = 1                      # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated
+    virtual_stages: int = 1            # v > 1: interleaved 1F1B
+    sequence_parallel: bool = True     # Korthikanti et al.: shards the 10·sbh replicated activations
+    dp_exposed: float = 0.3            # ours: fraction of dp traffic not hidden behind the backward
+
+    def __post_init__(self):
+        if self.recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.zero not in (0, 1):
+            raise ValueError(f"zero must be 0 or 1, got {self.zero}")
+        for name in ("global_batch", "micro_batch", "virtual_stages"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.dp_exposed <= 1:
+            raise ValueError(f"dp_exposed must be in [0, 1], got {self.dp_exposed}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    pp: int
+    dp: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Layout":
+        """``"8,2,4"`` -> Layout(tp=8, pp=2, dp=4)."""
+        try:
+            tp, pp, dp = (int(x) for x in text.split(","))
+        except ValueError:
+            raise ValueError(f"a layout is 'tp,pp,dp' (three integers), got {text!r}") from None
+        return cls(tp, pp, dp)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """GiB per GPU on the worst pipeline stage."""
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float
+    overhead: float
+    stage: str                         # "first" or "last"
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.activations + self.overhead
+
+
+@dataclass(frozen=True)
+class Estimate:
+    layout: Layout
+    micro_batches: int
+    problems: tuple[str, ...]
+    step_s: float = math.nan
+    tokens_per_s: float = math.nan
+    mfu: float = math.nan
+    bubble: float = math.nan
+    memory: Memory | None = None
+    comm_gb: dict = field(default_factory=dict)   # GB sent per GPU per step: tp, pp, dp
+    comm_s: dict = field(default_factory=dict)    # exposed seconds per step: tp, pp, dp
+    links: dict = field(default_factory=dict)     # the link each group is charged: tp, pp, dp
+
+    @property
+    def feasible(self) -> bool:
+        return not self.problems
+
+
+# ---- formulas -------------------------------------------------------------------------------
+
+def padded_vocab(vocab: int, tp: int) -> int:
+    """Megatron pads the embedding rows to a multiple of 128·tp (``_vocab_size_with_padding``)."""
+    multiple = VOCAB_DIVISOR * tp
+    return math.ceil(vocab / multiple) * multiple
+
+
+def layer_params(shape: ModelShape) -> int:
+    """Attention 4h² + 4h, MLP 2hf + f + h, two LayerNorms 4h: 12h² + 13h when f = 4h (Megatron)."""
+    h, f = shape.hidden, shape.ffn
+    return 4 * h * h + 2 * h * f + 9 * h + f
+
+
+def total_params(shape: ModelShape, tp: int = 1) -> int:
+    """Blocks + token (V·h, tied with the output) and position (s·h) embeddings + final LayerNorm,
+    + the PanGu-α query layer and its query-position embedding when present."""
+    h = shape.hidden
+    n = shape.layers * layer_params(shape) + padded_vocab(shape.vocab, tp) * h + shape.seq_len * h + 2 * h
+    if shape.query_layer:
+        n += layer_params(shape) + shape.seq_len * h
+    return n
+
+
+def layer_flops(shape: ModelShape, b: int) -> float:
+    """Forward matmul FLOPs of one block for b sequences: 8bsh² + 4bshf + 4bs²h (= 24bsh²(1 + s/6h)
+    for f = 4h, the per-layer part of Narayanan et al. eq. 3)."""
+    s, h = shape.seq_len, shape.hidden
+    return 8 * b * s * h * h + 4 * b * s * h * shape.ffn + 4 * b * s * s * h
+
+
+def layer_flops_trained(shape: ModelShape, b: int, recompute: str) -> float:
+    """Forward + backward (2×) of one block, + the recomputed forward (full) or the recomputed
+    attention core QKᵀ·softmax·V (selective, Korthikanti et al. §5)."""
+    extra = {"none": 0.0, "selective": 4 * b * shape.seq_len**2 * shape.hidden,
+             "full": layer_flops(shape, b)}[recompute]
+    return 3 * layer_flops(shape, b) + extra
+
+
+def logit_flops(shape: ModelShape, b: int, vocab_rows: int) -> float:
+    """Output layer 2bshV forward, × 3 with its backward (never recomputed): the 6BshV of eq. 3."""
+    return 6 * b * shape.seq_len * shape.hidden * vocab_rows
+
+
+def flops_per_iteration(shape: ModelShape, batch: int, recompute: str = "none", tp: int = 1) -> float:
+    """Narayanan et al. 2021 eq. 3 for ``batch`` sequences (96·… with full recompute; without it
+    72·B·s·l·h²·(1 + s/6h) + 6·B·s·h·V), generalised to f != 4h and the query layer."""
+    blocks = shape.layers + shape.query_layer
+    return (blocks * layer_flops_trained(shape, batch, recompute)
+            + logit_flops(shape, batch, padded_vocab(shape.vocab, tp)))
+
+
+def bubble_fraction(pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """Idle time over useful time: (p−1)/m for GPipe/1F1B, (p−1)/(v·m) interleaved."""
+    return (pp - 1) / (virtual_stages * micro_batches)
+
+
+def activation_bytes_per_layer(shape: ModelShape, b: int, tp: int, recompute: str, sp: bool) -> float:
+    """Korthikanti et al. 2022 Table 2 per block, with the MLP's 19 written 3 + 4f/h so f != 4h works:
+    replicated 10·sbh (LayerNorm inputs, dropout masks, qkv/fc1 inputs) unless sequence-parallel,
+    sharded (8 + 4f/h)·sbh, attention scores 5as²b (dropped by selective recompute)."""
+    s, h, a = shape.seq_len, shape.hidden, shape.heads
+    sbh = s * b * h
+    if recompute == "full":
+        return 2 * sbh / (tp if sp else 1)  # only the block input is kept
+    replicated = 10 * sbh / (tp if sp else 1)
+    sharded = (8 + 4 * shape.ffn / h) * sbh / tp
+    scores = 0.0 if recompute == "selective" else 5 * a * s * s * b / tp
+    return replicated + sharded + scores
+
+
+def in_flight(pp: int, micro_batches: int, virtual_stages: int) -> float:
+    """Micro-batches whose activations the first stage holds: p for 1F1B (m for GPipe, which we do
+    not plan), × (1 + (p−1)/(p·v)) when interleaved (Korthikanti et al. §4.2.3)."""
+    n = min(pp, micro_batches)
+    return n * (1 + (pp - 1) / (pp * virtual_stages)) if virtual_stages > 1 else n
+
+
+# ---- placement ------------------------------------------------------------------------------
+
+def link(span: int, cluster: Cluster) -> tuple[str, float]:
+    """Slowest link (name, GB/s per GPU) inside a group of ``span`` consecutive ranks."""
+    node = cluster.gpus_per_node
+    rack = node * cluster.nodes_per_rack
+    if span <= 1:
+        return "-", math.inf
+    if span <= node and node % span == 0:
+        return "nvlink", cluster.intra_node_gbps
+    if span <= rack and rack % span == 0:
+        return "ib", cluster.inter_node_gbps
+    return "rack", cluster.inter_rack_gbps
+
+
+def ring_factor(n: int) -> float:
+    """Bytes each rank sends per byte of an all-reduce (2(n−1)/n) on a ring of n."""
+    return 2 * (n - 1) / n
+
+
+# ---- evaluation -----------------------------------------------------------------------------
+
+def layout_problems(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
+    """Why ``lay`` cannot run at all (memory is checked later, in ``evaluate``)."""
+    t, p, d, v = lay.tp, lay.pp, lay.dp, train.virtual_stages
+    if min(t, p, d) < 1:
+        return [f"tp, pp, dp must be >= 1, got {t}, {p}, {d}"]
+    out = []
+    if t * p * d != cluster.gpus:
+        out.append(f"tp*pp*dp = {t}*{p}*{d} = {t * p * d} != {cluster.gpus} GPUs")
+    if shape.heads % t:
+        out.append(f"heads={shape.heads} not divisible by tp={t}")
+    if shape.ffn % t:
+        out.append(f"ffn={shape.ffn} not divisible by tp={t}")
+    if train.sequence_parallel and shape.seq_len % t:
+        out.append(f"sequence parallel needs seq_len={shape.seq_len} divisible by tp={t}")
+    if shape.layers % (p * v):
+        out.append(f"layers={shape.layers} not divisible by pp*virtual_stages = {p}*{v}")
+    if v > 1 and p == 1:
+        out.append(f"virtual_stages={v} needs pp > 1")
+    if train.global_batch % (d * train.micro_batch):
+        out.append(f"global_batch={train.global_batch} not divisible by dp*micro_batch = {d}*{train.micro_batch}")
+        return out
+    m = train.global_batch // (d * train.micro_batch)
+    if m < p:
+        out.append(f"{m} micro-batches < pp={p}: the pipeline never fills")
+    elif v > 1 and m % p:
+        out.append(f"interleaved 1F1B needs micro-batches ({m}) divisible by pp={p}")
+    return out
+
+
+def stage_memory(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout, m: int) -> Memory:
+    """Model states + activations of the first and the last stage; the larger one."""
+    t, p, b, sp = lay.tp, lay.pp, train.micro_batch, train.sequence_parallel
+    h, s = shape.hidden, shape.seq_len
+    per_rank = shape.layers // p
+    emb = padded_vocab(shape.vocab, t) * h / t
+    query = (layer_params(shape) / t + s * h) if shape.query_layer else 0.0
+    per_layer = activation_bytes_per_layer(shape, b, t, train.recompute, sp)
+    working = (activation_bytes_per_layer(shape, b, t, "none", sp)
+               if train.recompute == "full" else 0.0)  # one block re-run during its backward
+    logits = 4 * s * b * padded_vocab(shape.vocab, t) / t  # fp32 logits for the loss (ours)
+    blocks = per_rank * layer_params(shape) / t
+    first_params = blocks + emb + s * h
+    last_params = blocks + emb + 2 * h + query   # tied output copy on the last stage
+    first_act = in_flight(p, m, train.virtual_stages) * per_rank * per_layer + working
+    last_act = (per_rank + shape.query_layer) * per_layer + logits + working
+    if p == 1:
+        first_params = first_params + 2 * h + query
+        first_act = first_act + logits + shape.query_layer * per_layer
+        last_params, last_act = first_params, first_act
+    shard = lay.dp if train.zero else 1
+    stages = {"first": (first_params, first_act), "last": (last_params, last_act)}
+    name = max(stages, key=lambda k: stages[k][0] * (4 + 12 / shard) + stages[k][1])
+    params, act = stages[name]
+    return Memory(weights=2 * params / GIB, grads=2 * params / GIB, optimizer=12 * params / shard / GIB,
+                  activations=act / GIB, overhead=cluster.overhead_gb, stage=name)
+
+
+def params_on_busiest_rank(shape: ModelShape, lay: Layout) -> float:
+    h = shape.hidden
+    blocks = (shape.layers // lay.pp + shape.query_layer) * layer_params(shape) / lay.tp
+    return blocks + padded_vocab(shape.vocab, lay.tp) * h / lay.tp
+
+
+def comm_bytes(shape: ModelShape, train: Training, lay: Layout, m: int) -> dict:
+    """Bytes each GPU sends per step. tp: 4 all-reduces of the (b, s, h) activations per block
+    (Megatron-LM §3; 2 more with full recompute's re-run forward; all-gather + reduce-scatter under
+    sequence parallelism send the same); pp: one activation forward + one gradient backward per
+    micro-batch and virtual stage, 1/tp of it with Megatron's scatter/gather; dp: reduce-scatter
+    of the gradients + all-gather of the parameters (= one all-reduce) of this rank's parameters."""
+    t, p, d, b = lay.tp, lay.pp, lay.dp, train.micro_batch
+    act = BYTES_ACT * b * shape.seq_len * shape.hidden
+    blocks = shape.layers // p + shape.query_layer
+    n_allreduce = 6 if train.recompute == "full" else 4
+    tp = m * blocks * n_allreduce * ring_factor(t) * act if t > 1 else 0.0
+    pp = m * train.virtual_stages * 2 * act / t if p > 1 else 0.0
+    dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(shape, lay) if d > 1 else 0.0
+    return {"tp": tp, "pp": pp, "dp": dp}
+
+
+def busiest_rank_flops(shape: ModelShape, train: Training, lay: Layout) -> float:
+    """FLOPs per micro-batch on the slowest rank: the last stage, which adds logits (+ query layer)."""
+    b = train.micro_batch
+    blocks = shape.layers // lay.pp + shape.query_layer
+    flops = blocks * layer_flops_trained(shape, b, train.recompute)
+    return (flops + logit_flops(shape, b, padded_vocab(shape.vocab, lay.tp))) / lay.tp
+
+
+def evaluate(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout) -> Estimate:
+    """Predicted step time, memory, bubble and communication of one layout, with every problem."""
+    problems = layout_problems(shape, cluster, train, lay)
+    if problems:
+        m = train.global_batch // max(1, lay.dp * train.micro_batch)
+        return Estimate(layout=lay, micro_batches=m, problems=tuple(problems))
+    m = train.global_batch // (lay.dp * train.micro_batch)
+    groups = {"tp": (lay.tp, lay.tp), "pp": (lay.pp, lay.tp * lay.pp), "dp": (lay.dp, cluster.gpus)}
+    links = {k: link(span, cluster) if size > 1 else ("-", math.inf) for k, (size, span) in groups.items()}
+    sent = comm_bytes(shape, train, lay, m)
+    secs = {k: sent[k] / (links[k][1] * 1e9) if sent[k] else 0.0 for k in sent}
+    secs["dp"] *= train.dp_exposed
+    per_mb = busiest_rank_flops(shape, train, lay) / (cluster.peak_tflops * 1e12 * cluster.efficiency)
+    per_mb += (secs["tp"] + secs["pp"]) / m
+    bubble = bubble_fraction(lay.pp, m, train.virtual_stages)
+    step = m * (1 + bubble) * per_mb + secs["dp"]
+    model_flops = flops_per_iteration(shape, train.global_batch, "none", lay.tp)
+    mem = stage_memory(shape, cluster, train, lay, m)
+    if mem.total > cluster.gpu_mem_gb:
+        problems.append(
+            f"memory: {mem.total:.1f} GiB per GPU on the {mem.stage} stage > {cluster.gpu_mem_gb:g} GiB "
+            f"(weights {mem.weights:.1f} + grads {mem.grads:.1f} + optimizer {mem.optimizer:.1f} "
+            f"+ activations {mem.activations:.1f} + overhead {mem.overhead:.1f})")
+    return Estimate(
+        layout=lay, micro_batches=m, problems=tuple(problems), step_s=step,
+        tokens_per_s=train.global_batch * shape.seq_len / step,
+        mfu=model_flops / (step * cluster.gpus * cluster.peak_tflops * 1e12), bubble=bubble,
+        memory=mem, comm_gb={k: v / 1e9 for k, v in sent.items()}, comm_s=secs,
+        links={k: v[0] for k, v in links.items()})
+
+
+def divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def candidate_layouts(shape: ModelShape, cluster: Cluster, train: Training) -> Iterator[Layout]:
+    """Every (tp, pp, dp) with tp·pp·dp = gpus, tp dividing the heads and pp·v dividing the layers."""
+    for t in divisors(cluster.gpus):
+        if shape.heads % t:
+            continue
+        for p in divisors(cluster.gpus // t):
+            if shape.layers % (p * train.virtual_stages) == 0:
+                yield Layout(t, p, cluster.gpus // (t * p))
+
+
+def plan(shape: ModelShape, cluster: Cluster, train: Training) -> tuple[list[Estimate], list[Estimate]]:
+    """(feasible layouts fastest first, infeasible layouts with their problems)."""
+    estimates = [evaluate(shape, cluster, train, lay) for lay in candidate_layouts(shape, cluster, train)]
+    feasible = sorted((e for e in estimates if e.feasible), key=lambda e: e.step_s)
+    return feasible, [e for e in estimates if not e.feasible]
+
