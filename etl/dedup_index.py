@@ -70,21 +70,38 @@ class DedupIndex:
         runs = self.committed()
         return self.spark.read.parquet(*[self._batch(r, "exact") for r in runs]) if runs else None
 
-    def append(self, bands: DataFrame, exact: DataFrame) -> str:
-        """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it."""
+    def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
+        """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
+        deterministic batch name (e.g. the corpus version), so that ``retract`` can undo it."""
         runs = set(self.committed())
+        if run is not None and run in runs:
+            raise ValueError(f"dedup index {self.root} already holds a batch named {run}")
         batches = self._Path(self.root, "batches")
         if self.fs.exists(batches):  # uncommitted leftovers of killed runs
             for st in self.fs.listStatus(batches):
                 if st.getPath().getName() not in runs:
                     self.fs.delete(st.getPath(), True)
-        run = uuid.uuid4().hex[:12]
+        run = run or uuid.uuid4().hex[:12]
         bands.select("band", "key", "doc_id").write.partitionBy("band").parquet(self._batch(run, "bands"))
         exact.select("exact_key", "doc_id").write.parquet(self._batch(run, "exact"))
         seq = len(runs)
         self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{run}.json"),
                            json.dumps({"run": run, "sequence": seq}))
         return run
+
+    def retract(self, run: str) -> bool:
+        """Remove a committed batch (a build whose output was never published); the commit file
+        goes first, so a crash half-way leaves an uncommitted batch that readers ignore."""
+        commits = self._Path(self.root, "commits")
+        found = False
+        if self.fs.exists(commits):
+            for st in self.fs.listStatus(commits):
+                name = st.getPath().getName()
+                if name.endswith(f"-{run}.json"):
+                    self.fs.delete(st.getPath(), False)
+                    found = True
+        self.fs.delete(self._Path(self.root, f"batches/{run}"), True)
+        return found
 
     def _read(self, path) -> str:
         stream = self.fs.open(path)

@@ -14,6 +14,9 @@ Sharding contract (``write_shards``):
   hashes to is written empty (0 sequences, document indices ``[0]``), so the file set depends
   only on ``num_shards``. The same documents and tokenizer give byte-identical files.
 * token counts in the manifest are tokens in the ``.bin`` files, ``<eod>`` included.
+* next to each pair, ``shard-{i:05d}.src``: one little-endian uint16 per document, in shard
+  order, indexing the manifest's ``sources`` (sorted distinct source names, known on the driver
+  before any shard is written). Megatron ignores it; ``train/data.py`` blends sources with it.
 
 Where the files go: each task writes its shard to a local temporary directory, hashes it, then
 copies it into ``out_dir`` with ``pyarrow.fs`` under a temporary name and renames it. Locally
@@ -51,13 +54,15 @@ MANIFEST_FORMAT = "megatron-mmidxidx-v1"
 MANIFEST_FILE = "manifest.json"
 SHARD_NAME = "shard-{:05d}"
 UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
+SOURCE_DTYPE = np.dtype("<u2")  # the .src sidecar: index into manifest["sources"], one per document
 TOKENS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
                            ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())])
 SHARD_ROW_SCHEMA = pa.schema([("shard", pa.int32()), ("documents", pa.int64()), ("tokens", pa.int64()),
                               ("bin_sha256", pa.string()), ("idx_sha256", pa.string()),
-                              ("bin_bytes", pa.int64()), ("idx_bytes", pa.int64()), ("tokens_per_source", pa.string())])
+                              ("bin_bytes", pa.int64()), ("idx_bytes", pa.int64()), ("tokens_per_source", pa.string()),
+                              ("src_sha256", pa.string()), ("src_bytes", pa.int64())])
 SHARD_ROW_DDL = ("shard int, documents long, tokens long, bin_sha256 string, idx_sha256 string, "
-                 "bin_bytes long, idx_bytes long, tokens_per_source string")
+                 "bin_bytes long, idx_bytes long, tokens_per_source string, src_sha256 string, src_bytes long")
 
 
 @dataclass(frozen=True)
@@ -119,11 +124,26 @@ def write_shards(docs: DataFrame, tokenizer_dir: str, out_dir: str, num_shards: 
     """Tokenize ``docs`` (doc_id, text, source) and write ``num_shards`` shard pairs plus
     ``manifest.json`` into ``out_dir``; returns the manifest. See the module docstring."""
     shipped = ship_tokenizer(docs.sparkSession, tokenizer_dir)
-    return write_token_shards(tokenize_stage(docs, shipped), shipped, out_dir, num_shards)
+    # the source names from ``docs``, not from the token frame: that would tokenize twice
+    return write_token_shards(tokenize_stage(docs, shipped), shipped, out_dir, num_shards, distinct_sources(docs))
 
 
-def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int) -> dict[str, Any]:
-    """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs + ``manifest.json``."""
+def distinct_sources(df: DataFrame) -> list[str]:
+    """Sorted distinct ``source`` values (null and a missing column count as ``unknown``): a
+    handful of rows collected to the driver."""
+    source = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
+    rows = df.select(F.coalesce(source, F.lit(UNKNOWN_SOURCE)).alias("source")).distinct().collect()
+    sources = sorted(r["source"] for r in rows)
+    if len(sources) > np.iinfo(SOURCE_DTYPE).max + 1:
+        raise ValueError(f"{len(sources)} distinct sources; the .src sidecar (uint16) holds at most 65536")
+    return sources
+
+
+def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int,
+                       sources: list[str] | None = None) -> dict[str, Any]:
+    """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs, ``.src`` sidecars and
+    ``manifest.json``. ``sources``: every source name in ``tokens``, sorted (computed from
+    ``tokens`` when None; cheap when ``tokens`` is persisted)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     out_dir = _absolute(out_dir)
@@ -133,18 +153,20 @@ def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: st
     fs.create_dir(root, recursive=True)
     dtype = dtype_for_vocab(shipped.vocab_size)
     shard = F.pmod(F.xxhash64("doc_id"), F.lit(num_shards)).cast("int").alias("shard")
-    ordered = (tokens.select(shard, "doc_id", "source", "tokens")
+    sources = distinct_sources(tokens) if sources is None else sorted(sources)
+    source_index = {name: i for i, name in enumerate(sources)}  # small: shipped in the closure
+    ordered = (tokens.select(shard, "doc_id", F.coalesce("source", F.lit(UNKNOWN_SOURCE)).alias("source"), "tokens")
                .repartition(num_shards, "shard")
                .sortWithinPartitions("shard", "doc_id", "tokens"))
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id)
+        yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id, source_index)
 
     rows = {r["shard"]: r for r in ordered.mapInArrow(apply, SHARD_ROW_DDL).collect()}
     for i in range(num_shards):
         if i not in rows:  # no document hashed here: an empty pair, written by the driver
-            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id)
-    manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype)
+            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id, source_index)
+    manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype, sources)
     with fs.open_output_stream(f"{root}/{MANIFEST_FILE}") as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
     log.info("shards: %d pairs, %d documents, %d tokens (%s) -> %s", num_shards,
@@ -152,8 +174,8 @@ def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: st
     return manifest
 
 
-def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str,
-                     eod_id: int) -> Iterator[pa.RecordBatch]:
+def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str, eod_id: int,
+                     source_index: dict[str, int]) -> Iterator[pa.RecordBatch]:
     """Rows arrive sorted by (shard, doc_id); one output row per shard seen."""
     def docs() -> Iterator[tuple[int, str, np.ndarray]]:
         for b in batches:
@@ -167,25 +189,31 @@ def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str
     stream = _Peekable(docs())
     while stream.peek() is not None:
         shard = stream.peek()[0]
-        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id)
+        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id, source_index)
         yield pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
 
 
 def _write_shard_files(shard: int, docs: Iterator[tuple[int, str, np.ndarray]], out_dir: str, dtype: str,
-                       eod_id: int) -> dict[str, Any]:
-    """Write one shard locally, hash it, publish it to ``out_dir``; returns its manifest row."""
+                       eod_id: int, source_index: dict[str, int]) -> dict[str, Any]:
+    """Write one shard (``.bin``, ``.idx``, ``.src``) locally, hash it, publish it to ``out_dir``;
+    returns its manifest row."""
     name = SHARD_NAME.format(shard)
     per_source: dict[str, int] = {}
+    doc_sources: list[int] = []
     tmp = Path(tempfile.mkdtemp(prefix="zhcorpus-shard-"))
     try:
         with IndexedDatasetWriter(tmp / name, dtype) as writer:
             eod = np.array([eod_id], dtype=np.int64)
             for _, source, tokens in docs:
+                if source not in source_index:
+                    raise ValueError(f"source {source!r} is not among the sources given: {sorted(source_index)}")
+                doc_sources.append(source_index[source])
                 n = writer.add_document(np.concatenate([tokens, eod]))
                 per_source[source] = per_source.get(source, 0) + n
+        np.asarray(doc_sources, dtype=SOURCE_DTYPE).tofile(tmp / f"{name}.src")
         row = {"shard": shard, "documents": writer.documents, "tokens": writer.tokens,
                "tokens_per_source": json.dumps(dict(sorted(per_source.items())))}
-        for kind in ("bin", "idx"):
+        for kind in ("bin", "idx", "src"):
             local = tmp / f"{name}.{kind}"
             row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
             _publish(local, f"{out_dir}/{name}.{kind}")
@@ -203,21 +231,23 @@ def _publish(local: Path, dest_uri: str) -> None:
     fs.move(partial, dest)
 
 
-def build_manifest(rows: list[dict[str, Any]], shipped: ShippedTokenizer, dtype: np.dtype) -> dict[str, Any]:
+def build_manifest(rows: list[dict[str, Any]], shipped: ShippedTokenizer, dtype: np.dtype,
+                   sources: list[str]) -> dict[str, Any]:
     shards, per_source = [], {}
     for r in rows:
         name = SHARD_NAME.format(r["shard"])
-        sources = json.loads(r["tokens_per_source"])
-        for src, n in sources.items():
+        shard_tokens = json.loads(r["tokens_per_source"])
+        for src, n in shard_tokens.items():
             per_source[src] = per_source.get(src, 0) + n
-        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx",
-                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"],
-                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"],
-                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": sources})
+        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx", "src": f"{name}.src",
+                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"], "src_sha256": r["src_sha256"],
+                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"], "src_bytes": r["src_bytes"],
+                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": shard_tokens})
     return {
         "format": MANIFEST_FORMAT, "dtype": np.dtype(dtype).name, "dtype_code": dtype_code(dtype),
         "vocab_size": shipped.vocab_size, "tokenizer_sha256": shipped.sha256, "eod_id": shipped.eod_id,
         "tokens_include_eod": True, "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
+        "sources": list(sources), "document_sources": "shard-NNNNN.src: <u2 per document, index into sources",
         "shards": shards,
         "totals": {"shards": len(shards), "documents": sum(s["documents"] for s in shards),
                    "tokens": sum(s["tokens"] for s in shards)},

@@ -99,7 +99,8 @@ def _duplicates_by_file(duplicates, documents) -> dict[str, dict[str, int]]:
 
 
 def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None = None,
-        overwrite: bool = False, spark=None) -> dict[str, Any]:
+        overwrite: bool = False, spark=None, index_run: str | None = None) -> dict[str, Any]:
+    """``index_run``: the name this build's batch gets in the dedup index (default: random)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -107,6 +108,7 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
     from etl.clean import clean_stage
     from etl.dedup import VERIFY_MODES, dedup, verification_summary
     from etl.dedup_index import DedupIndex
+    from etl.failpoints import failpoint
     from etl.ledger import LedgerError, add_duplicates, build_ledger
     from etl.output import AtomicOutput
     from etl.progress import Counters, report_progress
@@ -173,7 +175,9 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
         out.delete("clean")
         if index is not None:  # the index learns the survivors before the output is published
             report["dedup"]["index"] = {"dir": index_dir, "batches_before": len(index.committed()),
-                                        "appended_run": index.append(result.survivor_bands, result.survivor_exact)}
+                                        "appended_run": index.append(result.survivor_bands, result.survivor_exact,
+                                                                     index_run)}
+            failpoint("build:index_appended")
         elapsed = time.monotonic() - t0
         report["job"] = {"name": "build_corpus", "inputs": inputs, "elapsed_s": round(elapsed, 2),
                          "stage_seconds": timings,

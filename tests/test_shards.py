@@ -1,6 +1,6 @@
 """Megatron indexed-dataset shards: the writer against hand-packed bytes, the Spark stage read
 back with train/indexed_dataset.py and with an independent ``struct`` parser of the published
-format, manifest counts and checksums, and byte-identical re-runs."""
+format, the ``.src`` source sidecar, manifest counts and checksums, and byte-identical re-runs."""
 
 from __future__ import annotations
 
@@ -41,6 +41,12 @@ def parse_idx(data: bytes) -> dict:
 def parse_bin(data: bytes, idx: dict) -> list[list[int]]:
     fmt, size = STRUCT_CODES[idx["code"]]
     return [list(struct.unpack_from(f"<{n}{fmt}", data, p)) for n, p in zip(idx["lengths"], idx["pointers"])]
+
+
+def parse_src(data: bytes, names: list[str]) -> list[str]:
+    """The ``.src`` sidecar: one little-endian uint16 per document, an index into ``names``."""
+    assert len(data) % 2 == 0
+    return [names[i] for i in struct.unpack(f"<{len(data) // 2}H", data)]
 
 
 # --- the writer alone ---------------------------------------------------------------------
@@ -140,7 +146,8 @@ def test_shards_read_back_byte_for_byte(spark, written, tok_dir, documents):
     tok = ZhTokenizer.load(tok_dir)
     expected = expected_shards(spark, documents, tok, 3)
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json"] + [f"shard-{i:05d}.{k}" for i in range(3)
-                                                                          for k in ("bin", "idx")]
+                                                                          for k in ("bin", "idx", "src")]
+    assert manifest["sources"] == ["forum", "news", "reviews", "unknown"]
     per_source: dict[str, int] = {}
     for i, (entry, want) in enumerate(zip(manifest["shards"], expected)):
         assert entry["name"] == f"shard-{i:05d}" and want, "every shard should hold documents here"
@@ -154,8 +161,13 @@ def test_shards_read_back_byte_for_byte(spark, written, tok_dir, documents):
         assert idx["pointers"] == [2 * sum(idx["lengths"][:j]) for j in range(len(want))]
         assert idx["doc_indices"] == list(range(len(want) + 1))
         assert parse_bin(bin_bytes, idx) == want_tokens
-        ds = IndexedDataset(out / entry["name"])
+        src_bytes = (out / entry["src"]).read_bytes()
+        assert hashlib.sha256(src_bytes).hexdigest() == entry["src_sha256"] and len(src_bytes) == entry["src_bytes"]
+        assert parse_src(src_bytes, manifest["sources"]) == [source for _, source, _ in want]
+        ds = IndexedDataset(out / entry["name"], manifest["sources"])
         assert [ds[j].tolist() for j in range(len(ds))] == want_tokens
+        assert [manifest["sources"][k] for k in ds.document_sources] == [source for _, source, _ in want]
+        assert ds.tokens_per_source() == entry["tokens_per_source"]
         n_tokens = sum(map(len, want_tokens))
         assert (entry["documents"], entry["tokens"]) == (len(ds), ds.num_tokens) == (len(want), n_tokens)
         for _, source, t in want:
@@ -187,6 +199,7 @@ def test_rerun_is_byte_identical_and_empty_shards_are_written(spark, written, to
     idx = parse_idx((tmp_path / "c" / empty[0]["idx"]).read_bytes())
     assert (idx["lengths"], idx["doc_indices"]) == ([], [0])
     assert (tmp_path / "c" / empty[0]["bin"]).stat().st_size == 0
+    assert (tmp_path / "c" / empty[0]["src"]).stat().st_size == 0 and empty[0]["src_bytes"] == 0
     assert len(IndexedDataset(tmp_path / "c" / empty[0]["name"])) == 0
 
 
@@ -201,3 +214,24 @@ def test_manifest_checksums_catch_a_changed_shard(written, tmp_path):
     (copy / manifest["shards"][0]["bin"]).write_bytes(bytes(data))
     with pytest.raises(IndexedDatasetError, match="sha256"):
         read_manifest(copy)
+
+
+@pytest.mark.slow
+def test_source_sidecar_is_verified(written, tmp_path):
+    out, manifest = written
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    entry = manifest["shards"][0]
+    src = bytearray((copy / entry["src"]).read_bytes())
+    src[0] = (src[0] + 1) % len(manifest["sources"])  # one document relabelled
+    (copy / entry["src"]).write_bytes(bytes(src))
+    with pytest.raises(IndexedDatasetError, match=f"{entry['src']}: sha256"):
+        read_manifest(copy)
+    doctored = json.loads((copy / "manifest.json").read_text())  # the checksum updated to match: the counts catch it
+    doctored["shards"][0]["src_sha256"] = hashlib.sha256(bytes(src)).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(doctored))
+    with pytest.raises(IndexedDatasetError, match="tokens per source"):
+        read_manifest(copy)
+    (copy / entry["src"]).unlink()
+    with pytest.raises(IndexedDatasetError, match=f"{entry['src']}: missing"):
+        read_manifest(copy, verify=False)

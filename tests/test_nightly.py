@@ -1,0 +1,119 @@
+"""Nightly refresh: idempotent re-runs, dedup against everything already published, a lock,
+and recovery from SIGKILL at named points giving byte-identical published manifests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.build_corpus import BuildConfig  # noqa: F401  (config tree import check)
+from jobs.config import load_config
+from jobs.nightly_refresh import RefreshConfig, RefreshLocked, refresh
+from tests import crawl_fixture
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = ["settle_seconds=0", "build.tokenizer.params.vocab_size=600",
+            "build.tokenizer.params.character_coverage=0.98", "build.shards.num_shards=2"]
+
+
+def _cfg() -> RefreshConfig:
+    return load_config(RefreshConfig, None, SETTINGS)
+
+
+def _night_two(crawl: Path, night_one: Path) -> dict[str, str]:
+    """A JSONL file with near copies of three published documents and two new documents;
+    returns doc_id -> the published doc_id it copies."""
+    from etl.demo_crawl.sources import news_pages
+
+    kept = pq.read_table(night_one / "documents", columns=["doc_id", "text"]).to_pylist()
+    kept = sorted((d for d in kept if len(d["text"]) > 200), key=lambda d: d["doc_id"])[:3]
+    rows, copies = [], {}
+    for i, d in enumerate(kept):
+        t = d["text"]
+        rows.append({"id": f"n2-copy{i}", "text": t[:100] + "的" + t[101:], "source": "news"})
+        copies[f"n2-copy{i}"] = d["doc_id"]
+    for i, (title, paras, _) in enumerate(news_pages()[100:102]):
+        rows.append({"id": f"n2-new{i}", "text": "\n".join(paras), "source": "news"})
+    path = crawl / "night2" / "part-0.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    os.utime(path, ns=(1_750_000_000 * 10**9, 1_750_000_000 * 10**9))  # later than every night-one file
+    return copies
+
+
+@pytest.fixture(scope="module")
+def nights(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("nightly")
+    crawl, corpus = root / "crawl", root / "corpus"
+    crawl_fixture.build(crawl / "night1")
+    for f in (crawl / "night1").rglob("*"):
+        os.utime(f, ns=(1_700_000_000 * 10**9, 1_700_000_000 * 10**9))
+    first = refresh(_cfg(), str(crawl), str(corpus), spark=spark)
+    manifest_1 = (corpus / "versions" / "v000001" / "corpus.json").read_bytes()
+    again = refresh(_cfg(), str(crawl), str(corpus), spark=spark)
+    after_one = root / "after-night-one"
+    shutil.copytree(corpus, after_one)  # the state a killed night-two run starts from
+    copies = _night_two(crawl, corpus / "versions" / "v000001")
+    second = refresh(_cfg(), str(crawl), str(corpus), spark=spark)
+    return {"root": root, "crawl": crawl, "corpus": corpus, "first": first, "again": again, "second": second,
+            "manifest_1": manifest_1, "after_one": after_one, "copies": copies}
+
+
+def test_rerun_of_the_same_night_publishes_nothing(nights):
+    assert nights["first"]["published"] == "v000001"
+    assert nights["again"]["published"] is None and nights["again"]["current"] == "v000001"
+    assert (nights["corpus"] / "versions" / "v000001" / "corpus.json").read_bytes() == nights["manifest_1"]
+
+
+def test_new_near_duplicates_of_published_documents_are_removed(nights):
+    corpus = nights["corpus"]
+    assert nights["second"]["published"] == "v000002"
+    assert (corpus / "CURRENT").read_text().strip() == "v000002"
+    v2 = corpus / "versions" / "v000002"
+    dups = {r["doc_id"]: r["duplicate_of"] for r in pq.read_table(v2 / "duplicates").to_pylist()}
+    assert dups == nights["copies"]
+    assert sorted(pq.read_table(v2 / "documents", columns=["doc_id"]).column("doc_id").to_pylist()) == ["n2-new0", "n2-new1"]
+    manifest = json.loads((v2 / "corpus.json").read_text())
+    assert manifest["versions"] == ["v000001", "v000002"]
+    assert {s["version"] for s in manifest["shards"]} == {"v000001", "v000002"}
+    from train.indexed_dataset import open_shards
+
+    shards = open_shards(v2 / "corpus.json")  # every shard of both versions, checksums verified
+    assert sum(len(s) for s in shards) == manifest["totals"]["documents"]
+
+
+@pytest.mark.parametrize("point", ["build:index_appended", "refresh:manifest_written"])
+def test_killed_run_then_rerun_publishes_what_a_clean_run_would(nights, spark, tmp_path, point):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(nights["after_one"], corpus)
+    env = {**os.environ, "ZHCORPUS_FAILPOINT": point, "PYSPARK_PYTHON": sys.executable}
+    cmd = [sys.executable, "-m", "jobs.nightly_refresh", "--crawl-root", str(nights["crawl"]),
+           "--corpus-root", str(corpus)] + [a for s in SETTINGS for a in ("--set", s)]
+    killed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert (corpus / "CURRENT").read_text().strip() == "v000001"  # nothing half-published is visible
+    result = refresh(_cfg(), str(nights["crawl"]), str(corpus), spark=spark)
+    assert result["published"] == "v000002"
+    clean = nights["corpus"] / "versions" / "v000002" / "corpus.json"
+    assert (corpus / "versions" / "v000002" / "corpus.json").read_bytes() == clean.read_bytes()
+
+
+def test_overlapping_runs_are_refused_and_stale_locks_taken_over(nights, spark, tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(nights["corpus"], corpus)
+    lock = corpus / ".lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": os.uname().nodename, "started": 0}))
+    with pytest.raises(RefreshLocked, match="another refresh holds"):
+        refresh(_cfg(), str(nights["crawl"]), str(corpus), spark=spark)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock.write_text(json.dumps({"pid": int(dead.stdout), "host": os.uname().nodename, "started": 0}))
+    assert refresh(_cfg(), str(nights["crawl"]), str(corpus), spark=spark)["published"] is None
+    assert not lock.exists()
