@@ -9,7 +9,7 @@ DEMO_OUT   := out/demo
 DEMO_SEED  := data/seed
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install browser demo demo-crawl demo-models test test-fast bench bench-classify lock clean-demo
+.PHONY: install browser demo demo-crawl demo-models test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package
 
 install: $(STAMP)
 
@@ -61,6 +61,17 @@ bench: demo-crawl
 bench-classify: demo
 	$(PY) -m bench.bench_classify --documents $(DEMO_OUT)/corpus/documents \
 	    --spam-model $(DEMO_OUT)/models/spam --quality-model $(DEMO_OUT)/models/quality
+
+# For a Spark cluster: dist/zhcorpus-py.zip (--py-files) and dist/zhcorpus-env.tar.gz, a venv-pack'ed
+# env with the executors' dependencies (--archives ...#env). The venv is cached under build/.
+spark-package: $(STAMP)
+	$(PY) deploy/spark_package.py
+
+bench-dedup: $(STAMP)
+	$(PY) -m bench.bench_dedup --mb 50 --shingle-sweep 3 4 5 6 7
+
+bench-corpus: demo
+	$(PY) -m bench.bench_corpus --input $(DEMO_INPUTS)
 
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)

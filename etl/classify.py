@@ -10,7 +10,6 @@ again when each Python worker loads them, once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, Literal
 
 import pyarrow as pa
@@ -18,6 +17,7 @@ from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 
 from etl import records as rec
+from etl.ship import ship_directory
 from filters.classify import TextClassifier, pareto_keep, preprocess
 
 CLASSIFY_STAGE = "classify"
@@ -62,8 +62,8 @@ def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> _Shipped:
             shipped[kind] = ("", "")
             continue
         model = TextClassifier(path, pin or None)
-        spark.sparkContext.addFile(str(Path(path).resolve()), recursive=True)
-        shipped[kind] = (Path(path).resolve().name, model.meta["sha256"])
+        sha = model.meta["sha256"]
+        shipped[kind] = (ship_directory(spark, path, f"zhcorpus-{kind}-{sha[:16]}"), sha)
     return _Shipped(*shipped["spam"], *shipped["quality"], cfg)
 
 

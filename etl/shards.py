@@ -45,8 +45,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.indexed_dataset import IndexedDatasetWriter, dtype_code, dtype_for_vocab
+from etl.ship import ship_directory
 from filters.classify import sha256_file
-from filters.tokenizer import META_FILE, MODEL_FILE, ZhTokenizer
+from filters.tokenizer import ZhTokenizer
 
 log = logging.getLogger("zhcorpus")
 
@@ -75,20 +76,11 @@ class ShippedTokenizer:
 
 
 def ship_tokenizer(spark: SparkSession, tokenizer_dir: str) -> ShippedTokenizer:
-    """Verify on the driver (``filters.classify.ModelError`` if wrong), then distribute. The copy
-    is named by the sha256, so two different tokenizers never collide under one addFile name."""
+    """Verify on the driver (``filters.classify.ModelError`` if wrong), then distribute under a
+    name that carries the sha256 (``etl.ship``)."""
     tok = ZhTokenizer.load(tokenizer_dir)
-    staged = Path(tempfile.gettempdir()) / f"zhcorpus-tokenizer-{tok.sha256[:16]}"
-    if not staged.is_dir():
-        tmp = Path(tempfile.mkdtemp(prefix=staged.name + ".tmp-", dir=staged.parent))
-        for name in (MODEL_FILE, META_FILE):
-            shutil.copy2(Path(tokenizer_dir) / name, tmp / name)
-        try:
-            tmp.rename(staged)
-        except OSError:  # another job staged the same tokenizer meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-    spark.sparkContext.addFile(str(staged), recursive=True)
-    return ShippedTokenizer(staged.name, tok.sha256, tok.vocab_size, tok.eod_id)
+    name = ship_directory(spark, tokenizer_dir, f"zhcorpus-tokenizer-{tok.sha256[:16]}")
+    return ShippedTokenizer(name, tok.sha256, tok.vocab_size, tok.eod_id)
 
 
 _loaded: dict[str, ZhTokenizer] = {}

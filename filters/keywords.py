@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import ahocorasick
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SENSITIVE_DIR = PROJECT_ROOT / "sensitive_words"
-AD_KEYWORDS_FILE = Path(__file__).resolve().parent / "resources" / "ad_keywords.txt"
+# The bundled lists, through importlib.resources: a path from __file__ breaks when the project is
+# imported from a zip (spark-submit --py-files), where these are zip members, not files.
+SENSITIVE_DIR = files("filters").parent / "sensitive_words"
+AD_KEYWORDS_FILE = files("filters") / "resources" / "ad_keywords.txt"
 
 
 def normalise(text: str) -> str:
@@ -30,7 +33,7 @@ class KeywordList:
     terms: tuple[str, ...]
 
 
-def read_list(path: Path, category: str | None = None) -> KeywordList:
+def read_list(path: Path | Traversable, category: str | None = None) -> KeywordList:
     version, terms = "unversioned", []
     for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.strip()
@@ -44,11 +47,11 @@ def read_list(path: Path, category: str | None = None) -> KeywordList:
     return KeywordList(category or path.stem, version, tuple(dict.fromkeys(terms)))
 
 
-def read_lists_dir(directory: Path) -> list[KeywordList]:
-    files = sorted(directory.glob("*.txt"))
-    if not files:
+def read_lists_dir(directory: Path | Traversable) -> list[KeywordList]:
+    lists = sorted((p for p in directory.iterdir() if p.name.endswith(".txt")), key=lambda p: p.name)
+    if not lists:
         raise FileNotFoundError(f"no keyword lists (*.txt) in {directory}")
-    return [read_list(p) for p in files]
+    return [read_list(p) for p in lists]
 
 
 class KeywordMatcher:
