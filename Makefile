@@ -39,6 +39,9 @@ demo: demo-crawl demo-models
 	    --set tokenizer.params.vocab_size=8000
 	@echo "corpus: $(DEMO_OUT)/corpus/  (documents/ rejected/ duplicates/ shards/ tokenizer/ report.json)"
 	@echo "report: $(DEMO_OUT)/corpus/report.html"
+	rm -rf $(DEMO_OUT)/run
+	$(PY) -m jobs.train_lm --config jobs/configs/demo.toml --data $(DEMO_OUT)/corpus/shards --output $(DEMO_OUT)/run
+	@echo "metrics: $(DEMO_OUT)/run/metrics.jsonl  (tensorboard --logdir $(DEMO_OUT)/run/tensorboard)"
 
 # The report.html test renders the page in headless Chromium (Debian's chromium + chromedriver).
 browser:

@@ -102,6 +102,11 @@ def _coerce(tp: Any, value: Any, key: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key} must be a list, got {value!r}")
         return tuple(_coerce(item_tp, v, f"{key}[{i}]") for i, v in enumerate(value))
+    if origin is dict:  # a TOML table of free keys, e.g. data.weights = {news = 2.0}
+        key_tp, value_tp = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a table, got {value!r}")
+        return {_coerce(key_tp, k, f"{key} key {k!r}"): _coerce(value_tp, v, f"{key}.{k}") for k, v in value.items()}
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if tp in (int, float, str, bool):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from etl.indexed_dataset import IndexedDatasetWriter
+from tests import shard_fixture
 from train.data import BLEND_BLOCK, DataConfig, DataError, TokenData
 from train.indexed_dataset import IndexedDatasetError
 
@@ -30,31 +30,7 @@ COUNTS = {"books": 40, "news": 90, "web": 110, "tiny": 1}
 
 
 def write_corpus(root: Path, docs: list[tuple[int, str, list[int]]], num_shards: int, sources=SOURCES) -> Path:
-    """Shards + ``.src`` sidecars + manifest.json by hand (the layout etl/shards.py writes).
-    ``docs``: (shard, source, tokens with <eod>)."""
-    root.mkdir(parents=True, exist_ok=True)
-    entries, per_source = [], Counter()
-    for i in range(num_shards):
-        name, mine = f"shard-{i:05d}", [(s, t) for sh, s, t in docs if sh == i]
-        with IndexedDatasetWriter(root / name, np.uint16) as w:
-            for _, tokens in mine:
-                w.add_document(tokens)
-        (root / f"{name}.src").write_bytes(struct.pack(f"<{len(mine)}H", *(sources.index(s) for s, _ in mine)))
-        tps = Counter()
-        for s, t in mine:
-            tps[s] += len(t)
-        per_source.update(tps)
-        entry = {"name": name, "documents": len(mine), "tokens": sum(len(t) for _, t in mine),
-                 "tokens_per_source": dict(sorted(tps.items()))}
-        for kind in ("bin", "idx", "src"):
-            data = (root / f"{name}.{kind}").read_bytes()
-            entry.update({kind: f"{name}.{kind}", f"{kind}_sha256": hashlib.sha256(data).hexdigest(),
-                          f"{kind}_bytes": len(data)})
-        entries.append(entry)
-    manifest = {"format": "megatron-mmidxidx-v1", "dtype": "uint16", "eod_id": EOD, "sources": sources,
-                "shards": entries, "tokens_per_source": dict(sorted(per_source.items()))}
-    (root / "manifest.json").write_text(json.dumps(manifest))
-    return root / "manifest.json"
+    return shard_fixture.write_corpus(root, docs, num_shards, sources, EOD)
 
 
 @pytest.fixture(scope="module")

@@ -140,7 +140,7 @@ def read_manifest(path: str | os.PathLike, verify: bool = True) -> dict[str, Any
     if verify:
         for shard in manifest["shards"]:
             for kind in _kinds(shard):
-                actual = _sha256(path.parent / shard[kind])
+                actual = sha256_file(path.parent / shard[kind])
                 if actual != shard[f"{kind}_sha256"]:
                     raise IndexedDatasetError(f"{shard[kind]}: sha256 {actual[:16]}... but the manifest says "
                                               f"{shard[f'{kind}_sha256'][:16]}...")
@@ -173,7 +173,7 @@ def _open(root: Path, shard: dict[str, Any], manifest: dict[str, Any]) -> Indexe
     return IndexedDataset(root / shard["name"], names if "src" in shard else None)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

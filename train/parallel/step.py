@@ -146,6 +146,41 @@ class Trainer:
         self.grad_norm = float(self.optimizer.step(self.train_cfg.grad_clip))
         return self._global_mean(loss)
 
+    @torch.no_grad()
+    def eval_step(self, tokens: torch.Tensor) -> float:
+        """Mean loss of a global batch ``tokens`` (global_batch, T + 1), changing nothing: the
+        validation loss. The same batch split as ``train_step``; under pp > 1 the pipeline
+        schedule's forward-only ``eval`` (which re-plans its buffers when it switches between
+        training and evaluation, so interleave the two as often as needed)."""
+        B = self.train_cfg.global_batch
+        if tokens.ndim != 2 or tokens.shape[0] != B or tokens.shape[1] > self.model_cfg.seq_len + 1:
+            raise ValueError(f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}")
+        rows = B // self.par.dp
+        local = tokens[self.dp_rank * rows:(self.dp_rank + 1) * rows].to(self.device)
+        inputs, targets = local[:, :-1], local[:, 1:]
+        for part in self.parts:
+            part.eval()
+        try:
+            with self._context():
+                loss = self._forward_only(inputs, targets)
+        finally:
+            for part in self.parts:
+                part.train()
+        return self._global_mean(loss)
+
+    def _forward_only(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        m = self.n_microbatches
+        if self.schedule is None:
+            losses = [_plain(cross_entropy(self.parts[0](x), y)) for x, y in
+                      zip(inputs.tensor_split(m), targets.tensor_split(m))]
+        else:
+            losses = []
+            self.schedule.eval(*((inputs,) if 0 in self.stages else ()), target=targets, losses=losses)
+            if not self.has_last_stage:
+                return torch.zeros((), device=self.device)
+            losses = [_plain(l) for l in losses]
+        return torch.stack(losses).mean()
+
     def _forward_backward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Mean micro-batch loss where this rank computes it (last stage), else 0."""
         m = self.n_microbatches

@@ -1,0 +1,255 @@
+"""The per-worker training function of a Ray ``TorchTrainer``: resume, train, evaluate, record,
+checkpoint.
+
+Ray starts one worker per rank with the world process group already set up (gloo on CPU, NCCL on
+GPU); ``train_loop`` builds the (pp, dp, tp) mesh and the model parts through ``Trainer``, reads
+the batch of step s as ``TokenData.batch(s - 1, global_batch)`` (a pure function of the step, so
+the data position is the step), and every ``checkpoint_every`` steps and at the end writes a
+sharded checkpoint (``train.checkpoint``) and reports it with ``ray.train.report``.
+
+On start it resumes from the newest complete checkpoint in ``RUN_DIR/checkpoints`` that passes
+its checksums, whatever layout saved it: model, optimizer moments, Adam step, LR schedule position
+(the step), data position, and each rank's RNG state when the world size is unchanged. That is
+what makes ``FailureConfig(max_failures)`` restarts and relaunches continue the same loss curve.
+
+Ray keeps its own registry of reported checkpoints under ``RUN_DIR/ray``; what rank 0 reports is
+a small pointer (``{"checkpoint": path, "step": n}``) that Ray copies there, so Ray's pruning
+and ours (``keep_checkpoints``, applied to ``RUN_DIR/checkpoints``) never touch each other's files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from train import checkpoint
+from train.data import DataConfig, TokenData
+from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
+from train.model import ModelConfig
+from train.parallel import ParallelConfig, Trainer, TrainConfig
+
+log = logging.getLogger("zhcorpus")
+LR_SCHEDULES = ("cosine", "constant")
+
+
+@dataclass(frozen=True)
+class LoopConfig(TrainConfig):
+    """``TrainConfig`` (batch sizes, AdamW, clipping, seed, precision) plus the run around it."""
+    steps: int = 100              # optimizer steps in the whole run
+    warmup: int = 10              # linear LR warmup from lr/warmup to lr over this many steps
+    lr_schedule: str = "cosine"   # after warmup: cosine (to lr * min_lr_ratio at the last step) | constant
+    min_lr_ratio: float = 0.1     # cosine floor as a fraction of lr (GPT-3: 10 %)
+    log_every: int = 1            # metrics.jsonl row + log line every this many steps (and the first and last)
+    eval_every: int = 0           # validation loss every this many steps; 0: never
+    eval_batches: int = 2         # global batches of the validation split per evaluation (the same each time)
+    checkpoint_every: int = 50    # sharded checkpoint every this many steps (and after the last); 0: only the last
+    keep_checkpoints: int = 2     # newest complete checkpoints kept on disk; 0: all
+    peak_tflops: float = 989.0    # per worker, for MFU: H100 SXM dense bf16; 0 leaves MFU out
+
+    def __post_init__(self):
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
+        for name in ("steps", "log_every", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("warmup", "eval_every", "checkpoint_every", "keep_checkpoints"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"train.{name} must be >= 0, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs, resolved by the driver (absolute paths, the model's vocabulary)."""
+    model: ModelConfig
+    parallel: ParallelConfig
+    train: LoopConfig
+    data: DataConfig
+    manifest: str        # shard manifest.json (already verified by the driver)
+    run_dir: str         # RUN_DIR, seen by every worker at this path
+    threads: int = 1     # torch intra-op threads per worker
+
+
+def lr_at(step: int, cfg: LoopConfig) -> float:
+    """Learning rate of (1-based) step ``step``: linear warmup, then cosine or constant."""
+    if step <= cfg.warmup:
+        return cfg.lr * step / cfg.warmup
+    if cfg.lr_schedule == "constant":
+        return cfg.lr
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def train_loop(config: dict[str, Any]) -> None:
+    """``TorchTrainer``'s ``train_loop_per_worker``; ``config["job"]`` is a ``Job``."""
+    import ray.train
+    import ray.train.torch
+
+    job: Job = config["job"]
+    torch.set_num_threads(job.threads)
+    rank = dist.get_rank()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    log.setLevel(logging.INFO if rank == 0 else logging.WARNING)  # human lines from rank 0 only
+    device = ray.train.torch.get_device()
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    trainer = Trainer(job.model, job.parallel, job.train, device)
+    data = TokenData(job.manifest, job.data, "train")
+    valid = TokenData(job.manifest, job.data, "valid") if job.train.eval_every else None
+    start = resume(trainer, job)
+    writer = MetricsWriter(job.run_dir, start) if rank == 0 else None
+    if writer is not None:
+        writer.event("resume" if start else "start", step=start, data_index=start,
+                     samples=start * job.train.global_batch, layout=asdict(job.parallel),
+                     world_size=dist.get_world_size())
+    try:
+        run_steps(trainer, job, data, valid, start, writer)
+        if writer is not None:
+            writer.event("finish", step=job.train.steps)
+    finally:
+        if writer is not None:
+            writer.close()
+    dist.barrier()
+
+
+def run_steps(trainer: Trainer, job: Job, data: TokenData, valid: TokenData | None, start: int,
+              writer: MetricsWriter | None) -> None:
+    cfg = job.train
+    meter = StepMeter(job.model, job.data.seq_len, cfg.global_batch, dist.get_world_size(), cfg.peak_tflops,
+                      trainer.device)
+    for step in range(start + 1, cfg.steps + 1):
+        t0 = time.perf_counter()
+        lr = lr_at(step, cfg)
+        loss = trainer.train_step(data.batch(step - 1, cfg.global_batch), lr=lr)
+        row = meter.row(step, loss, lr, trainer.grad_norm, time.perf_counter() - t0)
+        if cfg.eval_every and step % cfg.eval_every == 0:
+            row["val_loss"] = evaluate(trainer, valid, cfg)
+            row["val_ppl"] = perplexity(row["val_loss"])
+        if writer is not None and (step % cfg.log_every == 0 or step in (start + 1, cfg.steps) or "val_loss" in row):
+            writer.log(row)
+            log.info(log_line(row, cfg.steps))
+        if step == cfg.steps or (cfg.checkpoint_every and step % cfg.checkpoint_every == 0):
+            path = save(trainer, job, step)
+            report({k: row[k] for k in ("step", "loss", "lr")}, path)
+            if writer is not None:
+                writer.event("checkpoint", step=step, path=str(path))
+
+
+def evaluate(trainer: Trainer, valid: TokenData, cfg: LoopConfig) -> float:
+    """Mean loss over the first ``eval_batches`` global batches of the validation split."""
+    losses = [trainer.eval_step(valid.batch(i, cfg.global_batch)) for i in range(cfg.eval_batches)]
+    return sum(losses) / len(losses)
+
+
+def rng_state() -> dict[str, torch.Tensor]:
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def _state_dict(trainer: Trainer, with_rng: bool) -> dict[str, Any]:
+    sd: dict[str, Any] = trainer.state_dict()
+    if with_rng:  # per rank: only the same rank of the same world size can use it
+        sd["rng"] = {f"rank{dist.get_rank()}": rng_state()}
+    return sd
+
+
+def save(trainer: Trainer, job: Job, step: int) -> Path:
+    """Checkpoint the state after ``step`` steps into RUN_DIR/checkpoints, then prune old ones."""
+    cfg = job.train
+    path = checkpoint.step_dir(job.run_dir, step)
+    state = {"step": step, "world_size": dist.get_world_size(), "layout": asdict(job.parallel),
+             "data": {"next_index": step, "next_sample": step * cfg.global_batch, "global_batch": cfg.global_batch,
+                      "seq_len": job.data.seq_len, "seed": job.data.seed, "weights": dict(job.data.weights),
+                      "manifest": job.manifest},
+             "lr_schedule": {"kind": cfg.lr_schedule, "lr": cfg.lr, "warmup": cfg.warmup, "steps": cfg.steps,
+                             "min_lr_ratio": cfg.min_lr_ratio, "last_lr": lr_at(step, cfg)},
+             "model": asdict(job.model)}
+    checkpoint.save(path, _state_dict(trainer, with_rng=True), state)
+    if dist.get_rank() == 0:
+        for gone in checkpoint.prune(job.run_dir, cfg.keep_checkpoints):
+            log.info("pruned checkpoint %s", gone.name)
+    dist.barrier()
+    return path
+
+
+def report(metrics: dict[str, Any], path: Path) -> None:
+    """``ray.train.report`` from every rank (Train V2 needs the same number of calls on each);
+    rank 0 attaches a pointer to checkpoint ``path`` for Ray to keep."""
+    import ray.train
+
+    if dist.get_rank() != 0:
+        ray.train.report(metrics)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "pointer.json").write_text(json.dumps({"checkpoint": str(path), "step": metrics["step"]}))
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp))
+
+
+def resume(trainer: Trainer, job: Job) -> int:
+    """Load the newest complete, intact checkpoint of ``job.run_dir``; the step it holds, or 0."""
+    candidates = [checkpoint.complete_steps(job.run_dir) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(candidates, src=0)  # one list for all, even on a flaky shared FS
+    for step in candidates[0]:
+        path = checkpoint.step_dir(job.run_dir, step)
+        if checkpoint.verify(path):
+            break
+        log.warning("checkpoint %s does not match its checksums: skipped", path)
+    else:
+        _check_ray_agrees(0)
+        return 0
+    state = checkpoint.read_state(path)
+    check_compatible(state, job)
+    same_world = state["world_size"] == dist.get_world_size()
+    sd = _state_dict(trainer, with_rng=same_world)
+    checkpoint.load(path, sd)
+    trainer.load_state_dict(sd)
+    if same_world:
+        torch.set_rng_state(sd["rng"][f"rank{dist.get_rank()}"]["cpu"])
+        if "cuda" in sd["rng"][f"rank{dist.get_rank()}"]:
+            torch.cuda.set_rng_state(sd["rng"][f"rank{dist.get_rank()}"]["cuda"])
+    log.info("resumed from %s (saved at tp=%d pp=%d dp=%d%s): next step %d, data index %d, sample %d",
+             path, state["layout"]["tp"], state["layout"]["pp"], state["layout"]["dp"],
+             "" if same_world else "; new world size, RNG streams restarted", step + 1,
+             state["data"]["next_index"], state["data"]["next_sample"])
+    _check_ray_agrees(step)
+    return step
+
+
+def check_compatible(state: dict[str, Any], job: Job) -> None:
+    """A checkpoint continues this run only if the steps after it would see the data they would
+    have seen: same global batch, sequence length, data seed and mixture."""
+    d = state["data"]
+    mine = {"global_batch": job.train.global_batch, "seq_len": job.data.seq_len, "seed": job.data.seed,
+            "weights": dict(job.data.weights)}
+    diff = {k: (d[k], v) for k, v in mine.items() if d[k] != v}
+    if diff:
+        raise checkpoint.CheckpointError(
+            f"checkpoint step-{state['step']:07d} was saved with " + ", ".join(f"{k}={a!r}" for k, (a, _) in diff.items())
+            + "; this run has " + ", ".join(f"{k}={b!r}" for k, (_, b) in diff.items())
+            + ": resuming would change what data the remaining steps see. Use a new RUN_DIR.")
+
+
+def _check_ray_agrees(step: int) -> None:
+    """Ray's latest reported checkpoint can only be older than the one we found (a crash between
+    our marker and the report), never newer: that would mean a checkpoint went missing."""
+    import ray.train
+
+    ckpt = ray.train.get_checkpoint()
+    if ckpt is None or dist.get_rank() != 0:
+        return
+    with ckpt.as_directory() as d:
+        pointer = json.loads((Path(d) / "pointer.json").read_text())
+    if pointer["step"] > step:
+        log.warning("Ray's latest checkpoint is step %d (%s) but the newest intact one in RUN_DIR is step %d",
+                    pointer["step"], pointer["checkpoint"], step)
