@@ -117,3 +117,34 @@ def test_overlapping_runs_are_refused_and_stale_locks_taken_over(nights, spark, 
     lock.write_text(json.dumps({"pid": int(dead.stdout), "host": os.uname().nodename, "started": 0}))
     assert refresh(_cfg(), str(nights["crawl"]), str(corpus), spark=spark)["published"] is None
     assert not lock.exists()
+
+
+def test_training_is_submitted_once_per_version(monkeypatch, tmp_path):
+    """The Ray step: submission id nightly-<version>; an id Ray already knows is not resubmitted."""
+    import ray.job_submission
+
+    from jobs.nightly_refresh import submit_training
+
+    submitted: dict[str, dict] = {}
+    calls: list[str] = []
+
+    class FakeClient:
+        def __init__(self, address):
+            assert address == "http://127.0.0.1:8265"
+
+        def get_job_info(self, sid):
+            if sid not in submitted:
+                raise RuntimeError(f"Job {sid} does not exist")
+            return type("Info", (), {"status": "SUCCEEDED"})()
+
+        def submit_job(self, submission_id, entrypoint, runtime_env):
+            calls.append(submission_id)
+            submitted[submission_id] = {"entrypoint": entrypoint, **runtime_env}
+
+    monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", FakeClient)
+    for _ in range(2):
+        assert submit_training("http://127.0.0.1:8265", "v000002", str(tmp_path), "jobs/configs/debug.toml",
+                               str(tmp_path / "runs")) == "nightly-v000002"
+    assert calls == ["nightly-v000002"]
+    entry = submitted["nightly-v000002"]["entrypoint"]
+    assert f"--data {tmp_path.resolve()}/versions/v000002/corpus.json" in entry and "jobs.train_lm" in entry
