@@ -1,7 +1,7 @@
 """Exact + MinHash-LSH fuzzy deduplication of a cleaned corpus on Spark.
 
     spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--index DIR] [--set minhash.threshold=0.7]
-    python -m jobs.dedup --input out/demo/clean/documents --output out/demo/dedup
+    python -m jobs.dedup --input out/clean/documents --output out/dedup
 
 Writes OUT/documents/ (one document per duplicate cluster: highest quality_score, then smallest
 doc_id), OUT/duplicates/ (doc_id, duplicate_of, kind = exact | near) and OUT/report.json
