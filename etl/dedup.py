@@ -133,6 +133,12 @@ def verification_summary(verified: DataFrame, threshold: float) -> dict:
             "jaccard_p01_p10_p50": [round(x, 4) for x in row.q] if row.q else None}
 
 
+def largest_clusters(duplicates: DataFrame, n: int = 10) -> list[dict]:
+    """The ``n`` kept documents with the most duplicates: [{duplicate_of, count}]."""
+    return [r.asDict() for r in duplicates.groupBy("duplicate_of").count()
+            .orderBy(F.desc("count"), "duplicate_of").limit(n).collect()]
+
+
 def _large_star(edges: DataFrame) -> DataFrame:
     """Every edge (a, u) becomes (a, m_u), m_u = min of u and u's smaller neighbours."""
     mins = edges.groupBy("a").agg(F.min("b").alias("m")).withColumnRenamed("a", "u")

@@ -27,10 +27,5 @@ def ship_directory(spark: SparkSession, directory: str | Path, name: str) -> str
                 if p.is_file():
                     z.write(p, p.name)
         os.replace(tmp, archive)  # concurrent jobs shipping the same name write identical bytes
-    if name not in _shipped.setdefault(id(spark.sparkContext), set()):
-        spark.sparkContext.addArchive(f"{archive}#{name}")
-        _shipped[id(spark.sparkContext)].add(name)
+    spark.sparkContext.addArchive(f"{archive}#{name}")  # a repeat within one application is a no-op
     return name
-
-
-_shipped: dict[int, set[str]] = {}

@@ -34,7 +34,7 @@ from etl.records import ReaderConfig  # noqa: E402
 from filters.config import RulesConfig  # noqa: E402
 from filters.minhash import MinHashParams  # noqa: E402
 from filters.tokenizer import TokenizerParams  # noqa: E402
-from jobs.clean import DEFAULT_CONFIG, DOCUMENT_COLUMNS, REJECTED_COLUMNS, SparkSection, resources_report  # noqa: E402
+from jobs.clean import DEFAULT_CONFIG, SparkSection, clean_and_write, resources_report  # noqa: E402
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
 from jobs.train_tokenizer import SampleConfig, TrainTokenizerConfig  # noqa: E402
 
@@ -101,18 +101,13 @@ def _duplicates_by_file(duplicates, documents) -> dict[str, dict[str, int]]:
 def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None = None,
         overwrite: bool = False, spark=None, index_run: str | None = None) -> dict[str, Any]:
     """``index_run``: the name this build's batch gets in the dedup index (default: random)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from etl.classify import classify_stage, ship_models
-    from etl.clean import clean_stage
-    from etl.dedup import VERIFY_MODES, dedup, verification_summary
+    from etl.classify import ship_models
+    from etl.dedup import VERIFY_MODES, dedup, largest_clusters, verification_summary
     from etl.dedup_index import DedupIndex
     from etl.failpoints import failpoint
-    from etl.ledger import LedgerError, add_duplicates, build_ledger
+    from etl.ledger import LedgerError, add_duplicates
     from etl.output import AtomicOutput
     from etl.progress import Counters, report_progress
-    from etl.readers import read_raw
     from etl.report_html import render as render_html
     from etl.report_stats import cluster_sizes, log_histogram
     from etl.spark import get_spark
@@ -135,16 +130,8 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
 
     try:
         with report_progress(spark.sparkContext, counters, "build"):
-            raw, files = read_raw(spark, inputs, cfg.reader, counters)
-            marked = clean_stage(raw, cfg.rules)
-            if shipped is not None:
-                marked = classify_stage(marked, shipped)
-            marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
-            records = marked.where(F.col("kind") == "record")
-            records.where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS).write.parquet(out.path("rejected"))
-            kept = records.where(F.col("reason").isNull()).select(*DOCUMENT_COLUMNS)
-            kept.write.parquet(out.path("clean"))  # the dedup input, materialised once
-            report = build_ledger(marked, files)
+            # the dedup input is materialised once, as "clean"
+            marked, report = clean_and_write(spark, cfg, inputs, shipped, counters, out, "clean")
             lap("read_clean_classify")
 
             kept = spark.read.parquet(out.path("clean"))
@@ -154,7 +141,7 @@ def run(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None 
             result.survivors.write.parquet(out.path("documents"))
             documents = spark.read.parquet(out.path("documents"))
             add_duplicates(report, _duplicates_by_file(duplicates, kept), documents.count())
-            report["dedup"] = {"minhash": asdict(params), "largest_clusters": _largest_clusters(duplicates)}
+            report["dedup"] = {"minhash": asdict(params), "largest_clusters": largest_clusters(duplicates)}
             if result.verified is not None:
                 report["dedup"]["verification"] = {"mode": cfg.dedup.verify,
                                                    **verification_summary(result.verified, params.threshold)}
@@ -237,13 +224,6 @@ def _tokens_and_shards(cfg: BuildConfig, documents, tokenizer_dir: str, out):
                "documents": manifest["totals"]["documents"], "total_tokens": manifest["totals"]["tokens"],
                "tokens_per_source": manifest["tokens_per_source"]}
     return summary, tokens
-
-
-def _largest_clusters(duplicates, n: int = 10) -> list[dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    return [r.asDict() for r in duplicates.groupBy("duplicate_of").count()
-            .orderBy(F.desc("count"), "duplicate_of").limit(n).collect()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,17 +71,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None) -> dict[str, Any]:
-    from pyspark import StorageLevel
-
-    from etl.classify import classify_stage, ship_models
-    from etl.clean import clean_stage
-    from etl.ledger import build_ledger
+    from etl.classify import ship_models
     from etl.output import AtomicOutput
     from etl.progress import Counters, report_progress
-    from etl.readers import read_raw
     from etl.spark import get_spark
     from filters.pipeline import Cleaner
-    from pyspark.sql import functions as F
 
     spark = spark or get_spark("zhcorpus-clean", cfg.spark.master or None)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.spark.max_partition_bytes))
@@ -93,15 +87,7 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
     marked = None
     try:
         with report_progress(spark.sparkContext, counters, "clean"):
-            raw, files = read_raw(spark, inputs, cfg.reader, counters)
-            marked = clean_stage(raw, cfg.rules)
-            if shipped is not None:
-                marked = classify_stage(marked, shipped)
-            marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
-            records = marked.where(F.col("kind") == "record")
-            records.where(F.col("reason").isNull()).select(*DOCUMENT_COLUMNS).write.parquet(out.path("documents"))
-            records.where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS).write.parquet(out.path("rejected"))
-            report = build_ledger(marked, files)
+            marked, report = clean_and_write(spark, cfg, inputs, shipped, counters, out, "documents")
         elapsed = time.monotonic() - t0
         report["job"] = {
             "name": "clean", "inputs": inputs, "elapsed_s": round(elapsed, 2),
@@ -120,6 +106,29 @@ def run(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = Fals
             marked.unpersist()
     log.info("wrote %s in %.1fs", final, elapsed)
     return report
+
+
+def clean_and_write(spark, cfg, inputs: list[str], shipped, counters, out, documents: str):
+    """Read → clean → classify (when ``shipped``), persisted; writes the kept documents to
+    ``out.path(documents)`` and ``rejected/``; returns the persisted marked rows (the caller
+    unpersists them) and the ledger."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from etl.classify import classify_stage
+    from etl.clean import clean_stage
+    from etl.ledger import build_ledger
+    from etl.readers import read_raw
+
+    raw, files = read_raw(spark, inputs, cfg.reader, counters)
+    marked = clean_stage(raw, cfg.rules)
+    if shipped is not None:
+        marked = classify_stage(marked, shipped)
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    records = marked.where(F.col("kind") == "record")
+    records.where(F.col("reason").isNull()).select(*DOCUMENT_COLUMNS).write.parquet(out.path(documents))
+    records.where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS).write.parquet(out.path("rejected"))
+    return marked, build_ledger(marked, files)
 
 
 def resources_report(cleaner, shipped, classify: ClassifyConfig) -> dict[str, Any]:

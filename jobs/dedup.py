@@ -37,9 +37,7 @@ class DedupConfig:
 
 def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = False, spark=None,
         index_dir: str | None = None) -> dict[str, Any]:
-    from pyspark.sql import functions as F
-
-    from etl.dedup import VERIFY_MODES, dedup, verification_summary
+    from etl.dedup import VERIFY_MODES, dedup, largest_clusters, verification_summary
     from etl.dedup_index import DedupIndex
     from etl.output import AtomicOutput
     from etl.spark import get_spark
@@ -64,8 +62,7 @@ def run(cfg: DedupConfig, inputs: list[str], output: str, overwrite: bool = Fals
         report = {
             "input": {"documents": n_in}, "documents": n_docs, "duplicates": n_dups,
             "duplicates_by_kind": dict(sorted(kinds.items())), "balanced": n_in == n_docs + n_dups,
-            "largest_clusters": [r.asDict() for r in duplicates.groupBy("duplicate_of").count()
-                                 .orderBy(F.desc("count"), "duplicate_of").limit(10).collect()],
+            "largest_clusters": largest_clusters(duplicates),
             "minhash": asdict(params), "config": to_dict(cfg),
             "job": {"name": "dedup", "inputs": inputs, "elapsed_s": round(time.monotonic() - t0, 2)},
         }

@@ -45,12 +45,12 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from etl.records import detect_format  # noqa: E402
 from jobs.build_corpus import BuildConfig  # noqa: E402
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
 EXIT_LOCKED = 3
-CRAWL_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz", ".jsonl", ".jsonl.gz", ".parquet")
 
 
 class RefreshLocked(RuntimeError):
@@ -78,7 +78,7 @@ def crawl_files(root: Path, after: list | None, settle_seconds: int, now: float)
     """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``."""
     found = []
     for f in sorted(root.rglob("*")):
-        if f.is_file() and f.name.endswith(CRAWL_SUFFIXES) and not f.name.startswith((".", "_")):
+        if f.is_file() and detect_format(f.name) is not None and not f.name.startswith((".", "_")):
             st = f.stat()
             if st.st_mtime <= now - settle_seconds:
                 found.append((st.st_mtime_ns, str(f)))

@@ -126,18 +126,22 @@ class Trainer:
             stack.enter_context(torch.autocast(self.device.type, dtype=torch.bfloat16))
         return stack
 
+    def _local_batch(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """This dp replica's rows of the global batch, as (inputs, targets)."""
+        B = self.train_cfg.global_batch
+        if tokens.ndim != 2 or tokens.shape[0] != B or tokens.shape[1] > self.model_cfg.seq_len + 1:
+            raise ValueError(f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}")
+        rows = B // self.par.dp
+        local = tokens[self.dp_rank * rows:(self.dp_rank + 1) * rows].to(self.device)
+        return local[:, :-1], local[:, 1:]
+
     def train_step(self, tokens: torch.Tensor, lr: float | None = None) -> float:
         """One optimizer step on a global batch ``tokens`` (global_batch, T + 1); returns its mean loss.
 
         Every rank may pass the whole batch (it keeps its dp slice); ranks of one dp replica must
         pass the same rows. Under pp > 1 the shape must not change between steps (the pipeline
         stages size their buffers on the first step)."""
-        B = self.train_cfg.global_batch
-        if tokens.ndim != 2 or tokens.shape[0] != B or tokens.shape[1] > self.model_cfg.seq_len + 1:
-            raise ValueError(f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}")
-        rows = B // self.par.dp
-        local = tokens[self.dp_rank * rows:(self.dp_rank + 1) * rows].to(self.device)
-        inputs, targets = local[:, :-1], local[:, 1:]
+        inputs, targets = self._local_batch(tokens)
         with self._context():
             loss = self._forward_backward(inputs, targets)
         self.tied.sync()
@@ -152,12 +156,7 @@ class Trainer:
         validation loss. The same batch split as ``train_step``; under pp > 1 the pipeline
         schedule's forward-only ``eval`` (which re-plans its buffers when it switches between
         training and evaluation, so interleave the two as often as needed)."""
-        B = self.train_cfg.global_batch
-        if tokens.ndim != 2 or tokens.shape[0] != B or tokens.shape[1] > self.model_cfg.seq_len + 1:
-            raise ValueError(f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}")
-        rows = B // self.par.dp
-        local = tokens[self.dp_rank * rows:(self.dp_rank + 1) * rows].to(self.device)
-        inputs, targets = local[:, :-1], local[:, 1:]
+        inputs, targets = self._local_batch(tokens)
         for part in self.parts:
             part.eval()
         try:
