@@ -113,23 +113,47 @@ def read_metadata(model_dir: Path) -> dict[str, Any]:
         raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
 
 
+def _train_child(train_file: str, params: TrainParams, lr: float, out: str) -> str | None:
+    """In a fresh process: train, save to ``out``; the error text on fastText's NaN."""
+    import fasttext
+
+    fasttext.FastText.eprint = lambda *a, **k: None
+    try:
+        model = fasttext.train_supervised(
+            input=train_file, epoch=params.epoch, lr=lr, wordNgrams=params.word_ngrams, dim=params.dim,
+            bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads,
+            loss="softmax", verbose=0)
+    except RuntimeError as e:
+        if "NaN" not in str(e):
+            raise
+        return str(e)
+    model.save_model(out)
+    return None
+
+
 def train_fasttext(train_file: Path, params: TrainParams, max_backoffs: int = 4):
-    """Train; fastText's SGD sometimes diverges ("Encountered NaN") on small, easy data sets, in
-    which case the learning rate is halved and training restarts. Returns (model, lr used)."""
+    """Train in a fresh child process and load the result. Returns (model, lr used).
+
+    fasttext-numpy2 0.10.4 raises "Encountered NaN" on identical input and seed when it trains
+    again in a process that has trained before (seen: 13 of 16 repeats in one process, 0 of 16 in
+    fresh ones, whose models were byte-identical), so every training gets its own process. Should
+    a fresh process still hit NaN, the learning rate is halved and training restarts."""
+    import multiprocessing
+    import tempfile
+
     import fasttext
 
     fasttext.FastText.eprint = lambda *a, **k: None
     lr = params.lr
-    for attempt in range(max_backoffs + 1):
-        try:
-            model = fasttext.train_supervised(
-                input=str(train_file), epoch=params.epoch, lr=lr, wordNgrams=params.word_ngrams, dim=params.dim,
-                bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads,
-                loss="softmax", verbose=0)
-            return model, lr
-        except RuntimeError as e:
-            if "NaN" not in str(e) or attempt == max_backoffs:
-                raise
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "model.bin")
+        for attempt in range(max_backoffs + 1):
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                error = pool.apply(_train_child, (str(train_file), params, lr, out))
+            if error is None:
+                return fasttext.load_model(out), lr
+            if attempt == max_backoffs:
+                raise RuntimeError(error)
             logging.getLogger("zhcorpus").warning("fastText diverged at lr=%g; retrying at lr=%g", lr, lr / 2)
             lr /= 2
 

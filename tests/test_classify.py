@@ -148,3 +148,25 @@ def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
     assert (caught["stage"], caught["reason"]) == ("classify", "spam") and caught["spam_prob"] >= 0.5
     n_classify = reports[0]["rejected_by_stage"].get("classify", {}).get("total", 0)
     assert n_classify == len(marked)
+
+
+def test_training_again_in_one_process_gives_the_same_model(seed_data, tmp_path):
+    """fasttext-numpy2 hit "Encountered NaN" on repeated training in one process (13 of 16
+    repeats on this data); each training now runs in a fresh process: same bytes, no back-off."""
+    import hashlib
+    import random
+
+    from filters.classify import TrainParams, fasttext_line, train_fasttext
+
+    rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = sorted(fasttext_line(r["label"], r["text"]) for r in rows)
+    random.Random(0).shuffle(lines)
+    train_file = tmp_path / "train.txt"
+    train_file.write_text("".join(lines), encoding="utf-8")
+    digests = set()
+    for i in range(4):
+        model, lr = train_fasttext(train_file, TrainParams(), max_backoffs=0)
+        assert lr == TrainParams().lr
+        model.save_model(str(tmp_path / f"m{i}.bin"))
+        digests.add(hashlib.sha256((tmp_path / f"m{i}.bin").read_bytes()).hexdigest())
+    assert len(digests) == 1
