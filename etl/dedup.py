@@ -24,8 +24,8 @@ kind = exact | near).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Iterator, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,15 @@ VERIFY_MODES = ("off", "measure", "enforce")
 # ones, star edges to their smallest member. Near-duplicate families are small; a hot bucket
 # (a template page copied thousands of times) is not.
 ALL_PAIRS_MAX = 8
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """The ``dedup`` section of every job that deduplicates."""
+    minhash: mh.MinHashParams = field(default_factory=mh.MinHashParams)
+    # Exact Jaccard of the LSH candidate edges: "measure" reports it, "enforce" also drops
+    # edges below the threshold before components are formed, "off" skips it (module docstring).
+    verify: Literal["off", "measure", "enforce"] = "enforce"
 
 
 def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
