@@ -5,7 +5,7 @@ corpus, in one run; and (``--shingle-sweep``) LSH false positives per shingle si
     python -m bench.bench_dedup --mb 50 --methods --shingle-sweep 3 4 5 6 7     # the sweep alone, no Spark
     python -m bench.bench_dedup --methods job --job-set verify=enforce --job-set minhash.bands=20 --job-set minhash.rows=6
 
-The corpus (``bench.dedup_corpus``: Chinese documents with injected near-duplicate families) is
+The corpus (``demo.dedup_corpus``: Chinese documents with injected near-duplicate families) is
 generated into OUT/corpus-<mb>mb-seed<seed> once and reused while its parameters match. Methods, same corpus:
 
 - job: ``jobs.dedup.run`` at Spark ``local[2]`` (read Parquet, exact + MinHash-LSH dedup,
@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from bench.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
+from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from filters import minhash as mh
 from jobs.config import load_config
 from jobs.dedup import DedupConfig, run

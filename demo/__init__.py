@@ -1,0 +1,1 @@
+"""Generators of the demo crawl, seed labels and benchmark corpora (never shipped to executors)."""
