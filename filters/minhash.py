@@ -28,6 +28,16 @@ _POLY = np.uint64(0x100000001B3)  # FNV-1a 64-bit prime as the polynomial base
 _NOT_CONTENT = re.compile(r"[\s\W_]+", re.UNICODE)  # whitespace and punctuation
 CHUNK = 1 << 16  # shingles per block of the running minimum (bounds the temporaries)
 _EMPTY = np.uint32(0xFFFFFFFF)
+# U+FF01..U+FF5E -> their NFKC images, ASCII U+0021..U+007E (no combining marks are left to
+# compose with them: ``normalise`` removes those first, so the result is NFKC's)
+_FULLWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+_FULLWIDTH_RUN = re.compile("[\uff01-\uff5e]+")
+
+
+def _halfwidth(m: re.Match) -> str:
+    return m.group().translate(_FULLWIDTH)
+
+
 _PROBES = 64  # probe sequence length for densification; past it an empty bin takes the next filled one
 
 
@@ -64,8 +74,12 @@ def normalise(text: str) -> str:
     """What two texts must share to be exact duplicates: NFKC (full/half width), lower case,
     no whitespace or punctuation. Punctuation goes first: the rest, mostly Han characters, is
     usually NFKC already, and the quick check skips the (10x slower) normalisation. Combining
-    marks count as punctuation and are removed, not composed."""
+    marks count as punctuation and are removed, not composed. Full-width forms are mapped by
+    table first (``tests/test_minhash.py`` checks the result against plain NFKC)."""
     s = _NOT_CONTENT.sub("", text)
+    # full-width digits and letters (common in Chinese news) are NFKC's most frequent change:
+    # map them first, so the quick check passes
+    s = _FULLWIDTH_RUN.sub(_halfwidth, s)
     if not unicodedata.is_normalized("NFKC", s):
         s = _NOT_CONTENT.sub("", unicodedata.normalize("NFKC", s))
     return s.lower()
@@ -156,3 +170,68 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0
     inter = len(np.intersect1d(a, b, assume_unique=True))
     return inter / (len(a) + len(b) - inter)
+
+
+def _batch_shingles(norms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(doc index, shingle hash) of every character n-gram of every text, duplicates kept: the
+    polynomial runs over the texts' code points concatenated, and windows that cross a text's
+    end are dropped. A text shorter than n is one shingle, as in ``shingle_hashes``."""
+    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
+    cps = np.frombuffer("".join(norms).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    doc_parts, hash_parts = [], []
+    if len(cps) >= n:
+        starts = np.cumsum(lengths) - lengths
+        doc_of = np.repeat(np.arange(len(norms)), lengths)[: len(cps) - n + 1]
+        valid = np.arange(len(cps) - n + 1) - starts[doc_of] <= lengths[doc_of] - n
+        with np.errstate(over="ignore"):
+            h = np.zeros(len(cps) - n + 1, dtype=np.uint64)
+            for k in range(n):
+                h = h * _POLY + cps[k: len(cps) - n + 1 + k]
+            doc_parts.append(doc_of[valid])
+            hash_parts.append(_splitmix64(h[valid]))
+    short = np.flatnonzero((lengths > 0) & (lengths < n))
+    for i in short:  # rare: a normalised text of fewer than n characters
+        doc_parts.append(np.array([i]))
+        hash_parts.append(shingle_hashes(norms[i], n))
+    if not doc_parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    return np.concatenate(doc_parts), np.concatenate(hash_parts)
+
+
+def batch_signatures(norms: list[str], n: int, num_perm: int, seed: int) -> np.ndarray:
+    """(len(norms), num_perm) uint32 whose row i equals ``signature(shingle_hashes(norms[i], n),
+    num_perm, seed)`` (``tests/test_minhash.py`` checks it): one-permutation hashing of all the
+    texts' shingles at once (a minimum per (text, bin)), then the same densification, in a few
+    numpy calls per batch instead of a few dozen per text. Callers bound the batch's characters
+    (``BATCH_CHARS``): memory is ~40 bytes per character."""
+    docs, hashes = _batch_shingles(norms, n)
+    sig = np.full(len(norms) * num_perm, _EMPTY, dtype=np.uint32)
+    filled = np.zeros(len(norms) * num_perm, dtype=bool)
+    with np.errstate(over="ignore"):
+        h = _splitmix64(hashes ^ _seed_mix(seed))
+        cell = docs * num_perm + (h % np.uint64(num_perm)).astype(np.int64)
+        np.minimum.at(sig, cell, (h >> np.uint64(32)).astype(np.uint32))
+    filled[cell] = True
+    sig, filled = sig.reshape(len(norms), num_perm), filled.reshape(len(norms), num_perm)
+    some = filled.any(axis=1)  # a text without shingles keeps the all-ones signature
+    doc_e, bin_e = np.nonzero(~filled & some[:, None])
+    if len(doc_e):
+        probes = _probes(num_perm, seed)[bin_e]  # (n_empty, _PROBES)
+        hit = filled[doc_e[:, None], probes]
+        src = probes[np.arange(len(doc_e)), hit.argmax(axis=1)]
+        for k in np.flatnonzero(~hit.any(axis=1)):  # no filled bin among the probes: the next filled bin
+            nxt = np.flatnonzero(filled[doc_e[k]])
+            src[k] = nxt[np.searchsorted(nxt, bin_e[k]) % len(nxt)]
+        sig[doc_e, bin_e] = sig[doc_e, src]
+    return sig
+
+
+def batch_band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """(len(sigs), bands) int64: row i equals ``band_keys(sigs[i], bands, rows)``."""
+    with np.errstate(over="ignore"):
+        block = sigs[:, : bands * rows].astype(np.uint64).reshape(len(sigs), bands, rows)
+        key = np.zeros((len(sigs), bands), dtype=np.uint64)
+        for j in range(rows):
+            key = _splitmix64(key * _POLY + block[:, :, j])
+        key = _splitmix64(key + np.arange(bands, dtype=np.uint64))
+    return key.view(np.int64)

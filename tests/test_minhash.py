@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import random
+import unicodedata
 
 import numpy as np
+import pytest
 
 from filters import minhash as mh
 from tests.crawl_fixture import P
@@ -78,3 +80,41 @@ def test_bands_from_datasketch_and_keys_per_band():
     other[0] ^= 1  # only band 0 changes
     k2 = mh.band_keys(other, p.bands, p.rows)
     assert k2[0] != keys[0] and np.array_equal(k2[1:], keys[1:])
+
+
+def _random_texts(rng: random.Random, count: int) -> list[str]:
+    """Han text, full-width forms, ASCII, punctuation, combining marks, Hangul jamo, ligatures,
+    circled and superscript digits, at lengths from empty to several CHUNKs of shingles."""
+    pools = ["".join(P), "０１２３４５６７８９ＡＢＣｘｙｚ＿！（）", "abcXYZ019_-.,", "，。！？、；：“”《》 \t\n　",
+             "e\u0301a\u0308\u0327", "\u1100\u1161\u11a8가", "ﬁﬂ²③㎏Ⅻ"]
+    out = ["", "a", "的", "ab的", "，。", "０１", "abcd"]
+    for _ in range(count):
+        n = rng.choice([3, 6, 40, 300, 2000, 9000])
+        out.append("".join(rng.choice(rng.choice(pools)) for _ in range(n)))
+    return out
+
+
+def test_normalise_equals_plain_nfkc():
+    """The full-width table and the quick check are shortcuts: the result is plain NFKC of the
+    text without whitespace and punctuation, lower-cased."""
+    def plain(text: str) -> str:
+        return mh._NOT_CONTENT.sub("", unicodedata.normalize("NFKC", mh._NOT_CONTENT.sub("", text))).lower()
+
+    texts = _random_texts(random.Random(4), 300)
+    assert all(mh.normalise(t) == plain(t) for t in texts)
+    assert mh.normalise("ＡＢ１２，ａｂ") == "ab12ab"
+
+
+@pytest.mark.parametrize("n,num_perm,seed", [(5, 128, 1), (3, 64, 7), (7, 128, 2)])
+def test_batch_signatures_equal_per_document(n, num_perm, seed, monkeypatch):
+    """One batch of texts (empty, shorter than n, long enough to be chunked, densified ones)
+    gives exactly the per-document signatures and band keys."""
+    monkeypatch.setattr(mh, "CHUNK", 1000)  # the per-document reference chunks its long texts
+    norms = [mh.normalise(t) for t in _random_texts(random.Random(seed), 120)]
+    batch = mh.batch_signatures(norms, n, num_perm, seed)
+    ref = np.stack([mh.signature(mh.shingle_hashes(x, n), num_perm, seed) for x in norms])
+    assert batch.shape == (len(norms), num_perm) and np.array_equal(batch, ref)
+    assert any(0 < len(x) < n for x in norms) and any(len(x) > 3 * mh.CHUNK for x in norms)
+    bands, rows = num_perm // 8, 8
+    assert np.array_equal(mh.batch_band_keys(batch, bands, rows),
+                          np.stack([mh.band_keys(s, bands, rows) for s in ref]))
