@@ -1,0 +1,241 @@
+"""Word segmentation for the corpus: jieba's algorithm (precise mode, its default dictionary), run by
+a native engine, with jieba itself kept as the reference.
+
+Engines (``ENGINES``):
+
+* ``rjieba`` (0.2.2, Python bindings to the Rust jieba-rs): the default when HMM is off. It gave
+  word lists identical to jieba 0.42.1 on every document checked (tests/test_segment.py: People's
+  Daily, reviews, forum threads, mixed scripts, full-width forms, emoji, long lines, whitespace
+  runs; bench/bench_segment.py), ~10-20x faster in one process.
+* ``jieba`` (0.42.1, pure Python): the reference, and the only engine for HMM on. rjieba's HMM
+  mode does *not* reproduce jieba's: it keeps ASCII runs such as ``1-3``, ``check-in``,
+  ``qq.com``, ``1.6G`` whole where jieba splits them, and treats Han characters outside
+  U+4E00..U+9FD5 as Han (seen on 8 % of review and forum pages). So ``Segmenter("rjieba",
+  hmm=True)`` is refused, and ``engine=None`` (automatic) picks rjieba with HMM off and jieba with
+  HMM on. The corpus itself runs HMM off everywhere (classifiers and tokenizer).
+
+Models record the segmenter they were built with (``segmenter_info``). A model is used with
+another engine or engine version only when ``parity_report`` finds no difference between that
+engine and the jieba reference on ``parity_sample()`` (checked once per process, per HMM mode):
+``require_parity`` raises ``SegmentationMismatch`` otherwise, so a changed engine stops the job
+instead of silently producing other tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+from dataclasses import dataclass, field
+from importlib.metadata import version as _dist_version
+from typing import Any, Sequence
+
+log = logging.getLogger("zhcorpus")
+
+ENGINES = ("rjieba", "jieba")
+REFERENCE = "jieba"
+ALGORITHM = "jieba precise mode, default dictionary"
+
+
+class SegmentationMismatch(RuntimeError):
+    """An engine that would give other words than the one a model was built with."""
+
+
+def resolve_engine(engine: str | None, hmm: bool) -> str:
+    """``None`` = automatic: rjieba with HMM off, jieba with HMM on (see the module docstring)."""
+    if engine is None:
+        return REFERENCE if hmm else "rjieba"
+    if engine not in ENGINES:
+        raise ValueError(f"unknown segmentation engine {engine!r}; one of {ENGINES}")
+    if engine == "rjieba" and hmm:
+        raise SegmentationMismatch("rjieba's HMM mode gives other words than jieba's (ASCII runs such as "
+                                   "'1-3' and 'qq.com' kept whole): use hmm=False, or engine='jieba' for HMM on")
+    return engine
+
+
+class Segmenter:
+    """One engine in one HMM mode. ``cut(text)`` is ``jieba.lcut(text, HMM=hmm)``: every character
+    of ``text`` in exactly one word, in order; whitespace characters are words of their own
+    (``'\\r\\n'`` is one word). Use ``get_segmenter`` for the per-process instance."""
+
+    def __init__(self, engine: str | None = None, hmm: bool = False):
+        self.engine, self.hmm = resolve_engine(engine, hmm), bool(hmm)
+        self.version = _dist_version(self.engine)
+        if self.engine == "rjieba":
+            import rjieba  # its dictionary loads once, at import
+
+            self._cut = functools.partial(rjieba.cut, hmm=self.hmm)
+        else:
+            self._cut = functools.partial(_jieba().lcut, HMM=self.hmm)
+
+    def cut(self, text: str) -> list[str]:
+        return self._cut(text)
+
+    def cut_batch(self, texts: Sequence[str]) -> list[list[str]]:
+        cut = self._cut
+        return [cut(t) for t in texts]
+
+    def info(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version, "hmm": self.hmm, "algorithm": ALGORITHM}
+
+    def __repr__(self) -> str:
+        return f"Segmenter(engine={self.engine!r} {self.version}, hmm={self.hmm})"
+
+
+@functools.lru_cache(maxsize=None)
+def get_segmenter(engine: str | None = None, hmm: bool = False) -> Segmenter:
+    """The segmenter for (engine, hmm), built once per process (dictionaries load once)."""
+    return Segmenter(engine, hmm)
+
+
+def segmenter_info(engine: str | None = None, hmm: bool = False) -> dict[str, Any]:
+    """What a model records about its segmentation: engine, version, hmm, algorithm."""
+    return get_segmenter(engine, hmm).info()
+
+
+def _jieba():
+    """jieba, initialised once per process without its "Building prefix dict" lines on stderr."""
+    import jieba
+
+    if not jieba.dt.initialized:
+        jieba.setLogLevel(logging.WARNING)
+        jieba.initialize()
+    return jieba
+
+
+# --- parity with the reference -------------------------------------------------------------
+
+@dataclass
+class ParityReport:
+    """``engine`` against the jieba reference on ``documents`` texts (``chars`` characters)."""
+    engine: str
+    engine_version: str
+    reference_version: str
+    hmm: bool
+    documents: int = 0
+    chars: int = 0
+    differing: int = 0  # documents whose word lists differ
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.documents > 0 and self.differing == 0
+
+    def summary(self) -> str:
+        head = (f"{self.engine} {self.engine_version} vs jieba {self.reference_version} (hmm={self.hmm}): "
+                f"{self.differing} of {self.documents} documents differ ({self.chars} characters)")
+        return head + "".join(f"; e.g. jieba {e['reference']} vs {e['engine']}" for e in self.examples[:3])
+
+
+def first_difference(ref: list[str], other: list[str], context: int = 3) -> dict[str, Any] | None:
+    """Where two word lists of one text part: the word index and a few words either side."""
+    if ref == other:
+        return None
+    i = next((k for k, (a, b) in enumerate(zip(ref, other)) if a != b), min(len(ref), len(other)))
+    lo = max(0, i - context)
+    return {"word": i, "reference": ref[lo:i + context + 1], "engine": other[lo:i + context + 1]}
+
+
+def parity_report(hmm: bool = False, texts: Sequence[str] | None = None, engine: str = "rjieba",
+                  max_examples: int = 5) -> ParityReport:
+    """Segment ``texts`` (default: ``parity_sample()``) with ``engine`` and with jieba; report the
+    documents whose word lists differ. The engine runs in ``hmm`` mode even where ``Segmenter``
+    would refuse it (this is how the refusal is checked)."""
+    texts = parity_sample() if texts is None else texts
+    if engine == "rjieba":
+        import rjieba
+
+        cut = functools.partial(rjieba.cut, hmm=hmm)
+    else:
+        cut = functools.partial(_jieba().lcut, HMM=hmm)
+    reference = functools.partial(_jieba().lcut, HMM=hmm)
+    report = ParityReport(engine, _dist_version(engine), _dist_version(REFERENCE), hmm)
+    for i, text in enumerate(texts):
+        diff = first_difference(reference(text), cut(text))
+        report.documents += 1
+        report.chars += len(text)
+        if diff is not None:
+            report.differing += 1
+            if len(report.examples) < max_examples:
+                report.examples.append({"document": i, **diff})
+    return report
+
+
+def same_segmenter(recorded: dict[str, Any] | None, running: dict[str, Any]) -> bool:
+    return bool(recorded) and all(recorded.get(k) == running[k] for k in ("engine", "version", "hmm"))
+
+
+@functools.lru_cache(maxsize=None)
+def _sample_parity(engine: str, hmm: bool) -> ParityReport:
+    return parity_report(hmm, engine=engine)
+
+
+def require_parity(recorded: dict[str, Any] | None, segmenter: Segmenter, what: str) -> None:
+    """A model built with segmenter ``recorded`` (``segmenter_info`` of its build; None = not
+    recorded) is about to be used with ``segmenter``. Same engine and version: nothing to check.
+    Otherwise the built-in sample is segmented with both (once per process) and any difference
+    raises ``SegmentationMismatch``; the reference (jieba) needs no check against itself."""
+    running = segmenter.info()
+    if same_segmenter(recorded, running) or segmenter.engine == REFERENCE and (recorded or {}).get("engine") in (None, REFERENCE):
+        return
+    report = _sample_parity(segmenter.engine, segmenter.hmm)
+    built = f"{recorded['engine']} {recorded.get('version', '?')}" if recorded else "an unrecorded engine"
+    if not report.ok:
+        raise SegmentationMismatch(f"{what} was built with {built}; {report.summary()}. Use the engine it was "
+                                   f"built with (engine={(recorded or {}).get('engine', REFERENCE)!r}) or rebuild it")
+    log.info("%s was built with %s; %s: using %s", what, built, report.summary(), segmenter)
+
+
+# --- the built-in parity sample ----------------------------------------------------------------
+
+_HAND = [
+    "中华人民共和国成立于1949年10月1日，首都是北京。新华社北京１月１日电（记者张三）",
+    "楼主说得对！！！顶一个~~~ 我也遇到过这种情况，客服电话打了N次都没人接……气死了😡😡",
+    "回复 @小王子: 你这个iPhone15 Pro Max是在京东买的吗？多少钱？我看官网要9999元",
+    "这套书（1-3册）都翻得很旧了，3-4岁阶段的数学启蒙，check-in 很快，non-smokers 房间",
+    "下载地址：http://www.example.com/path/x_y?a=1&b=2#top ，邮箱 abc.def@qq.com，见club.360buy.com",
+    "C++和C#还有AT&T，T恤、B超、A股、γ射线、IC卡、卡拉OK、维生素C",
+    "版本号v2.0.1-beta，DDR3-1066内存，2G-800，CQ40-514TX笔记本，802.11N无线，1.6G主频，50%折扣",
+    "ＡＢＣ全角字母和１２３全角数字，全角标点：“引号”、《书名》（括号）！？……——；",
+    "日期2009-6-13和2008/06/04，时间12:30:45，温度-5℃到+10℃，价格￥99.5，$100，€20",
+    "多个空格    在这里，\t制表符\t\t和Windows换行\r\n以及全角空格\u3000\u3000和不换行空格\u00a0。",
+    "\n\n开头换行，结尾也换行\n\n  缩进的段落\n\r\n\r\n",
+    "表情😀🎉👍🏻👨‍👩‍👧和生僻字𠀀𪚥龘䶮㐀鿖鿿豈，还有组合字符e\u0301和零宽\u200b字符\ufeff。",
+    "日本語のテキスト、カタカナ、한국어 텍스트, Ελληνικά, русский текст, العربية",
+    "控制字符\x1c\x1d\x1e\x1f\x85和\u2028行分隔\u2029段分隔\x0b\x0c结束",
+    "混合 Latin words 与 GDP 增长 8.5%，iPhone 15 Pro 售价 7999 元，a.b.c，x.y.z，1.5%的",
+    "____分割线____ ==== ---- **** #话题# @@ %% +# &&",
+    "小明硕士毕业于中国科学院计算所，后在日本京都大学深造",
+    "他说：“我们要坚持改革开放，发展社会主义市场经济。”会议于上午九时召开。",
+    "",
+    " ",
+    "a",
+    "一",
+]
+
+_FRAGMENTS = [
+    "我们", "中国", "发展", "经济", "的", "了", "是", "在", "人民", "政府", "工作", "问题", "这个", "非常",
+    "很好", "质量", "不错", "物流", "客服", "服务态度", "价格", "便宜", "推荐", "购买", "商品", "酒店", "房间",
+    "早餐", "北京", "上海", "深圳", "记者", "报道", "今天", "昨天", "明年", "已经", "可以", "没有", "什么",
+    "abc", "iPhone", "GDP", "USB", "HDD", "check", "in", "www", "com", "qq", "x", "Y", "html", "v2", "beta",
+    "1", "2", "3", "10", "2009", "1.5", "3.14", "100%", "50", "0", "007", "1066",
+    "-", "_", ".", "+", "#", "&", "%", "/", ":", "@", "~", "=", "?", "!", "(", ")", "[", "]", "'", '"',
+    "，", "。", "！", "？", "、", "；", "：", "“", "”", "《", "》", "（", "）", "…", "—", "·",
+    " ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2028",
+    "ＡＢＣ", "１２３", "ｘｙｚ", "＋", "－", "．",
+    "😀", "🎉", "👍🏻", "❤️", "😡", "🇨🇳",
+    "𠀀", "𪚥", "㐀", "䶮", "鿖", "鿿", "豈", "龘", "γ", "é", "e\u0301", "\u200b", "\ufeff",
+    "カタカナ", "ひらがな", "한국어", "Ελλ", "рус",
+]
+
+
+@functools.lru_cache(maxsize=1)
+def parity_sample(n_mixed: int = 600, seed: int = 14) -> tuple[str, ...]:
+    """Hand-made texts (forum, news, URLs, versions, dates, full-width forms, emoji, rare Han,
+    other scripts, control and whitespace characters), ``n_mixed`` seeded random mixes of those
+    fragments (every neighbour pair the engines might split differently), and two long lines
+    (20,000 characters without a newline, and a 5,000-character whitespace run)."""
+    rng = random.Random(seed)
+    mixed = ["".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(2, 40))) for _ in range(n_mixed)]
+    long_line = "".join(_HAND[:8]).replace("\n", "") * 60
+    return tuple(_HAND + mixed + [long_line[:20_000], " " * 2500 + "\t\n" * 1250 + "结束"])
