@@ -44,16 +44,14 @@ from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from etl.indexed_dataset import IndexedDatasetWriter, dtype_code, dtype_for_vocab
+from etl.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
+from etl.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
 from etl.ship import ship_directory
 from filters.classify import sha256_file
 from filters.tokenizer import ZhTokenizer
 
 log = logging.getLogger("zhcorpus")
 
-MANIFEST_FORMAT = "megatron-mmidxidx-v1"
-MANIFEST_FILE = "manifest.json"
-SHARD_NAME = "shard-{:05d}"
 UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
 SOURCE_DTYPE = np.dtype("<u2")  # the .src sidecar: index into manifest["sources"], one per document
 TOKENS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
@@ -221,30 +219,6 @@ def _publish(local: Path, dest_uri: str) -> None:
     partial = f"{dest}.{uuid.uuid4().hex[:8]}.partial"
     pafs.copy_files(str(local), partial, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
     fs.move(partial, dest)
-
-
-def build_manifest(rows: list[dict[str, Any]], shipped: ShippedTokenizer, dtype: np.dtype,
-                   sources: list[str]) -> dict[str, Any]:
-    shards, per_source = [], {}
-    for r in rows:
-        name = SHARD_NAME.format(r["shard"])
-        shard_tokens = json.loads(r["tokens_per_source"])
-        for src, n in shard_tokens.items():
-            per_source[src] = per_source.get(src, 0) + n
-        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx", "src": f"{name}.src",
-                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"], "src_sha256": r["src_sha256"],
-                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"], "src_bytes": r["src_bytes"],
-                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": shard_tokens})
-    return {
-        "format": MANIFEST_FORMAT, "dtype": np.dtype(dtype).name, "dtype_code": dtype_code(dtype),
-        "vocab_size": shipped.vocab_size, "tokenizer_sha256": shipped.sha256, "eod_id": shipped.eod_id,
-        "tokens_include_eod": True, "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
-        "sources": list(sources), "document_sources": "shard-NNNNN.src: <u2 per document, index into sources",
-        "shards": shards,
-        "totals": {"shards": len(shards), "documents": sum(s["documents"] for s in shards),
-                   "tokens": sum(s["tokens"] for s in shards)},
-        "tokens_per_source": dict(sorted(per_source.items())),
-    }
 
 
 def _absolute(uri: str) -> str:

@@ -5,6 +5,9 @@ defaults. ``load_config(Cls, path, overrides)`` merges, in order: the defaults, 
 then each ``--set dotted.key=value`` (the value is parsed as a TOML value, falling back to a
 plain string, so ``--set rules.min_chars=200`` and ``--set reader.source=news`` both work).
 Unknown keys and wrongly typed values are errors that name the key and the valid choices.
+
+A root config may declare ``RENAMED: ClassVar[dict[str, str]]``, old dotted key -> new one: a file
+or ``--set`` that still uses an old key (or anything under it) gets an error naming the new key.
 """
 
 from __future__ import annotations
@@ -33,7 +36,35 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     for item in overrides:
         key, value = parse_override(item)
         _set_dotted(raw, key, value)
+    _refuse_renamed(raw, getattr(cls, "RENAMED", {}))
     return build(cls, raw, prefix="")
+
+
+def _refuse_renamed(raw: dict[str, Any], renamed: dict[str, str]) -> None:
+    for key in _dotted_keys(raw):
+        now = _renamed(key, renamed)
+        if now != key:
+            raise ConfigError(f"{key} was renamed: use {now}")
+
+
+def _renamed(key: str, renamed: dict[str, str]) -> str:
+    """``key`` with every rename applied (old -> new; new "" moves the key up to the top level)."""
+    for _ in range(len(renamed) + 1):
+        for old, new in renamed.items():
+            if key == old or key.startswith(old + "."):
+                key = (new + key[len(old):]) if new else key[len(old) + 1:]
+                break
+        else:
+            return key
+    return key
+
+
+def _dotted_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """The leaves of ``tree`` as dotted keys."""
+    keys = []
+    for k, v in tree.items():
+        keys += _dotted_keys(v, prefix + k + ".") if isinstance(v, dict) and v else [prefix + k]
+    return keys
 
 
 def parse_override(item: str) -> tuple[str, Any]:

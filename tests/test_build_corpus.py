@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from jobs.build_corpus import BuildConfig, run
+from etl.corpus import BuildConfig, build_corpus as run
 from jobs.config import load_config
 from tests import crawl_fixture
 
 pytestmark = pytest.mark.slow
-TINY_TOKENIZER = ["tokenizer.params.vocab_size=600", "tokenizer.params.character_coverage=0.98"]
+TINY_TOKENIZER = ["tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98"]
 
 
 @pytest.fixture(scope="module")

@@ -63,15 +63,21 @@ def _split_halves(path, root):
     return train, rows[half:]
 
 
+def _train(spark, overrides, labeled, output):
+    """What jobs.train_classifier does, in the test's Spark session."""
+    from etl.classifier_train import read_labeled, train_classifier
+    from jobs.config import load_config
+    from jobs.train_classifier import TrainClassifierConfig
+
+    cfg = load_config(TrainClassifierConfig, None, overrides)
+    return train_classifier(read_labeled(spark, [str(labeled)]), cfg.classifier, str(output), {})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind, positive", [("spam", "spam"), ("quality", "hq")])
 def test_train_save_load_predict_reaches_f1(kind, positive, seed_data, spark, tmp_path):
-    from jobs.config import load_config
-    from jobs.train_classifier import TrainClassifierConfig, train
-
     train_file, held = _split_halves(seed_data / f"{kind}.jsonl", tmp_path)
-    cfg = load_config(TrainClassifierConfig, None, [f"kind={kind}"])
-    meta = train(cfg, [str(train_file)], str(tmp_path / "model"), spark=spark)
+    meta = _train(spark, [f"classifier.kind={kind}"], train_file, tmp_path / "model")
     assert meta["counts"]["valid"] and meta["sha256"]
     model = TextClassifier(tmp_path / "model")
     probs = model.positive_prob([r["text"] for r in held])
@@ -85,13 +91,11 @@ def test_train_save_load_predict_reaches_f1(kind, positive, seed_data, spark, tm
 
 @pytest.mark.slow
 def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
-    from jobs.clean import CleanConfig, run
+    from etl.corpus import CleanConfig, clean_corpus as run
     from jobs.config import load_config
-    from jobs.train_classifier import TrainClassifierConfig, train
 
-    cfg = load_config(TrainClassifierConfig, None, ["kind=spam", "fasttext.epoch=2"])
     good = tmp_path / "good"
-    meta = train(cfg, [str(seed_data / "spam.jsonl")], str(good), spark=spark)
+    meta = _train(spark, ["classifier.kind=spam", "classifier.fasttext.epoch=2"], seed_data / "spam.jsonl", good)
     with pytest.raises(ModelError, match="checksum mismatch.*config"):
         TextClassifier(good, expected_sha256="0" * 64)
     bad = tmp_path / "bad"
@@ -113,14 +117,12 @@ def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
 
 @pytest.mark.slow
 def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
-    from jobs.clean import CleanConfig, run
+    from etl.corpus import CleanConfig, clean_corpus as run
     from jobs.config import load_config
-    from jobs.train_classifier import TrainClassifierConfig, train
     from tests import crawl_fixture
 
     for kind in ("spam", "quality"):
-        cfg = load_config(TrainClassifierConfig, None, [f"kind={kind}"])
-        train(cfg, [str(seed_data / f"{kind}.jsonl")], str(tmp_path / kind), spark=spark)
+        _train(spark, [f"classifier.kind={kind}"], seed_data / f"{kind}.jsonl", tmp_path / kind)
     crawl_fixture.build(tmp_path / "in")
     # a spam page the rules let through (no ad keywords, mostly Han), for the spam model to catch
     from filters.config import RulesConfig

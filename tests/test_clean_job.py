@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.clean import CleanConfig, run
+from etl.corpus import CleanConfig, clean_corpus as run
 from tests import crawl_fixture
 
 pytestmark = pytest.mark.slow

@@ -13,15 +13,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.build_corpus import BuildConfig  # noqa: F401  (config tree import check)
+from etl.nightly import NightlyConfig as RefreshConfig, RefreshLocked, refresh
 from jobs.config import load_config
-from jobs.nightly_refresh import RefreshConfig, RefreshLocked, refresh
 from tests import crawl_fixture
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = ["settle_seconds=0", "build.tokenizer.params.vocab_size=600",
-            "build.tokenizer.params.character_coverage=0.98", "build.shards.num_shards=2"]
+SETTINGS = ["refresh.settle_seconds=0", "tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98",
+            "shards.num_shards=2"]
 
 
 def _cfg() -> RefreshConfig:
@@ -123,7 +122,7 @@ def test_training_is_submitted_once_per_version(monkeypatch, tmp_path):
     """The Ray step: submission id nightly-<version>; an id Ray already knows is not resubmitted."""
     import ray.job_submission
 
-    from jobs.nightly_refresh import submit_training
+    from etl.nightly import submit_training
 
     submitted: dict[str, dict] = {}
     calls: list[str] = []

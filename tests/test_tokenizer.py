@@ -137,15 +137,19 @@ def test_too_small_vocabulary_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp_path):
+    from etl.tokenizer_train import train_tokenizer
     from jobs.config import load_config
-    from jobs.train_tokenizer import TrainTokenizerConfig, train
+    from jobs.train_tokenizer import TrainTokenizerConfig
+
+    def train(cfg, inputs, output, spark):
+        return train_tokenizer(spark.read.parquet(*inputs), cfg.tokenizer, output, {})
 
     texts = corpus_texts()
     docs = tmp_path / "documents"
     spark.createDataFrame([(f"d{i:04d}", t) for i, t in enumerate(texts)], "doc_id string, text string") \
         .repartition(3).write.parquet(str(docs))
     cfg = load_config(TrainTokenizerConfig, None, ["tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98",
-                                                   "sample.max_docs=150", "sample.max_chars=1000000"])
+                                                   "tokenizer.sample.max_docs=150", "tokenizer.sample.max_chars=1000000"])
     out = tmp_path / "tokenizer"
     meta = train(cfg, [str(docs)], str(out), spark=spark)
     assert meta["sample"]["documents"] == 150 and meta["sample"]["chars"] <= 1_000_000
@@ -155,7 +159,7 @@ def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp
     assert tok.decode(tok.encode(texts[0])) == texts[0]
 
     capped = load_config(TrainTokenizerConfig, None, ["tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98",
-                                                      "sample.max_chars=60000"])
+                                                      "tokenizer.sample.max_chars=60000"])
     again = train(capped, [str(docs)], str(out), spark=spark)  # replaces the first one
     assert 0 < again["sample"]["chars"] <= 60_000 and again["sample"]["documents"] < 150
     assert ZhTokenizer.load(out).sha256 == again["sha256"]

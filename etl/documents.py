@@ -1,0 +1,62 @@
+"""The first phase of every corpus job: read → clean → classify, as marked rows.
+
+Rows are marked, never removed: every input record comes out as one row with ``reason`` null
+(a document) or set (a rejection, with its ``stage``), plus one ``kind="file"`` row per input file
+with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS`` and
+``REJECTED_COLUMNS`` are the output contract of ``documents/`` and ``rejected/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from etl import records as rec
+from etl.classify import ClassifyConfig, classify_stage, ship_models
+from etl.clean import clean_stage
+from etl.progress import Counters
+from etl.readers import read_raw
+from filters.config import RulesConfig
+
+DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
+                    "sensitive_hits", "spam_prob", "quality_score", "source_file")
+REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
+                    "source_file", "offset")
+
+
+@dataclass
+class Marked:
+    """The phase's output: every row marked, persisted (the ledger, the documents and the
+    rejections all read it), and the input files it covers."""
+    rows: DataFrame
+    files: list[str]
+    models: dict  # the models scored with: {"spam": {"dir", "sha256"}, "quality": {...}} (empty: none)
+
+    def records(self) -> DataFrame:
+        return self.rows.where(F.col("kind") == rec.RECORD)
+
+    def documents(self) -> DataFrame:
+        return self.records().where(F.col("reason").isNull()).select(*DOCUMENT_COLUMNS)
+
+    def rejected(self) -> DataFrame:
+        return self.records().where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS)
+
+    def unpersist(self) -> None:
+        self.rows.unpersist()
+
+
+def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.ReaderConfig, rules: RulesConfig,
+                        classify: ClassifyConfig, counters: Counters) -> Marked:
+    """Models are verified on the driver before anything is read (``ModelError``)."""
+    shipped = ship_models(spark, classify) if classify.enabled else None
+    raw, files = read_raw(spark, inputs, reader, counters)
+    marked = clean_stage(raw, rules)
+    if shipped is not None:
+        marked = classify_stage(marked, shipped)
+    models = {} if shipped is None else {
+        "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
+        "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}
+    return Marked(marked.persist(StorageLevel.MEMORY_AND_DISK), files, models)

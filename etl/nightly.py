@@ -1,0 +1,216 @@
+"""Nightly corpus refresh: build the crawl files that arrived since the last published version,
+deduplicated against everything already in the corpus, and publish a new version atomically.
+
+CORPUS_ROOT (a POSIX path: local disk or a shared mount):
+    CURRENT                      the published version's name, e.g. v000007 (replaced last, by rename)
+    versions/vNNNNNN/            a build_corpus output (documents/ rejected/ duplicates/ shards/ report.*)
+                                 + corpus.json: every shard of every version up to this one, in the
+                                 shard-manifest format trainers read (paths relative to it)
+                                 + refresh.json: the input files and the watermark after them
+    state.json                   a readable copy of the last refresh (CURRENT is the truth)
+    dedup-index/                 the persistent dedup index (default)
+    .lock                        held while a run works (pid, host, start time)
+
+New files: crawl files whose (mtime, path) sorts after the published watermark and whose mtime is
+at least ``refresh.settle_seconds`` old (a file still being copied is left for the next night).
+Trainers read ``CURRENT`` → ``versions/<v>/corpus.json`` only, so they never see a half-published
+version.
+
+Recovery: CURRENT is the single commit point. A run killed anywhere leaves either an unpublished
+version directory and/or an index batch named after that version; the next run removes both
+and rebuilds the same version from the same files, so the published result is what an
+uninterrupted run would have published.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from etl.corpus import BuildConfig, build_corpus
+from etl.failpoints import failpoint
+from etl.manifest import merge_manifests
+from etl.publish import write_atomic
+from etl.records import detect_format
+
+log = logging.getLogger("zhcorpus")
+
+
+class RefreshLocked(RuntimeError):
+    """Another refresh holds the corpus lock."""
+
+
+@dataclass(frozen=True)
+class RefreshSection:
+    settle_seconds: int = 300  # a file modified more recently may still be arriving
+    max_files: int = 0  # 0 = all new files in one version; else at most this many (oldest first)
+
+
+@dataclass(frozen=True)
+class NightlyConfig(BuildConfig):
+    """build_corpus's sections under the same keys, plus ``refresh``."""
+    refresh: RefreshSection = field(default_factory=RefreshSection)
+    RENAMED: ClassVar[dict[str, str]] = {**BuildConfig.RENAMED, "build": "", "settle_seconds": "refresh.settle_seconds",
+                                         "max_files": "refresh.max_files"}
+
+
+def crawl_files(root: Path, after: list | None, settle_seconds: int, now: float) -> list[tuple[int, str]]:
+    """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``."""
+    found = []
+    for f in sorted(root.rglob("*")):
+        if f.is_file() and detect_format(f.name) is not None and not f.name.startswith((".", "_")):
+            st = f.stat()
+            if st.st_mtime <= now - settle_seconds:
+                found.append((st.st_mtime_ns, str(f)))
+    found.sort()
+    return [x for x in found if after is None or x > tuple(after)]
+
+
+def published(corpus: Path) -> str | None:
+    current = corpus / "CURRENT"
+    return current.read_text(encoding="utf-8").strip() if current.exists() else None
+
+
+def version_name(n: int) -> str:
+    return f"v{n:06d}"
+
+
+class Lock:
+    """``CORPUS_ROOT/.lock`` created exclusively. A lock left by a dead process on this host is
+    taken over; a live holder (or one on another host) raises ``RefreshLocked``."""
+
+    def __init__(self, corpus: Path):
+        self.path = corpus / ".lock"
+        self.held = False
+
+    def __enter__(self) -> "Lock":
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale():
+                    holder = self.path.read_text(encoding="utf-8", errors="replace")
+                    raise RefreshLocked(f"another refresh holds {self.path}: {holder}; "
+                                        "wait for it, or remove the file if that process is gone") from None
+                log.warning("removing stale lock %s", self.path)
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            self.held = True
+            return self
+        raise RefreshLocked(f"could not take {self.path}")
+
+    def _stale(self) -> bool:
+        try:
+            holder = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False  # being written right now, or unreadable: not ours to judge
+        if holder.get("host") != socket.gethostname():
+            return False
+        try:
+            os.kill(int(holder["pid"]), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def __exit__(self, *exc) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+
+
+def _recover(corpus: Path, index, current: str | None, version: str) -> None:
+    """Remove what a killed run left of ``version``: its directory and its index batch."""
+    leftover = corpus / "versions" / version
+    if leftover.exists():
+        log.warning("removing unpublished %s left by an interrupted run", leftover)
+        shutil.rmtree(leftover)
+    if index is not None and index.retract(version):
+        log.warning("retracted index batch %s of an unpublished build", version)
+    for other in (corpus / "versions").glob("v*"):  # newer than CURRENT: never published
+        if current is None or other.name > current:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: str | None = None,
+            spark=None, now: float | None = None) -> dict[str, Any]:
+    """Returns {"published": version | None, ...}. Raises RefreshLocked."""
+    from etl.dedup_index import DedupIndex
+    from etl.spark import session
+
+    corpus = Path(corpus_root).resolve()
+    (corpus / "versions").mkdir(parents=True, exist_ok=True)
+    with Lock(corpus):
+        current = published(corpus)
+        history = json.loads((corpus / "versions" / current / "refresh.json").read_text()) if current else None
+        new = crawl_files(Path(crawl_root), history and history["watermark"], cfg.refresh.settle_seconds,
+                          time.time() if now is None else now)
+        if cfg.refresh.max_files:
+            new = new[: cfg.refresh.max_files]
+        version = version_name(history["number"] + 1 if history else 1)
+        spark = spark or session("zhcorpus-nightly", cfg.spark)
+        index_dir = index_dir or str(corpus / "dedup-index")
+        _recover(corpus, DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()), current, version)
+        if not new:
+            log.info("nothing new in %s since %s", crawl_root, current or "the beginning")
+            return {"published": None, "current": current, "new_files": 0}
+        return _publish_version(cfg, corpus, history, version, new, index_dir, spark)
+
+
+def _publish_version(cfg: NightlyConfig, corpus: Path, history: dict | None, version: str,
+                     new: list[tuple[int, str]], index_dir: str, spark) -> dict[str, Any]:
+    tokenizer = history["tokenizer"] if history else cfg.tokenizer.model
+    build_cfg = replace(cfg, tokenizer=replace(cfg.tokenizer, model=tokenizer)) if tokenizer else cfg
+    out = corpus / "versions" / version
+    log.info("building %s from %d new files", version, len(new))
+    report = build_corpus(build_cfg, [p for _, p in new], str(out), index_dir=index_dir, spark=spark,
+                          index_run=version)
+    failpoint("refresh:built")
+    versions = (history["versions"] if history else []) + [version]
+    merged = merge_manifests({v: corpus / "versions" / v / "shards" for v in versions}, out)
+    write_atomic(out / "corpus.json", json.dumps(merged, indent=2, ensure_ascii=False, sort_keys=True))
+    record = {"version": version, "number": history["number"] + 1 if history else 1, "versions": versions,
+              "files": [p for _, p in new], "watermark": list(new[-1]),
+              "tokenizer": tokenizer or str(out / "tokenizer"), "config": asdict(cfg)}
+    write_atomic(out / "refresh.json", json.dumps(record, indent=2, ensure_ascii=False))
+    failpoint("refresh:manifest_written")
+    write_atomic(corpus / "CURRENT", version + "\n")  # the commit point
+    failpoint("refresh:published")
+    write_atomic(corpus / "state.json", json.dumps(
+        {"current": version, "watermark": record["watermark"], "published_at": time.time(),
+         "documents": report["documents"], "duplicates": report["duplicates"]}, indent=2))
+    log.info("published %s: %d documents, %d duplicates, %d rejected", version, report["documents"],
+             report["duplicates"], report["rejected"])
+    return {"published": version, "current": version, "new_files": len(new), "report": report}
+
+
+def submit_training(ray_address: str, version: str, corpus_root: str, train_config: str, output_root: str,
+                    working_dir: str | None = None) -> str:
+    """Submit continued training on ``version`` once: the submission id is ``nightly-<version>``,
+    and a job that already exists under that id (running or finished) is not submitted again."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(ray_address)
+    sid = f"nightly-{version}"
+    try:
+        info = client.get_job_info(sid)
+        log.info("training job %s already exists (%s); not resubmitting", sid, info.status)
+        return sid
+    except RuntimeError:
+        pass  # no such job
+    data = Path(corpus_root).resolve() / "versions" / version / "corpus.json"
+    client.submit_job(submission_id=sid, entrypoint=(
+        f"python -m jobs.train_lm --config {train_config} --data {data} --output {output_root}/{version}"),
+        runtime_env={"working_dir": working_dir or str(Path(__file__).resolve().parent.parent)})
+    log.info("submitted training job %s", sid)
+    return sid

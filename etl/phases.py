@@ -1,0 +1,97 @@
+"""The corpus phases after read → clean → classify (``etl.documents``): dedup, and tokenize +
+shards. Each writes its part of the output under a staging directory (``etl.publish.Staging``)
+and returns a typed summary for ``etl.report``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from etl.dedup import DedupConfig, dedup, largest_clusters, verification_summary
+from etl.report import DedupSummary, ShardSummary
+from etl.report_stats import cluster_sizes, log_histogram
+from etl.tokenizer_train import TokenizerConfig, train_tokenizer
+
+if TYPE_CHECKING:
+    from etl.corpus import ShardsConfig
+    from etl.dedup_index import DedupIndex
+    from etl.publish import Staging
+
+log = logging.getLogger("zhcorpus")
+NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a source_file column
+
+
+@dataclass
+class Survivors:
+    """What a dedup index appends after the build: the kept documents' band and exact keys."""
+    bands: DataFrame
+    exact: DataFrame
+
+
+def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None",
+                out: "Staging") -> tuple[DedupSummary, Survivors]:
+    """Writes ``duplicates/`` and ``documents/`` (the survivors, ``docs``' columns)."""
+    spark = docs.sparkSession
+    params = cfg.minhash.resolved()
+    result = dedup(docs, params, index, cfg.verify)
+    result.duplicates.write.parquet(out.path("duplicates"))
+    duplicates = spark.read.parquet(out.path("duplicates"))
+    result.survivors.write.parquet(out.path("documents"))
+    written = spark.read.parquet(out.path("documents")).count()
+    source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
+    rows = (duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
+            .groupBy("source_file", "kind").count().collect())
+    by_file: dict[str, dict[str, int]] = {}
+    for r in rows:
+        by_file.setdefault(r.source_file, {})[r.kind] = r["count"]
+    verification = None
+    if result.verified is not None:
+        verification = {"mode": cfg.verify, **verification_summary(result.verified, params.threshold)}
+    summary = DedupSummary(by_file, written, asdict(params), largest_clusters(duplicates), verification)
+    return summary, Survivors(result.survivor_bands, result.survivor_exact)
+
+
+def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: "ShardsConfig",
+                 out: "Staging") -> tuple[ShardSummary, DataFrame]:
+    """Tokenize once (persisted: the shards and the token histogram both read it; the caller
+    unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the
+    documents into ``tokenizer/``."""
+    from etl.shards import ship_tokenizer, tokenize_stage, write_token_shards
+
+    tokenizer_dir = tok.model or _train_into(documents, tok, out.path("tokenizer"))
+    n = shards.num_shards
+    if n <= 0:
+        chars = documents.agg(F.sum("n_chars")).first()[0] or 0
+        n = max(1, -(-int(chars * 1.5) // (shards.target_mb << 20)))
+    shipped = ship_tokenizer(documents.sparkSession, tokenizer_dir)
+    tokens = tokenize_stage(documents, shipped).persist(StorageLevel.MEMORY_AND_DISK)
+    manifest = write_token_shards(tokens, shipped, out.path("shards"), n)
+    summary = ShardSummary(
+        manifest="shards/manifest.json", tokenizer=tok.model or "tokenizer/", tokenizer_sha256=shipped.sha256,
+        vocab_size=shipped.vocab_size, dtype=manifest["dtype"], num_shards=n,
+        documents=manifest["totals"]["documents"], total_tokens=manifest["totals"]["tokens"],
+        tokens_per_source=manifest["tokens_per_source"])
+    return summary, tokens
+
+
+def _train_into(documents: DataFrame, tok: TokenizerConfig, uri: str) -> str:
+    if uri.startswith("file:"):
+        target = uri[len("file:"):]
+    elif "://" in uri:
+        raise ValueError(f"cannot train the tokenizer into {uri}: train it first (jobs.train_tokenizer) "
+                         "and pass --set tokenizer.model=DIR")
+    else:
+        target = uri
+    train_tokenizer(documents, tok, target, {"inputs": ["documents/"]})
+    return target
+
+
+def distributions(documents: DataFrame, tokens: DataFrame, duplicates: DataFrame) -> dict:
+    """What report.html plots: document length and tokens per document per source, cluster sizes."""
+    return {"doc_chars": log_histogram(documents, "n_chars"), "doc_tokens": log_histogram(tokens, "n_tokens"),
+            "cluster_sizes": cluster_sizes(duplicates)}

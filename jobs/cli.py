@@ -1,0 +1,64 @@
+"""What every entry point shares: logging set-up, the --config/--set/--overwrite arguments, and
+one mapping from the errors a user can cause to a one-line message and an exit code.
+
+Exit codes (every job): 0 done; 1 done, but some input files could not be read (listed in
+report.json and the log); 2 refused: bad arguments, config, input or output path, or models (one
+line, nothing written); 3 another run holds the lock (nightly refresh); anything else a failure
+(its trace is in the log; re-run it: nothing half-done is visible).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("zhcorpus")
+EXIT_OK, EXIT_FILE_ERRORS, EXIT_REFUSED, EXIT_LOCKED = 0, 1, 2, 3
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """One format for every job's driver log; library modules log through ``zhcorpus``."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+
+
+def parser(prog: str, doc: str | None, default_config: str | Path | None = None, example: str = "") -> argparse.ArgumentParser:
+    """An argument parser with the job's docstring and the shared --config / --set options."""
+    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=str(default_config) if default_config else None,
+                   help="TOML config" + (" (default: %(default)s)" if default_config else ""))
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"override a config key (repeatable){', e.g. --set ' + example if example else ''}")
+    return p
+
+
+def refusals() -> tuple[type[BaseException], ...]:
+    """Errors that mean "the user asked for something we will not do": one line, exit 2."""
+    from etl.dedup_index import IndexSettingsMismatch
+    from etl.publish import OutputExists
+    from filters.classify import ModelError
+    from jobs.config import ConfigError
+
+    return (ConfigError, FileNotFoundError, FileExistsError, OutputExists, ValueError, ModelError,
+            IndexSettingsMismatch, PermissionError)
+
+
+def run_job(body: Callable[[], int]) -> int:
+    """Run ``body`` (which returns the exit code); a refusal becomes one log line and exit 2,
+    with the trace at debug level only."""
+    try:
+        return body()
+    except refusals() as e:
+        log.debug("refused", exc_info=True)
+        log.error("%s", e)
+        return EXIT_REFUSED
+
+
+
+def exit_code(report: dict) -> int:
+    """0, or 1 when some input files could not be read (they are named in the log)."""
+    errors = report["input"].get("file_errors") or []
+    for e in errors:
+        log.warning("file not read: %s", e)
+    return EXIT_FILE_ERRORS if errors else EXIT_OK
