@@ -36,7 +36,7 @@ demo-models: $(DEMO_OUT)/models/spam/metadata.json $(DEMO_OUT)/models/quality/me
 demo: demo-crawl demo-models
 	$(PY) -m jobs.build_corpus --input $(DEMO_INPUTS) --output $(DEMO_OUT)/corpus --overwrite \
 	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality \
-	    --set tokenizer.params.vocab_size=8000
+	    --set tokenizer.vocab_size=8000
 	@echo "corpus: $(DEMO_OUT)/corpus/  (documents/ rejected/ duplicates/ shards/ tokenizer/ report.json)"
 	@echo "report: $(DEMO_OUT)/corpus/report.html"
 	rm -rf $(DEMO_OUT)/run
