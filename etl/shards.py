@@ -23,7 +23,7 @@ copies it into ``out_dir`` with ``pyarrow.fs`` under a temporary name and rename
 ``out_dir`` is a path on the shared disk; on a cluster it must be a filesystem every executor
 reaches (``hdfs://...``, with libhdfs and the Hadoop CLASSPATH on the executors, or a shared
 mount). ``out_dir`` should be a fresh (staging) directory: publish it atomically with
-``etl.output.AtomicOutput``.
+``etl.publish.publish_dir``.
 """
 
 from __future__ import annotations
