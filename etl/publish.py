@@ -8,6 +8,7 @@ a local disk or any Hadoop file system (HDFS, ``file:``; on object stores a rena
 
     with publish_dir("hdfs:///corpus/v42", storage=HadoopStorage(spark)) as staging: ...
     write_atomic("RUN/state.json", text)                             # one file, replaced whole
+    put_file(local_path, "hdfs:///corpus/v42.staging-x/shards/shard-00000.bin")  # from an executor
 
 A directory is written under a sibling ``DEST.staging-<run>``; commit renames it to ``DEST``.
 Replacing an existing ``DEST`` on a Linux local disk swaps the two trees with one
@@ -261,3 +262,15 @@ def _libc() -> ctypes.CDLL | None:
         except (OSError, AttributeError):
             _libc_handle = None
     return _libc_handle  # type: ignore[return-value]
+
+
+def put_file(local: str | Path, dest_uri: str) -> None:
+    """Copy a local file to ``dest_uri`` (any ``pyarrow.fs`` URI or path: executors have no
+    SparkSession) under a temporary name, then rename it: a retried or speculative task never
+    leaves a half-written file under the final name."""
+    import pyarrow.fs as pafs
+
+    fs, dest = pafs.FileSystem.from_uri(dest_uri)
+    partial = f"{dest}.{uuid.uuid4().hex[:8]}.partial"
+    pafs.copy_files(str(local), partial, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    fs.move(partial, dest)

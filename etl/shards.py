@@ -32,7 +32,6 @@ import json
 import logging
 import shutil
 import tempfile
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,6 +45,7 @@ from pyspark.sql import functions as F
 
 from etl.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
 from etl.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
+from etl.publish import put_file
 from etl.ship import ship_directory
 from filters.classify import sha256_file
 from filters.tokenizer import ZhTokenizer
@@ -206,19 +206,10 @@ def _write_shard_files(shard: int, docs: Iterator[tuple[int, str, np.ndarray]], 
         for kind in ("bin", "idx", "src"):
             local = tmp / f"{name}.{kind}"
             row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
-            _publish(local, f"{out_dir}/{name}.{kind}")
+            put_file(local, f"{out_dir}/{name}.{kind}")
         return row
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _publish(local: Path, dest_uri: str) -> None:
-    """Copy under a temporary name, then rename: a retried or speculative task never leaves
-    a half-written file under the final name."""
-    fs, dest = pafs.FileSystem.from_uri(dest_uri)
-    partial = f"{dest}.{uuid.uuid4().hex[:8]}.partial"
-    pafs.copy_files(str(local), partial, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
-    fs.move(partial, dest)
 
 
 def _absolute(uri: str) -> str:
