@@ -1,0 +1,170 @@
+"""Decontamination: planted copies of evaluation items (whole, embedded, re-punctuated, in
+full width) are caught with their benchmark and item id; pages with no overlap are untouched;
+the n-gram boundary is exact; the Spark stage marks, reports, counts and re-runs identically."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from filters import decontam as dc
+from filters import minhash as mh
+from tests.crawl_fixture import P
+
+N = 13
+QA = [  # a made-up reading-comprehension benchmark (not any real benchmark's text)
+    ("qa-1", "小明每天早上骑自行车去学校，路上要经过一座石桥和一片稻田，大约需要二十分钟。"),
+    ("qa-2", "在一次科学实验中，同学们把种子分别放在光照和黑暗的环境里，观察它们发芽的速度。"),
+    ("qa-3", "古代的驿站负责传递公文和接待往来官员，一般每隔三十里设置一处。"),
+    ("qa-4", "湖心小岛上的灯塔已经熄灭"),  # 12 characters < N: matched whole
+    ("qa-5", "天气很好"),  # 4 characters < min_chars: ignored, counted
+]
+SENTI = [("s-1", "这家店的服务员态度冷淡，上菜慢，价格还比别家贵了一倍，不会再来了。")]
+
+
+def items() -> list[dc.EvalItem]:
+    return ([dc.EvalItem("demo_qa", i, t) for i, t in QA] + [dc.EvalItem("demo_senti", i, t) for i, t in SENTI])
+
+
+def crawl() -> dict[str, tuple[str, list[str]]]:
+    """page id -> (text, expected hits as benchmark:item_id)."""
+    page = P[0] + "\n" + P[1]
+    return {
+        "whole": (QA[0][1], ["demo_qa:qa-1"]),
+        "embedded": (P[2] + QA[1][1] + P[3], ["demo_qa:qa-2"]),
+        "repunctuated": (P[4] + "古代的驿站 负责传递公文、和接待往来官员！一般每隔三十里设置一处" + P[5], ["demo_qa:qa-3"]),
+        "fullwidth_and_two_sets": (P[6] + QA[2][1][:20] + "\n" + SENTI[0][1] + P[7], ["demo_qa:qa-3", "demo_senti:s-1"]),
+        "short_whole": (page + "远处，湖心小岛上的灯塔已经熄灭了。", ["demo_qa:qa-4"]),
+        "short_ignored": (page + "今天天气很好。", []),
+        "clean_1": (page, []),
+        "clean_2": (P[3] + "\n" + P[5] + "\n" + P[7], []),
+    }
+
+
+@pytest.fixture(scope="module")
+def matcher() -> dc.Matcher:
+    return dc.Matcher(dc.EvalIndex(items(), n=N, min_chars=8))
+
+
+def test_planted_copies_are_caught_and_clean_pages_are_not(matcher):
+    for name, (text, expected) in crawl().items():
+        assert [str(h) for h in matcher.hits(text)] == expected, name
+
+
+def test_how_a_hit_was_made(matcher):
+    assert {h.how for h in matcher.hits(crawl()["whole"][0])} == {dc.NGRAM}
+    assert [h.how for h in matcher.hits(crawl()["short_whole"][0])] == [dc.WHOLE]
+
+
+def test_the_ngram_boundary_is_exact():
+    """Reference: a page shares exactly k consecutive normalised characters with the item."""
+    item = QA[2][1]
+    m = dc.Matcher(dc.EvalIndex([dc.EvalItem("b", "x", item)], n=N))
+    norm = mh.normalise(item)
+    assert m.hits(P[0] + norm[3:3 + N] + P[1])
+    assert not m.hits(P[0] + norm[3:3 + N - 1] + P[1])
+
+
+def test_short_items_are_counted_not_skipped_silently():
+    s = dc.EvalIndex(items(), n=N, min_chars=8).summary()
+    assert s["demo_qa"] == {"items": 5, "ngram_items": 3, "whole_items": 1, "ignored_items": 1,
+                            "ngrams": sum(len(mh.shingle_hashes(mh.normalise(t), N)) for _, t in QA[:3])}
+    assert s["demo_senti"]["ngram_items"] == 1
+
+
+def test_a_shared_ngram_is_reported_for_each_benchmark_and_first_item():
+    same = "这是两个评测集里都有的同一段文字，用来检查归属。"
+    idx = dc.EvalIndex([dc.EvalItem("b", "2", same), dc.EvalItem("a", "9", same), dc.EvalItem("a", "1", same)], n=N)
+    assert [str(h) for h in dc.Matcher(idx).hits(P[0] + same)] == ["a:9", "b:2"]  # file order within "a"
+
+
+def test_ngram_default_is_guarded():
+    with pytest.raises(ValueError):
+        dc.EvalIndex(items(), n=1)
+
+
+# --- the Spark stage -----------------------------------------------------------------------
+
+def write_sets(tmp_path) -> list[str]:
+    qa = tmp_path / "demo_qa.jsonl"
+    qa.write_text("\n".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in QA) + "\n", "utf-8")
+    senti = tmp_path / "demo_senti"  # a directory is one benchmark; ids from the "id" field
+    senti.mkdir()
+    (senti / "test.jsonl").write_text(json.dumps({"id": "s-1", "text": SENTI[0][1]}, ensure_ascii=False) + "\n", "utf-8")
+    return [str(qa), str(senti)]
+
+
+def docs_frame(spark):
+    rows = [(f"d-{name}", text, f"file-{i % 2}.warc") for i, (name, (text, _)) in enumerate(sorted(crawl().items()))]
+    return spark.createDataFrame(rows, "doc_id string, text string, source_file string")
+
+
+def test_load_eval_sets(tmp_path):
+    sets = write_sets(tmp_path)
+    loaded = {(it.benchmark, it.item_id) for it in load_sets(sets)}
+    assert loaded == {("demo_qa", i) for i, _ in QA} | {("demo_senti", "s-1")}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "no text"}\n', "utf-8")
+    with pytest.raises(ValueError, match="text"):
+        load_sets([str(bad)])
+    with pytest.raises(ValueError, match="both benchmark"):
+        load_sets([sets[0], sets[0]])
+
+
+def load_sets(paths):
+    from etl.decontaminate import load_eval_sets
+    return load_eval_sets(paths)
+
+
+@pytest.mark.slow
+def test_stage_drop_report_off_and_rerun(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    from etl.decontaminate import (CONTAMINATED, DECONTAM_STAGE, DecontaminateConfig, decontaminate_stage,
+                                   decontaminate_summary, dropped_by_file, prepare)
+
+    sets, docs = write_sets(tmp_path), docs_frame(spark)
+    cfg = DecontaminateConfig(eval_sets=tuple(sets), ngram=N, mode="drop")
+    prepared = prepare(spark, cfg)
+    out = decontaminate_stage(docs, cfg, prepared)
+    rows = {r.doc_id: r for r in out.collect()}
+    for name, (_text, expected) in crawl().items():
+        r = rows[f"d-{name}"]
+        assert [f"{h.benchmark}:{h.item_id}" for h in r.contamination] == expected
+        assert (r.stage, r.reason, r.detail) == ((DECONTAM_STAGE, CONTAMINATED, expected[0]) if expected
+                                                 else (None, None, None))
+    summary = decontaminate_summary(out, prepared)
+    assert summary["documents_dropped"] == summary["documents_hit"] == 5
+    assert summary["benchmarks"]["demo_qa"]["documents_hit"] == 5 and summary["benchmarks"]["demo_qa"]["items_hit"] == 4
+    assert summary["benchmarks"]["demo_qa"]["ignored_items"] == 1
+    expected_files: dict[str, int] = {}
+    for i, (name, (_t, hits)) in enumerate(sorted(crawl().items())):
+        if hits:
+            expected_files[f"file-{i % 2}.warc"] = expected_files.get(f"file-{i % 2}.warc", 0) + 1
+    assert dropped_by_file(out) == expected_files
+    again = decontaminate_stage(docs, cfg, prepare(spark, cfg))
+    assert sorted(map(tuple, again.collect())) == sorted(map(tuple, out.collect()))
+
+    report = decontaminate_stage(docs, DecontaminateConfig(eval_sets=tuple(sets), ngram=N, mode="report"))
+    assert report.where(F.col("reason").isNotNull()).count() == 0
+    assert report.where(F.size("contamination") > 0).count() == 5
+    off = decontaminate_stage(docs, DecontaminateConfig(ngram=N))  # no eval sets: off
+    assert off.where(F.col("contamination").isNotNull()).count() == 0
+    assert sorted(map(tuple, off.select(*docs.columns).collect())) == sorted(map(tuple, docs.collect()))
+
+
+def test_ledger_moves_drops_from_documents_to_rejected():
+    from etl.decontaminate import add_to_ledger
+
+    report = {"input": {"records": 10}, "documents": 6, "rejected": 3, "duplicates": 1, "balanced": True,
+              "rejected_by_stage": {"clean": {"total": 3, "reasons": {"too_short": 3}}},
+              "files": {"a": {"documents": 4, "rejected": 2, "reasons": {"clean/too_short": 2}},
+                        "b": {"documents": 2, "rejected": 1, "reasons": {"clean/too_short": 1}}}}
+    add_to_ledger(report, {"a": 2})
+    assert (report["documents"], report["rejected"], report["balanced"]) == (4, 5, True)
+    assert report["files"]["a"] == {"documents": 2, "rejected": 4,
+                                    "reasons": {"clean/too_short": 2, "decontaminate/contaminated": 2}}
+    assert report["rejected_by_stage"]["decontaminate"] == {"total": 2, "reasons": {"contaminated": 2}}
+    with pytest.raises(ValueError):
+        add_to_ledger(report, {"c": 1})
