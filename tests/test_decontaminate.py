@@ -168,3 +168,22 @@ def test_ledger_moves_drops_from_documents_to_rejected():
     assert report["rejected_by_stage"]["decontaminate"] == {"total": 2, "reasons": {"contaminated": 2}}
     with pytest.raises(ValueError):
         add_to_ledger(report, {"c": 1})
+
+
+def test_config_sections_load_from_set_overrides():
+    from dataclasses import dataclass, field
+
+    from etl.decontaminate import DecontaminateConfig
+    from etl.pii import PiiConfig
+    from jobs.config import load_config
+
+    @dataclass(frozen=True)
+    class Job:
+        pii: PiiConfig = field(default_factory=PiiConfig)
+        decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
+
+    cfg = load_config(Job, None, ["pii.modes.email=off", "pii.mode=drop", 'decontaminate.eval_sets=["a.jsonl", "b"]',
+                                  "decontaminate.ngram=15", "decontaminate.mode=report"])
+    assert cfg.pii.resolved()["email"] == "off" and cfg.pii.resolved()["mobile"] == "drop"
+    assert cfg.decontaminate == DecontaminateConfig(eval_sets=("a.jsonl", "b"), ngram=15, mode="report")
+    assert load_config(Job).decontaminate.effective_mode == "off"  # no evaluation set

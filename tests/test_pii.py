@@ -129,3 +129,59 @@ def test_private_addresses_are_kept_unless_asked():
     text = "路由器地址192.168.1.1"
     assert pii.find_pii(text) == []
     assert [s.kind for s in pii.find_pii(text, public_ips_only=False)] == ["ipv4"]
+
+
+# --- the Spark stage -----------------------------------------------------------------------
+
+STAGE_ROWS = [  # doc_id, kind, reason, stage, text, title
+    ("keep-clean", "record", None, None, "今天天气晴朗，适合出门散步。", "天气"),
+    ("redact", "record", None, None, "联系人王女士，手机13812345678，邮箱wang@163.com。", "招聘 电话010-62345678"),
+    ("id", "record", None, None, "身份证号11010519491231002X，请核对。", None),
+    ("rejected", "record", "too_short", "clean", "短文13812345678", None),
+    ("file-row", "file", None, None, None, None),
+]
+
+
+def stage_frame(spark):
+    from etl.clean import CLEANED_SCHEMA
+
+    names = CLEANED_SCHEMA.fieldNames()
+    rows = [{**{n: None for n in names}, "doc_id": d, "kind": k, "reason": r, "stage": s, "text": t, "title": ti,
+             "source_file": "f.jsonl"} for d, k, r, s, t, ti in STAGE_ROWS]
+    return spark.createDataFrame([tuple(r[n] for n in names) for r in rows], CLEANED_SCHEMA)
+
+
+@pytest.mark.slow
+def test_stage_redacts_drops_and_passes_rejections_through(spark):
+    from etl.pii import PiiConfig, pii_stage, pii_summary
+
+    df = stage_frame(spark)
+    cfg = PiiConfig(modes={"id_number": "drop"})
+    out = pii_stage(df, cfg)
+    assert out.columns == df.columns + ["pii_redacted"]
+    rows = {r.doc_id: r for r in out.collect()}
+    assert rows["redact"].text == "联系人王女士，手机<PHONE>，邮箱<EMAIL>。" and rows["redact"].title == "招聘 电话<PHONE>"
+    assert rows["redact"].pii_redacted == {"mobile": 1, "email": 1, "landline": 1} and rows["redact"].reason is None
+    assert (rows["id"].stage, rows["id"].reason, rows["id"].detail) == ("pii", "pii", "id_number")
+    assert rows["id"].text == "身份证号<ID_NUMBER>，请核对。"
+    before = {r.doc_id: r for r in df.collect()}
+    for untouched in ("keep-clean", "rejected", "file-row"):
+        assert tuple(rows[untouched])[:-1] == tuple(before[untouched]) and rows[untouched].pii_redacted is None
+    summary = pii_summary(out, cfg)
+    assert summary["documents_redacted"] == 1 and summary["documents_dropped"] == 1
+    assert summary["kinds"] == {"mobile": {"documents": 1, "spans": 1, "documents_dropped": 0},
+                                "landline": {"documents": 1, "spans": 1, "documents_dropped": 0},
+                                "id_number": {"documents": 0, "spans": 0, "documents_dropped": 1},
+                                "email": {"documents": 1, "spans": 1, "documents_dropped": 0}}
+    again = pii_stage(df, cfg).collect()
+    assert sorted(map(tuple, again), key=str) == sorted(map(tuple, rows.values()), key=str)
+    off = pii_stage(df, PiiConfig(mode="off")).collect()
+    assert sorted(tuple(r)[:-1] for r in off) == sorted(map(tuple, df.collect())) and all(r.pii_redacted is None for r in off)
+
+
+def test_config_refuses_bad_modes_up_front():
+    from etl.pii import PiiConfig
+
+    with pytest.raises(ValueError, match="valid"):
+        PiiConfig(modes={"phone": "off"}).resolved()
+    assert not PiiConfig(mode="off").enabled and PiiConfig(mode="off", modes={"email": "redact"}).enabled
