@@ -5,9 +5,12 @@ the n-gram boundary is exact; the Spark stage marks, reports, counts and re-runs
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import pytest
 
+from etl.decontaminate import DecontaminateConfig
+from etl.pii import PiiConfig
 from filters import decontam as dc
 from filters import minhash as mh
 from tests.crawl_fixture import P
@@ -170,20 +173,17 @@ def test_ledger_moves_drops_from_documents_to_rejected():
         add_to_ledger(report, {"c": 1})
 
 
-def test_config_sections_load_from_set_overrides():
-    from dataclasses import dataclass, field
+@dataclass(frozen=True)
+class _Job:
+    pii: PiiConfig = field(default_factory=PiiConfig)
+    decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
 
-    from etl.decontaminate import DecontaminateConfig
-    from etl.pii import PiiConfig
+
+def test_config_sections_load_from_set_overrides():
     from jobs.config import load_config
 
-    @dataclass(frozen=True)
-    class Job:
-        pii: PiiConfig = field(default_factory=PiiConfig)
-        decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
-
-    cfg = load_config(Job, None, ["pii.modes.email=off", "pii.mode=drop", 'decontaminate.eval_sets=["a.jsonl", "b"]',
-                                  "decontaminate.ngram=15", "decontaminate.mode=report"])
+    cfg = load_config(_Job, None, ["pii.modes.email=off", "pii.mode=drop", 'decontaminate.eval_sets=["a.jsonl", "b"]',
+                                   "decontaminate.ngram=15", "decontaminate.mode=report"])
     assert cfg.pii.resolved()["email"] == "off" and cfg.pii.resolved()["mobile"] == "drop"
     assert cfg.decontaminate == DecontaminateConfig(eval_sets=("a.jsonl", "b"), ngram=15, mode="report")
-    assert load_config(Job).decontaminate.effective_mode == "off"  # no evaluation set
+    assert load_config(_Job).decontaminate.effective_mode == "off"  # no evaluation set
