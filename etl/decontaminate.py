@@ -2,7 +2,8 @@
 shares a character n-gram with an evaluation item (``filters.decontam``).
 
 The evaluation sets are read on the driver (they are small: a benchmark is thousands of items),
-indexed once (sorted 64-bit n-gram hashes with their owning item, 12 bytes per distinct n-gram)
+indexed once (sorted 64-bit n-gram hashes with their owning item and a one-hash Bloom filter in
+front, 14 bytes per distinct n-gram)
 and broadcast; each Python worker builds its ``Matcher`` once per broadcast. Every document gets
 ``contamination`` (the items it hits, at most MAX_HITS_PER_DOC, in index order). In ``drop``
 mode a hit sets ``stage="decontaminate"``, ``reason="contaminated"`` and ``detail`` =
@@ -43,13 +44,19 @@ class DecontaminateConfig:
     # without suffix) or a directory of such files (benchmark = the directory name). Item id:
     # the "id" field, else the row number (file stem and row number inside a directory).
     eval_sets: tuple[str, ...] = ()
-    # Character n-gram size after normalisation. GPT-3 App. C used 13 words; 13 Chinese
-    # characters also match shared titles and set phrases: measured on the demo crawl (README).
+    # Character n-gram size after normalisation. GPT-3 App. C used 13 words, about 23 characters
+    # of this corpus (1.79 characters per rjieba word). Measured on the demo crawl (README,
+    # bench/bench_pii_decontam.py --sweep): 13 characters hit 27 documents only through shared
+    # phrases, 16 still 2 (an official's title and name), 20 none, and 20 still catches 95 % of
+    # the copies 16 catches.
     ngram: int = dc.DEFAULT_NGRAM
     # Items shorter than ngram are matched whole; shorter than this, not at all (counted as
     # ignored): an 8-character item already names a specific phrase, a 5-character one ("摄像头清晰")
     # occurs on unrelated pages. Ours, from the same measurement.
     min_chars: int = dc.DEFAULT_MIN_CHARS
+    # Convert items to simplified characters first, as the cleaning stage does to documents
+    # (PanGu-α §3.1.1), so a traditional-character benchmark still matches.
+    t2s: bool = True
     # drop: reason "contaminated" (issue 18); report: counts only; off. With no eval_sets the
     # stage is off whatever this says.
     mode: Literal["drop", "report", "off"] = "drop"
@@ -149,8 +156,8 @@ def prepare(spark: SparkSession, cfg: DecontaminateConfig) -> PreparedIndex:
     mode = cfg.effective_mode
     if mode == "off":
         return PreparedIndex(None, "", {}, "off", cfg.ngram, cfg.min_chars)
-    index = dc.EvalIndex(load_eval_sets(cfg.eval_sets), cfg.ngram, cfg.min_chars)
-    size_mb = (index.hashes.nbytes + index.owners.nbytes) / 2**20
+    index = dc.EvalIndex(load_eval_sets(cfg.eval_sets), cfg.ngram, cfg.min_chars, cfg.t2s)
+    size_mb = (index.hashes.nbytes + index.owners.nbytes + index.bits.nbytes) / 2**20
     if size_mb > cfg.max_index_mb:
         raise ValueError(f"decontamination index is {size_mb:.0f} MB, over decontaminate.max_index_mb "
                          f"= {cfg.max_index_mb}: raise it or split the evaluation sets")

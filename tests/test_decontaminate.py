@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
 from etl.decontaminate import DecontaminateConfig
@@ -187,3 +188,24 @@ def test_config_sections_load_from_set_overrides():
     assert cfg.pii.resolved()["email"] == "off" and cfg.pii.resolved()["mobile"] == "drop"
     assert cfg.decontaminate == DecontaminateConfig(eval_sets=("a.jsonl", "b"), ngram=15, mode="report")
     assert load_config(_Job).decontaminate.effective_mode == "off"  # no evaluation set
+
+
+def test_rolling_hashes_equal_minhash_shingles():
+    """Reference: filters.minhash.shingle_hashes (n passes of the polynomial) on texts of many
+    lengths, full-width and astral characters included."""
+    texts = [mh.normalise(t) for t in P + [QA[0][1] * 40, "𠀀𠀁ａｂｃ１２３汉字" * 3, "短"]]
+    for n in (2, 5, 13, 20):
+        for t in texts:
+            got = dc.ngram_hashes(t, n)
+            if len(t) < n:
+                assert len(got) == 0
+                continue
+            assert len(got) == len(t) - n + 1
+            assert np.array_equal(np.unique(got), mh.shingle_hashes(t, n)), (n, t[:10])
+
+
+def test_traditional_items_match_cleaned_simplified_pages():
+    item = dc.EvalItem("trad", "t-1", "這家飯店的服務人員態度良好，房間乾淨，早餐種類也很豐富，下次還會再來。")
+    page = P[0] + "这家饭店的服务人员态度良好，房间干净，早餐种类也很丰富，下次还会再来。"
+    assert [str(h) for h in dc.Matcher(dc.EvalIndex([item], n=N)).hits(page)] == ["trad:t-1"]
+    assert dc.Matcher(dc.EvalIndex([item], n=N, t2s=False)).hits(page) == []
