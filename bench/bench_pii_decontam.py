@@ -130,15 +130,19 @@ def spark_stages(docs: list[dict], cores: int, ngram: int, repeats: int) -> dict
 def sweep(texts: list[str], items: list[dc.EvalItem], originals: dict, sizes=SWEEP, min_chars=dc.DEFAULT_MIN_CHARS):
     """Per n: documents hit, true and false (document, item) hits, documents hit only falsely,
     documents containing an item's original text that were missed."""
+    import opencc
+
+    t2s = opencc.OpenCC("t2s").convert  # as EvalIndex indexes the items
     norms = [mh.normalise(t) for t in texts]
-    orig = {k: mh.normalise(v) for k, v in originals.items()}
+    orig = {k: mh.normalise(t2s(v)) for k, v in originals.items()}
+    item_norm = {(it.benchmark, it.item_id): mh.normalise(t2s(it.text)) for it in items}
     contains = {(i, k) for i, d in enumerate(norms) for k, o in orig.items() if o and o in d}
     rows, verdicts = [], {}
     for n in sizes:
         m = dc.Matcher(dc.EvalIndex(items, n, min_chars))
         pairs = {(i, (h.benchmark, h.item_id)) for i, t in enumerate(texts) for h in m.hits(t)}
         for i, k in pairs - verdicts.keys():
-            item = mh.normalise(next(it.text for it in items if (it.benchmark, it.item_id) == k))
+            item = item_norm[k]
             sm = difflib.SequenceMatcher(None, item, norms[i], autojunk=False)
             verdicts[(i, k)] = sm.find_longest_match(0, len(item), 0, len(norms[i])).size * 2 >= len(item)
         true = {p for p in pairs if verdicts[p]}
