@@ -8,6 +8,10 @@ Unknown keys and wrongly typed values are errors that name the key and the valid
 
 A root config may declare ``RENAMED: ClassVar[dict[str, str]]``, old dotted key -> new one: a file
 or ``--set`` that still uses an old key (or anything under it) gets an error naming the new key.
+
+A section's keys replace the job's default for that section (the field's default), key by key. A
+section class with a ``from_preset(name)`` classmethod also takes a ``preset`` key: the named
+instance is then the base the section's other keys replace (``[model] preset = "13B"``).
 """
 
 from __future__ import annotations
@@ -89,25 +93,43 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def build(cls: type[T], raw: dict[str, Any], prefix: str) -> T:
-    """Instantiate dataclass ``cls`` from a (possibly partial) dict, validating keys and types."""
+def build(cls: type[T], raw: dict[str, Any], prefix: str, base: T | None = None) -> T:
+    """Instantiate dataclass ``cls`` from a (possibly partial) dict, validating keys and types; the
+    keys it lacks keep ``base``'s values (else the class defaults), or the preset's it names."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{prefix or 'config'} must be a table, got {type(raw).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields))
+    valid = set(fields)
+    if hasattr(cls, "from_preset") and "preset" not in fields:
+        valid.add("preset")
+        if "preset" in raw:
+            raw = dict(raw)
+            try:
+                base = cls.from_preset(raw.pop("preset"))
+            except ValueError as e:
+                raise ConfigError(f"{prefix}preset: {e}") from e
+    unknown = sorted(set(raw) - valid)
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(prefix + k for k in unknown)}; valid: {', '.join(sorted(fields))}")
+        raise ConfigError(f"unknown key(s) {', '.join(prefix + k for k in unknown)}; valid: {', '.join(sorted(valid))}")
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in raw.items():
-        kwargs[name] = _coerce(hints[name], value, prefix + name)
-    return cls(**kwargs)
+        default = _section_default(fields[name]) if dataclasses.is_dataclass(hints[name]) else None
+        kwargs[name] = _coerce(hints[name], value, prefix + name, default)
+    return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
 
 
-def _coerce(tp: Any, value: Any, key: str) -> Any:
+def _section_default(f: dataclasses.Field) -> Any:
+    """The job's default for a nested section: the field's default instance, if it has one."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
+
+
+def _coerce(tp: Any, value: Any, key: str, default: Any = None) -> Any:
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, prefix=key + ".")
+        return build(tp, value, prefix=key + ".", base=default)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
