@@ -3,14 +3,17 @@
     python -m jobs.plan_layout --model 13b --gpus 64 --gpus-per-node 8 --gpu-mem-gb 80
     python -m jobs.plan_layout --model 200b --gpus 2048 --gpu-mem-gb 32 --peak-tflops 256 \\
         --recompute full --global-batch 512 --check 8,16,16
-    python -m jobs.plan_layout --layers 76 --hidden 16384 --heads 128 --vocab 53005 --seq 2048 \\
-        --gpus 2128 --global-batch 3360 --zero 0 --recompute full --check 8,38,7 --json
+    python -m jobs.plan_layout --layers 76 --hidden 16384 --heads 128 --ffn 65536 --no-query-layer \\
+        --vocab 53005 --seq 2048 --gpus 2128 --global-batch 3360 --zero 0 --recompute full --check 8,38,7 --json
 
 Every flag is a shorthand for ``--set section.key=value`` on the config tree below (sections
 [model], [cluster], [training]; ``--config plan.toml`` loads one), so a plan can be kept as TOML.
-The formulas, their sources and the overlap assumptions are in ``train/planner.py``.
-Output: a ranked table (or ``--json``); ``--check`` exits 0 when the layout is feasible, 1 when
-it is not (with every reason), 2 on invalid input.
+[model] is the model's own config (``train.shapes.ModelConfig``, the keys ``jobs.train_lm`` reads):
+``preset`` (default 13B) and any field replacing the preset's (``--layers`` = ``model.n_layers``,
+``--hidden`` = ``model.dim``, ``--heads`` = ``model.n_heads``, ``--ffn`` = ``model.ffn_dim``,
+``--vocab`` = ``model.vocab_size``). The formulas, their sources and the overlap assumptions are in
+``train/planner.py``. Output: a ranked table (or ``--json``); ``--check`` exits 0 when the layout is
+feasible, 1 when it is not (with every reason), 2 on invalid input.
 """
 
 from __future__ import annotations
@@ -22,51 +25,33 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.config import ConfigError, load_config  # noqa: E402
-from train.planner import (Cluster, Estimate, Layout, ModelShape, Training, evaluate,  # noqa: E402
-                           flops_per_iteration, plan, total_params)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    preset: str = "13B"               # a train.model preset (case-insensitive); "" = give the shape below
-    layers: int | None = None         # each field that is set replaces the preset's value
-    hidden: int | None = None
-    heads: int | None = None
-    ffn: int | None = None            # without a preset: 4 * hidden
-    vocab: int | None = None
-    seq_len: int | None = None
-    query_layer: bool | None = None   # PanGu-α query layer; without a preset: false
+from train.planner import (Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration,  # noqa: E402
+                           plan, total_params)
+from train.shapes import ModelConfig  # noqa: E402
 
 
 @dataclass(frozen=True)
 class PlanLayoutConfig:
-    model: ModelSpec = field(default_factory=ModelSpec)
+    # Keys that were the planner's own spellings before [model] became the model's config.
+    RENAMED: ClassVar[dict[str, str]] = {"model.layers": "model.n_layers", "model.hidden": "model.dim",
+                                         "model.heads": "model.n_heads", "model.ffn": "model.ffn_dim",
+                                         "model.vocab": "model.vocab_size"}
+    model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("13B"))
     cluster: Cluster = field(default_factory=Cluster)
     training: Training = field(default_factory=Training)
     top: int = 10                     # rows of the ranked table
 
 
-def resolve_shape(spec: ModelSpec) -> ModelShape:
-    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "preset"}
-    if spec.preset:
-        return dataclasses.replace(ModelShape.preset(spec.preset), **{k: v for k, v in fields.items() if v is not None})
-    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if fields[k] is None]
-    if missing:
-        raise ValueError(f"without --model, give --{' --'.join(m.replace('_', '-') for m in missing)}")
-    fields["ffn"] = fields["ffn"] or 4 * fields["hidden"]
-    fields["query_layer"] = bool(fields["query_layer"])
-    return ModelShape(**fields)
-
-
 # flag -> (config key, type); each given flag becomes a --set override
 FLAGS = {
-    "--model": ("model.preset", str), "--layers": ("model.layers", int), "--hidden": ("model.hidden", int),
-    "--heads": ("model.heads", int), "--ffn": ("model.ffn", int), "--vocab": ("model.vocab", int),
+    "--model": ("model.preset", str), "--layers": ("model.n_layers", int), "--hidden": ("model.dim", int),
+    "--heads": ("model.n_heads", int), "--ffn": ("model.ffn_dim", int), "--vocab": ("model.vocab_size", int),
     "--seq": ("model.seq_len", int), "--seq-len": ("model.seq_len", int),
     "--gpus": ("cluster.gpus", int), "--gpus-per-node": ("cluster.gpus_per_node", int),
     "--nodes-per-rack": ("cluster.nodes_per_rack", int), "--gpu-mem-gb": ("cluster.gpu_mem_gb", float),
@@ -88,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.add_argument(flag, dest=key, type=tp, default=argparse.SUPPRESS, metavar=key.split(".")[-1].upper())
     p.add_argument("--no-sequence-parallel", dest="training.sequence_parallel", action="store_false",
                    default=argparse.SUPPRESS, help="tensor parallelism without sequence parallelism")
+    p.add_argument("--query-layer", dest="model.query_layer", action=argparse.BooleanOptionalAction,
+                   default=argparse.SUPPRESS, help="PanGu-α query layer on top of the blocks (the presets have it)")
     p.add_argument("--config", default=None, help="TOML config (sections [model], [cluster], [training])")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="e.g. --set cluster.inter_node_gbps=50 --set training.dp_exposed=0.5")
@@ -121,13 +108,13 @@ def row(e: Estimate) -> str:
             f"{c['tp']:>6.1f}/{c['pp']:>4.1f}/{c['dp']:>5.1f}  {e.links['tp']}/{e.links['pp']}/{e.links['dp']}")
 
 
-def summary(shape: ModelShape, cfg: PlanLayoutConfig) -> str:
-    tr, cl = cfg.training, cfg.cluster
-    return (f"model: {total_params(shape) / 1e9:.2f}B parameters, {shape.layers} layers, h={shape.hidden}, "
-            f"a={shape.heads}, f={shape.ffn}, V={shape.vocab}, s={shape.seq_len}"
-            f"{', query layer' if shape.query_layer else ''}\n"
-            f"step: {tr.global_batch} sequences = {tr.global_batch * shape.seq_len:,} tokens, "
-            f"{flops_per_iteration(shape, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
+def summary(cfg: PlanLayoutConfig) -> str:
+    m, tr, cl = cfg.model, cfg.training, cfg.cluster
+    return (f"model: {total_params(m) / 1e9:.2f}B parameters, {m.n_layers} layers, h={m.dim}, "
+            f"a={m.n_heads}, f={m.ffn_dim}, V={m.vocab_size}, s={m.seq_len}"
+            f"{', query layer' if m.query_layer else ''}\n"
+            f"step: {tr.global_batch} sequences = {tr.global_batch * m.seq_len:,} tokens, "
+            f"{flops_per_iteration(m, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
             f"micro-batch {tr.micro_batch}, recompute {tr.recompute}, zero {tr.zero}, v={tr.virtual_stages}\n"
             f"cluster: {cl.gpus} GPUs, {cl.gpus_per_node}/node, {cl.nodes_per_rack} nodes/rack, "
             f"{cl.gpu_mem_gb:g} GiB, {cl.peak_tflops:g} TFLOPS x {cl.efficiency:g}")
@@ -144,25 +131,25 @@ def reason_counts(infeasible: list[Estimate]) -> str:
     return ", ".join(f"{k}: {n}" for k, n in kinds.most_common())
 
 
-def run_check(shape: ModelShape, cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
-    e = evaluate(shape, cfg.cluster, cfg.training, Layout.parse(text))
+def run_check(cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
+    e = evaluate(cfg.model, cfg.cluster, cfg.training, Layout.parse(text))
     if as_json:
         print(json.dumps(to_json(e), indent=2))
     else:
-        print(summary(shape, cfg))
+        print(summary(cfg))
         if e.memory is not None:
             print(HEADER + "\n" + row(e))
         print("feasible" if e.feasible else "infeasible:\n  - " + "\n  - ".join(e.problems))
     return 0 if e.feasible else 1
 
 
-def run_plan(shape: ModelShape, cfg: PlanLayoutConfig, as_json: bool) -> int:
-    feasible, infeasible = plan(shape, cfg.cluster, cfg.training)
+def run_plan(cfg: PlanLayoutConfig, as_json: bool) -> int:
+    feasible, infeasible = plan(cfg.model, cfg.cluster, cfg.training)
     if as_json:
         print(json.dumps({"feasible": [to_json(e) for e in feasible[:cfg.top]],
                           "infeasible": [to_json(e) for e in infeasible]}, indent=2))
     else:
-        print(summary(shape, cfg))
+        print(summary(cfg))
         print(f"{len(feasible)} feasible, {len(infeasible)} infeasible layouts"
               + (f" ({reason_counts(infeasible)})" if infeasible else ""))
         if feasible:
@@ -175,10 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         cfg = load(args)
-        shape = resolve_shape(cfg.model)
         if args.check:
-            return run_check(shape, cfg, args.check, args.json)
-        return run_plan(shape, cfg, args.json)
+            return run_check(cfg, args.check, args.json)
+        return run_plan(cfg, args.json)
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

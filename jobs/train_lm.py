@@ -26,7 +26,6 @@ Launching again on the same RUN_DIR continues from its newest complete checkpoin
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
@@ -39,43 +38,20 @@ from typing import Any, Literal
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from jobs import cli  # noqa: E402
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
+from train import checkpoint  # noqa: E402
 from train.data import DataConfig  # noqa: E402
 from train.indexed_dataset import read_manifest  # noqa: E402
-from train import checkpoint  # noqa: E402
 from train.loop import Job, LoopConfig, check_compatible  # noqa: E402
-from train.model import ModelConfig, preset  # noqa: E402
-from train.parallel import ParallelConfig, layout_problems  # noqa: E402
+from train.parallel import ParallelConfig, validate  # noqa: E402
+from train.planner import total_params  # noqa: E402
+from train.shapes import ModelConfig  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
 CONFIGS = Path(__file__).resolve().parent / "configs"
 RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
-
-
-@dataclass(frozen=True)
-class ModelSection:
-    preset: str = "debug"              # a train.model preset: debug, 350M, 2.6B, 13B, 200B
-    # Each field that is set replaces the preset's value (see train.model.ModelConfig).
-    vocab_size: int | None = None      # unset: the shard manifest's vocab_size (the tokenizer's)
-    vocab_multiple: int | None = None
-    seq_len: int | None = None         # context length (position embeddings); >= data.seq_len
-    n_layers: int | None = None
-    dim: int | None = None
-    ffn_dim: int | None = None
-    n_heads: int | None = None
-    query_layer: bool | None = None
-    dropout: float | None = None
-    norm_eps: float | None = None
-    init_std: float | None = None
-
-    def build(self, manifest_vocab: int | None) -> ModelConfig:
-        changes = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                   if f.name != "preset" and getattr(self, f.name) is not None}
-        if "vocab_size" not in changes:
-            if manifest_vocab is None:
-                raise ConfigError("the shard manifest has no vocab_size: set model.vocab_size")
-            changes["vocab_size"] = manifest_vocab
-        return preset(self.preset, **changes)
+REFUSED = (ConfigError, ValueError, FileNotFoundError, checkpoint.CheckpointError)  # one line, exit 2
 
 
 @dataclass(frozen=True)
@@ -89,21 +65,19 @@ class RaySection:
 
 @dataclass(frozen=True)
 class TrainLMConfig:
-    model: ModelSection = field(default_factory=ModelSection)
+    # [model]: ``preset`` (train.shapes: debug, 350M, 2.6B, 13B, 200B) and any ModelConfig field on
+    # top of it. model.vocab_size is always the shards' (their manifest's, the tokenizer's).
+    model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
     parallel: ParallelConfig = field(default_factory=ParallelConfig)  # tp * pp * dp = number of workers
     train: LoopConfig = field(default_factory=LoopConfig)
     data: DataConfig = field(default_factory=DataConfig)
     ray: RaySection = field(default_factory=RaySection)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs.train_lm", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=str(CONFIGS / "debug.toml"), help="TOML config (default: %(default)s)")
+def parse_args(argv: list[str] | None = None):
+    p = cli.parser("jobs.train_lm", __doc__, CONFIGS / "debug.toml", example="parallel.tp=2 --set train.steps=200")
     p.add_argument("--data", required=True, help="shard directory or its manifest.json")
     p.add_argument("--output", required=True, help="RUN_DIR: metrics, TensorBoard events, checkpoints")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="e.g. --set parallel.tp=2 --set train.steps=200 (repeatable)")
     return p.parse_args(argv)
 
 
@@ -115,14 +89,14 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
 
     manifest = Path(data).resolve()
     manifest = manifest / "manifest.json" if manifest.is_dir() else manifest
-    model = cfg.model.build(read_manifest(manifest, verify=False).get("vocab_size"))
+    vocab_size = read_manifest(manifest, verify=False).get("vocab_size")
+    if not vocab_size:
+        raise ConfigError(f"{manifest} has no vocab_size: the model's vocabulary is the shards' tokenizer's")
+    model = cfg.model.replace(vocab_size=vocab_size)
     if cfg.data.seq_len > model.seq_len:
         raise ConfigError(f"data.seq_len={cfg.data.seq_len} is longer than the model's context "
                           f"model.seq_len={model.seq_len}")
-    problems = layout_problems(cfg.parallel, model, cfg.parallel.world_size, cfg.train.global_batch,
-                               cfg.train.micro_batch)
-    if problems:
-        raise ConfigError("invalid parallel layout:\n  - " + "\n  - ".join(problems))
+    validate(cfg.parallel, model, cfg.parallel.world_size, cfg.train.global_batch, cfg.train.micro_batch)
     # Open both splits here (verifying the checksums once, if data.verify): a bad manifest or an
     # empty split is a config error now, not a worker failure that Ray would retry.
     TokenData(manifest, cfg.data, "train")
@@ -188,9 +162,9 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
     (run_dir / "config.json").write_text(json.dumps(resolved, indent=1, default=str), encoding="utf-8")
     init_ray(cfg.ray, cfg.parallel.world_size)
     p = cfg.parallel
-    log.info("training %s (%s) at tp=%d pp=%d dp=%d on %d workers: %d steps of %d x %d tokens -> %s",
-             cfg.model.preset, _size(job.model), p.tp, p.pp, p.dp, p.world_size, cfg.train.steps,
-             cfg.train.global_batch, job.data.seq_len, run_dir)
+    log.info("training %s at tp=%d pp=%d dp=%d on %d workers: %d steps of %d x %d tokens -> %s",
+             _size(job.model), p.tp, p.pp, p.dp, p.world_size, cfg.train.steps, cfg.train.global_batch,
+             job.data.seq_len, run_dir)
     result = build_trainer(cfg, job, loop).fit()
     rows = _rows(run_dir / "metrics.jsonl")
     evals = [r for r in rows if "val_loss" in r]
@@ -202,36 +176,42 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
 
 
 def _size(model: ModelConfig) -> str:
-    from train.planner import ModelShape, total_params
-
-    n = total_params(ModelShape.from_model_config(model))
-    return f"{n / 1e9:.2f}B parameters" if n >= 1e9 else f"{n / 1e6:.2f}M parameters"
+    n = total_params(model)
+    return (f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M") + (
+        f" parameters ({model.n_layers} layers, dim {model.dim}, {model.n_heads} heads, "
+        f"vocabulary {model.vocab_size} from the shards)")
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
 
 
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """What the driver logs when training is done."""
+    lines = []
+    first, last = summary["first"], summary["last"]
+    if first and last:
+        lines.append(f"loss {first['loss']:.4f} (step {first['step']}) -> {last['loss']:.4f} (step {last['step']})")
+    a, b = summary["first_eval"], summary["last_eval"]
+    if a and b:
+        lines.append(f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} "
+                     f"(step {b['step']}), perplexity {b['val_ppl']:.1f}")
+    return lines + [f"metrics: {summary['metrics']}", f"tensorboard --logdir {summary['tensorboard']}",
+                    f"checkpoints: {summary['checkpoints']}"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    cli.setup_logging()
     args = parse_args(argv)
     try:
         cfg = load_config(TrainLMConfig, args.config, args.overrides)
         summary = run(cfg, args.data, args.output)
-    except (ConfigError, ValueError, FileNotFoundError, checkpoint.CheckpointError) as e:
+    except REFUSED as e:
         log.error("%s", e)
-        return 2
-    first, last = summary["first"], summary["last"]
-    if first and last:
-        log.info("loss %.4f (step %d) -> %.4f (step %d)", first["loss"], first["step"], last["loss"], last["step"])
-    a, b = summary["first_eval"], summary["last_eval"]
-    if a and b:
-        log.info("validation loss %.4f (step %d) -> %.4f (step %d), perplexity %.1f", a["val_loss"], a["step"],
-                 b["val_loss"], b["step"], b["val_ppl"])
-    log.info("metrics: %s", summary["metrics"])
-    log.info("tensorboard --logdir %s", summary["tensorboard"])
-    log.info("checkpoints: %s", summary["checkpoints"])
-    return 0
+        return cli.EXIT_REFUSED
+    for line in summary_lines(summary):
+        log.info("%s", line)
+    return cli.EXIT_OK
 
 
 if __name__ == "__main__":

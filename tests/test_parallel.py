@@ -226,7 +226,7 @@ def test_zero1_shards_optimizer_state_over_dp(world2):
     (ParallelConfig(pp=2, virtual_stages=2), 2, r"virtual_stages=2 needs schedule 'interleaved_1f1b'"),
     (ParallelConfig(pp=4, dp=2), 8, r"2 micro-batches per step < pp=4"),
     (ParallelConfig(schedule="zigzag"), 1, r"unknown pipeline schedule 'zigzag'"),
-    (ParallelConfig(recompute="most"), 1, r"recompute must be one of none, full, selective"),
+    (ParallelConfig(recompute="most"), 1, r"recompute must be one of none, selective, full"),
     (ParallelConfig(dp=3), 3, r"global_batch=8 sequences do not split into dp=3"),
 ])
 def test_layout_validator_rejects_bad_layouts(par, world, match):

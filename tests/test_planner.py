@@ -6,14 +6,17 @@ import math
 import pytest
 
 from jobs import plan_layout
-from train.planner import (PRESET_SHAPES, Cluster, Layout, ModelShape, Training, activation_bytes_per_layer,
-                           bubble_fraction, evaluate, flops_per_iteration, layer_params, plan, total_params)
+from jobs.config import ConfigError
+from train.planner import (Cluster, Layout, Training, activation_bytes_per_layer, bubble_fraction, evaluate,
+                           flops_per_iteration, layer_params, plan, total_params)
+from train.shapes import PRESETS, ModelConfig
 
 # Yuan 1.0 245B (arXiv 2110.04725): 76 layers, hidden 16384, sequence 2048, global batch 3360,
 # micro-batch 1, t=8 p=38 d=7 on 2128 GPUs (266 servers x 8 A100). The heads (128) and the
 # vocabulary (53,005, which brings the count to the paper's 245.7B) are our assumptions; the
 # released Yuan Megatron scripts train with --checkpoint-activations (full recompute), fp16, no ZeRO.
-YUAN = ModelShape(layers=76, hidden=16384, heads=128, ffn=4 * 16384, vocab=53_005, seq_len=2048)
+YUAN = ModelConfig(n_layers=76, dim=16384, n_heads=128, ffn_dim=4 * 16384, vocab_size=53_005, seq_len=2048,
+                   query_layer=False)
 YUAN_CLUSTER = Cluster(gpus=2128, gpus_per_node=8, gpu_mem_gb=80.0)
 YUAN_TRAINING = Training(global_batch=3360, micro_batch=1, recompute="full", zero=0, sequence_parallel=False)
 
@@ -26,39 +29,32 @@ PANGU_TRAINING = Training(global_batch=512, micro_batch=1, recompute="full", zer
 
 @pytest.mark.parametrize("name, paper", [("2.6B", 2.6e9), ("13B", 13.1e9), ("200B", 207.0e9)])
 def test_preset_parameter_counts_match_pangu_table_1(name, paper):
-    assert total_params(PRESET_SHAPES[name]) == pytest.approx(paper, rel=0.05)
+    assert total_params(PRESETS[name]) == pytest.approx(paper, rel=0.05)
 
 
 def test_yuan_parameter_count_matches_the_paper():
     assert total_params(YUAN) == pytest.approx(245.7e9, rel=0.01)
 
 
-def test_presets_are_train_models_presets():
-    model = pytest.importorskip("train.model")
-    assert set(PRESET_SHAPES) == set(model.PRESETS)
-    for name, cfg in model.PRESETS.items():
-        assert PRESET_SHAPES[name] == ModelShape.from_model_config(cfg), name
-
-
 @pytest.mark.parametrize("name", ["350M", "2.6B", "13B"])
 def test_parameter_count_matches_the_torch_model(name):
     torch = pytest.importorskip("torch")
-    from train.model import GPT, PRESETS, num_params
+    from train.model import GPT, num_params
 
     with torch.device("meta"):  # shapes only, no memory
         n = num_params(GPT(PRESETS[name]))
     # The model drops the key bias (h per block); everything else is the same formula.
-    assert total_params(PRESET_SHAPES[name]) == pytest.approx(n, rel=1e-3)
+    assert total_params(PRESETS[name]) == pytest.approx(n, rel=1e-3)
 
 
 def test_layer_params_is_megatrons_12h2_plus_13h():
     h = 5120
-    assert layer_params(ModelShape(1, h, 40, 4 * h, 128, 1024)) == 12 * h * h + 13 * h
+    assert layer_params(ModelConfig(n_layers=1, dim=h, n_heads=40, ffn_dim=4 * h)) == 12 * h * h + 13 * h
 
 
 def test_flops_equal_narayanan_eq_3():
     B, s, l, h, V = 64, 2048, 24, 2048, 51_200  # V a multiple of 128: no padding
-    shape = ModelShape(layers=l, hidden=h, heads=16, ffn=4 * h, vocab=V, seq_len=s)
+    shape = ModelConfig(n_layers=l, dim=h, n_heads=16, ffn_dim=4 * h, vocab_size=V, seq_len=s, query_layer=False)
     eq3 = B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     assert flops_per_iteration(shape, B, "full") == pytest.approx(96 * eq3, rel=1e-12)
     # Without recomputation only the blocks lose their re-run forward (96 -> 72); the logit layer
@@ -69,7 +65,7 @@ def test_flops_equal_narayanan_eq_3():
 
 def test_activation_bytes_equal_korthikanti_table_2():
     s, b, h, a, t = 2048, 1, 12288, 96, 8  # GPT-3 175B
-    shape = ModelShape(layers=96, hidden=h, heads=a, ffn=4 * h, vocab=51_200, seq_len=s)
+    shape = ModelConfig(n_layers=96, dim=h, n_heads=a, ffn_dim=4 * h, vocab_size=51_200, seq_len=s, query_layer=False)
     sbh = s * b * h
     assert activation_bytes_per_layer(shape, b, 1, "none", sp=False) == pytest.approx(sbh * (34 + 5 * a * s / h))
     assert activation_bytes_per_layer(shape, b, t, "none", sp=False) == pytest.approx(
@@ -82,7 +78,7 @@ def test_activation_bytes_equal_korthikanti_table_2():
 def test_bubble_is_p_minus_1_over_m():
     assert bubble_fraction(8, 32) == 7 / 32
     assert bubble_fraction(8, 32, virtual_stages=4) == 7 / 128
-    e = evaluate(PRESET_SHAPES["13B"], Cluster(gpus=64), Training(global_batch=512), Layout(4, 4, 4))
+    e = evaluate(PRESETS["13B"], Cluster(gpus=64), Training(global_batch=512), Layout(4, 4, 4))
     assert e.micro_batches == 128 and e.bubble == 3 / 128
 
 
@@ -94,21 +90,21 @@ def test_yuan_layout_is_feasible():
 
 
 def test_pangu_200b_layout_is_feasible():
-    e = evaluate(PRESET_SHAPES["200B"], PANGU_CLUSTER, PANGU_TRAINING, Layout(8, 16, 16))
+    e = evaluate(PRESETS["200B"], PANGU_CLUSTER, PANGU_TRAINING, Layout(8, 16, 16))
     assert e.feasible, e.problems
     assert e.memory.total < 32
 
 
 def test_layout_over_memory_is_rejected_with_a_memory_reason():
     # 13B on 8 x 80 GB, pure data parallel, no optimizer sharding: 16 bytes x 13B = 210 GB per GPU.
-    e = evaluate(PRESET_SHAPES["13B"], Cluster(gpus=8, gpu_mem_gb=80.0), Training(zero=0), Layout(1, 1, 8))
+    e = evaluate(PRESETS["13B"], Cluster(gpus=8, gpu_mem_gb=80.0), Training(zero=0), Layout(1, 1, 8))
     assert not e.feasible
     assert len(e.problems) == 1 and e.problems[0].startswith("memory:")
     assert e.memory.total > 200
 
 
 def test_optimizer_sharding_divides_the_optimizer_state():
-    shape, lay = PRESET_SHAPES["13B"], Layout(8, 1, 8)
+    shape, lay = PRESETS["13B"], Layout(8, 1, 8)
     replicated = evaluate(shape, Cluster(gpus=64), Training(zero=0), lay).memory
     sharded = evaluate(shape, Cluster(gpus=64), Training(zero=1), lay).memory
     assert sharded.optimizer == pytest.approx(replicated.optimizer / 8)
@@ -116,7 +112,8 @@ def test_optimizer_sharding_divides_the_optimizer_state():
 
 
 def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
-    shape = ModelShape(layers=32, hidden=8192, heads=64, ffn=4 * 8192, vocab=40_000, seq_len=2048)
+    shape = ModelConfig(n_layers=32, dim=8192, n_heads=64, ffn_dim=4 * 8192, vocab_size=40_000, seq_len=2048,
+                        query_layer=False)
     feasible, _ = plan(shape, Cluster(gpus=64, gpus_per_node=8), Training(global_batch=256))
     ranked = [e.layout.tp for e in feasible]
     assert 16 in ranked and ranked[0] <= 8
@@ -126,29 +123,29 @@ def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
 
 
 def test_ranking_is_by_step_time():
-    feasible, _ = plan(PRESET_SHAPES["13B"], Cluster(gpus=64), Training())
+    feasible, _ = plan(PRESETS["13B"], Cluster(gpus=64), Training())
     assert [e.step_s for e in feasible] == sorted(e.step_s for e in feasible)
     assert all(e.memory.total <= 80 for e in feasible)
 
 
 def test_invalid_layouts_name_their_reasons():
-    shape, cluster = PRESET_SHAPES["13B"], Cluster(gpus=64)
+    shape, cluster = PRESETS["13B"], Cluster(gpus=64)
     problems = evaluate(shape, cluster, Training(), Layout(16, 2, 2)).problems
-    assert "heads=40 not divisible by tp=16" in problems
+    assert "n_heads=40 not divisible by tp=16" in problems
     problems = evaluate(shape, cluster, Training(), Layout(2, 3, 10)).problems
     assert any(p.startswith("tp*pp*dp = 2*3*10 = 60 != 64") for p in problems)
-    assert any(p.startswith("layers=40 not divisible by pp") for p in problems)
+    assert any(p.startswith("n_layers=40 not divisible by pp") for p in problems)
     problems = evaluate(shape, cluster, Training(global_batch=16), Layout(1, 8, 8)).problems
     assert problems == ("2 micro-batches < pp=8: the pipeline never fills",)
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: ModelShape(layers=40, hidden=5120, heads=48, ffn=20480, vocab=40_000, seq_len=1024), "not divisible"),
+    (lambda: ModelConfig(n_layers=40, dim=5120, n_heads=48, ffn_dim=20480), "not divisible"),
     (lambda: Training(recompute="half"), "recompute must be one of"),
     (lambda: Training(zero=3), "zero must be 0 or 1"),
     (lambda: Cluster(gpus=0), "gpus must be >= 1"),
     (lambda: Layout.parse("8,2"), "tp,pp,dp"),
-    (lambda: ModelShape.preset("13x"), "unknown model preset"),
+    (lambda: ModelConfig.from_preset("13x"), "unknown model preset"),
 ])
 def test_invalid_inputs_raise_clear_errors(make, message):
     with pytest.raises(ValueError, match=message):
@@ -161,7 +158,7 @@ def test_cli_check_exit_codes(capsys):
     assert plan_layout.main(["--model", "13b", "--gpus", "64", "--check", "8,2,4"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("feasible")
     assert plan_layout.main(["--model", "13b", "--heads", "48"]) == 2
-    assert "hidden=5120 is not divisible by heads=48" in capsys.readouterr().err
+    assert "dim=5120 is not divisible by n_heads=48" in capsys.readouterr().err
 
 
 def test_cli_ranks_and_prints_json(capsys):
@@ -177,4 +174,18 @@ def test_cli_ranks_and_prints_json(capsys):
 def test_cli_flags_are_config_overrides():
     args = plan_layout.parse_args(["--model", "2.6b", "--gpus", "16", "--set", "cluster.inter_node_gbps=50"])
     cfg = plan_layout.load(args)
-    assert (cfg.model.preset, cfg.cluster.gpus, cfg.cluster.inter_node_gbps) == ("2.6b", 16, 50.0)
+    assert (cfg.model, cfg.cluster.gpus, cfg.cluster.inter_node_gbps) == (PRESETS["2.6B"], 16, 50.0)
+
+
+def test_cli_model_section_is_the_models_config_on_the_default_preset():
+    cfg = plan_layout.load(plan_layout.parse_args(["--layers", "48", "--no-query-layer"]))
+    assert cfg.model == PRESETS["13B"].replace(n_layers=48, query_layer=False)
+    cfg = plan_layout.load(plan_layout.parse_args(["--model", "2.6b", "--set", "model.n_heads=32"]))
+    assert cfg.model == PRESETS["2.6B"].replace(n_heads=32)
+
+
+@pytest.mark.parametrize("old, new", [("layers", "n_layers"), ("hidden", "dim"), ("heads", "n_heads"),
+                                      ("ffn", "ffn_dim"), ("vocab", "vocab_size")])
+def test_the_planners_old_model_keys_name_the_new_ones(old, new):
+    with pytest.raises(ConfigError, match=f"model.{old} was renamed: use model.{new}"):
+        plan_layout.load(plan_layout.parse_args(["--set", f"model.{old}=8"]))

@@ -31,11 +31,11 @@ import torch
 import torch.distributed as dist
 
 from tests import shard_fixture
-from jobs.config import load_config
-from jobs.train_lm import CONFIGS, ModelSection, RaySection, TrainLMConfig, init_ray, resolve, run
+from jobs.config import ConfigError, load_config
+from jobs.train_lm import CONFIGS, RaySection, TrainLMConfig, init_ray, resolve, run
 from train import checkpoint
 from train.loop import LoopConfig, lr_at
-from train.model import ModelConfig
+from train.shapes import PRESETS, ModelConfig
 
 RTOL = 1e-5
 STEPS = 8
@@ -104,8 +104,18 @@ def test_config_tree_loads_debug_toml_with_overrides(corpus):
     assert job.model == ModelConfig(vocab_size=VOCAB, vocab_multiple=8, seq_len=16, n_layers=2, dim=32,
                                     ffn_dim=64, n_heads=4)  # the vocabulary comes from the manifest
     assert Path(job.run_dir).is_absolute() and Path(job.manifest) == corpus
-    # every ModelConfig field can be overridden from the config
-    assert {f.name for f in dataclasses.fields(ModelConfig)} < {f.name for f in dataclasses.fields(ModelSection)}
+
+
+def test_model_section_is_the_models_config_on_a_preset():
+    # [model] is ModelConfig itself: a preset, then any of its fields on top
+    cfg = load_config(TrainLMConfig, None, ["model.dim=64", "model.ffn_dim=256"])
+    assert cfg.model == PRESETS["debug"].replace(dim=64, ffn_dim=256)  # the job's default preset
+    cfg = load_config(TrainLMConfig, CONFIGS / "demo.toml", ["model.preset=350m", "model.n_layers=2"])
+    assert cfg.model == PRESETS["350M"].replace(n_layers=2, seq_len=64, dim=64, ffn_dim=256, n_heads=4)
+    with pytest.raises(ConfigError, match="unknown model preset '7B'; choose from debug, 350M"):
+        load_config(TrainLMConfig, None, ["model.preset=7B"])
+    with pytest.raises(ConfigError, match="parallel.schedule must be one of"):
+        load_config(TrainLMConfig, None, ["parallel.schedule=zigzag"])
 
 
 @pytest.mark.parametrize("overrides, match", [

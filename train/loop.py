@@ -24,9 +24,10 @@ import logging
 import math
 import tempfile
 import time
+import typing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
@@ -38,7 +39,8 @@ from train.model import ModelConfig
 from train.parallel import ParallelConfig, Trainer, TrainConfig
 
 log = logging.getLogger("zhcorpus")
-LR_SCHEDULES = ("cosine", "constant")
+LRSchedule = Literal["cosine", "constant"]
+LR_SCHEDULES: tuple[str, ...] = typing.get_args(LRSchedule)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class LoopConfig(TrainConfig):
     """``TrainConfig`` (batch sizes, AdamW, clipping, seed, precision) plus the run around it."""
     steps: int = 100              # optimizer steps in the whole run
     warmup: int = 10              # linear LR warmup from lr/warmup to lr over this many steps
-    lr_schedule: str = "cosine"   # after warmup: cosine (to lr * min_lr_ratio at the last step) | constant
+    lr_schedule: LRSchedule = "cosine"  # after warmup: cosine (to lr * min_lr_ratio at the last step) | constant
     min_lr_ratio: float = 0.1     # cosine floor as a fraction of lr (GPT-3: 10 %)
     log_every: int = 1            # metrics.jsonl row + log line every this many steps (and the first and last)
     eval_every: int = 0           # validation loss every this many steps; 0: never

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from train.model import ModelConfig
-from train.planner import ModelShape, flops_per_iteration
+from train.planner import flops_per_iteration
 
 log = logging.getLogger("zhcorpus")
 METRICS = "metrics.jsonl"
@@ -43,8 +43,7 @@ GIB = 2**30
 
 def flops_per_step(model: ModelConfig, seq_len: int, global_batch: int) -> float:
     """Model FLOPs of one optimizer step (forward + backward) on ``global_batch`` sequences."""
-    shape = ModelShape.from_model_config(model.replace(seq_len=seq_len))
-    return flops_per_iteration(shape, global_batch, "none")
+    return flops_per_iteration(model.replace(seq_len=seq_len), global_batch, "none")
 
 
 def memory_gib(device: torch.device) -> float:

@@ -12,64 +12,21 @@ applies tensor and pipeline parallelism from outside, which is why
 * attention reshapes with ``-1`` heads, so a tensor-parallel rank runs its ``n_heads / tp`` heads,
 * initialisation is per parameter, seeded by ``(seed, name)``, so any subset of the model (one
   stage on one rank) gets exactly the weights the full model would have.
+
+Its config, ``ModelConfig``, and the named sizes (``PRESETS``, ``preset``) live in
+``train/shapes.py``, without torch, so the layout planner and the jobs' configs share them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import zlib
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-
-@dataclass(frozen=True)
-class ModelConfig:
-    vocab_size: int = 40_000       # tokenizer vocabulary (PanGu-α: 40,000 BPE tokens)
-    vocab_multiple: int = 128      # embedding rows are padded up to a multiple of this (Megatron's
-                                   # make-vocab-size-divisible-by); tp must divide the padded size
-    seq_len: int = 1024            # context length = rows of the position embeddings
-    n_layers: int = 24             # transformer blocks (the query layer is not counted)
-    dim: int = 1024                # hidden size
-    ffn_dim: int = 4096            # MLP inner size
-    n_heads: int = 16              # attention heads; head size = dim / n_heads
-    query_layer: bool = True       # PanGu-α query layer on top of the blocks
-    dropout: float = 0.0           # embedding / residual / attention dropout (0 keeps runs deterministic)
-    norm_eps: float = 1e-5
-    init_std: float = 0.02         # N(0, init_std) for weights; residual projections get / sqrt(2 L)
-
-    @property
-    def padded_vocab(self) -> int:
-        """Rows of the (tied) embedding / output layer; ids >= vocab_size are never fed or targeted."""
-        return math.ceil(self.vocab_size / self.vocab_multiple) * self.vocab_multiple
-
-    @property
-    def head_dim(self) -> int:
-        return self.dim // self.n_heads
-
-    def replace(self, **changes) -> "ModelConfig":
-        return dataclasses.replace(self, **changes)
-
-
-# PanGu-α Table 1 (2.6B, 13B, 200B) and the released 350M model; vocabulary 40,000, sequence 1024.
-# The released MindSpore code runs 2.6B with 32 heads; Table 1 lists 40, which we follow.
-PRESETS: dict[str, ModelConfig] = {
-    "debug": ModelConfig(vocab_size=1001, vocab_multiple=8, seq_len=16, n_layers=4, dim=32,
-                         ffn_dim=64, n_heads=4),
-    "350M": ModelConfig(n_layers=24, dim=1024, ffn_dim=4096, n_heads=16),
-    "2.6B": ModelConfig(n_layers=32, dim=2560, ffn_dim=10240, n_heads=40),
-    "13B": ModelConfig(n_layers=40, dim=5120, ffn_dim=20480, n_heads=40),
-    "200B": ModelConfig(n_layers=64, dim=16384, ffn_dim=65536, n_heads=128),
-}
-
-
-def preset(name: str, **overrides) -> ModelConfig:
-    if name not in PRESETS:
-        raise ValueError(f"unknown model preset {name!r}; choose from {', '.join(PRESETS)}")
-    return PRESETS[name].replace(**overrides)
+from train.shapes import PRESETS, ModelConfig, preset  # noqa: F401  (the model's config, re-exported)
 
 
 class Embeddings(nn.Module):

@@ -1,6 +1,8 @@
 """Layout planner: rank (tp, pp, dp, micro-batches) by predicted step time, from closed-form formulas.
 
-Pure Python (no torch): every number comes from a published formula, cited where it is used.
+Pure Python (no torch): every number comes from a published formula, cited where it is used. The
+model is the ``ModelConfig`` that ``train.model`` builds (``train.shapes``, with its presets): in
+the formulas h = dim, a = n_heads, f = ffn_dim, l = n_layers, s = seq_len, V = vocab_size.
 
 * Parameters per layer 4h² + 2hf + 9h + f (= 12h² + 13h for f = 4h) and vocabulary padding to a
   multiple of 128·tp: Megatron-LM (Shoeybi et al. 2019; ``_vocab_size_with_padding``).
@@ -38,58 +40,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
-RECOMPUTE = ("none", "selective", "full")
+from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode, padded_vocab
+
 GIB = 2**30
 BYTES_ACT = 2          # bf16/fp16 activations, parameters and gradients
 VOCAB_DIVISOR = 128    # Megatron's --make-vocab-size-divisible-by (times tp)
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The shape numbers the formulas need; ``from_model_config`` reads them off train.model."""
-    layers: int            # transformer blocks
-    hidden: int            # h
-    heads: int             # a
-    ffn: int               # MLP inner size f (4h in GPT-3 / PanGu-α)
-    vocab: int             # V before padding
-    seq_len: int           # s
-    query_layer: bool = False  # PanGu-α §2.2.2: one more attention+MLP block on the last stage
-
-    def __post_init__(self):
-        for name in ("layers", "hidden", "heads", "ffn", "vocab", "seq_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"model {name} must be >= 1, got {getattr(self, name)}")
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden={self.hidden} is not divisible by heads={self.heads}")
-
-    @classmethod
-    def from_model_config(cls, cfg) -> "ModelShape":
-        return cls(layers=cfg.n_layers, hidden=cfg.dim, heads=cfg.n_heads, ffn=cfg.ffn_dim,
-                   vocab=cfg.vocab_size, seq_len=cfg.seq_len, query_layer=cfg.query_layer)
-
-    @classmethod
-    def preset(cls, name: str) -> "ModelShape":
-        """A size preset by name, case-insensitively (``13b`` = ``13B``)."""
-        by_lower = {k.lower(): k for k in PRESET_SHAPES}
-        if name.lower() not in by_lower:
-            raise ValueError(f"unknown model preset {name!r}; choose from {', '.join(PRESET_SHAPES)}")
-        return PRESET_SHAPES[by_lower[name.lower()]]
-
-
-def _pangu(layers: int, hidden: int, heads: int) -> ModelShape:
-    return ModelShape(layers=layers, hidden=hidden, heads=heads, ffn=4 * hidden, vocab=40_000,
-                      seq_len=1024, query_layer=True)
-
-
-# The shapes of train.model.PRESETS (PanGu-α Table 1 + the released 350M), copied so the planner
-# runs without torch; tests/test_planner.py checks they stay equal.
-PRESET_SHAPES: dict[str, ModelShape] = {
-    "debug": ModelShape(layers=4, hidden=32, heads=4, ffn=64, vocab=1001, seq_len=16, query_layer=True),
-    "350M": _pangu(24, 1024, 16),
-    "2.6B": _pangu(32, 2560, 40),
-    "13B": _pangu(40, 5120, 40),
-    "200B": _pangu(64, 16384, 128),
-}
 
 
 @dataclass(frozen=True)
@@ -117,15 +72,15 @@ class Cluster:
 class Training:
     global_batch: int = 512            # sequences per optimizer step
     micro_batch: int = 1               # sequences per micro-batch (b)
-    recompute: str = "selective"       # none | selective | full
+    recompute: RecomputeMode = "selective"
     zero: int = 1                      # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated
     virtual_stages: int = 1            # v > 1: interleaved 1F1B
     sequence_parallel: bool = True     # Korthikanti et al.: shards the 10·sbh replicated activations
     dp_exposed: float = 0.3            # ours: fraction of dp traffic not hidden behind the backward
 
     def __post_init__(self):
-        if self.recompute not in RECOMPUTE:
-            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.recompute not in RECOMPUTE_MODES:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
         if self.zero not in (0, 1):
             raise ValueError(f"zero must be 0 or 1, got {self.zero}")
         for name in ("global_batch", "micro_batch", "virtual_stages"):
@@ -187,54 +142,54 @@ class Estimate:
 
 # ---- formulas -------------------------------------------------------------------------------
 
-def padded_vocab(vocab: int, tp: int) -> int:
-    """Megatron pads the embedding rows to a multiple of 128·tp (``_vocab_size_with_padding``)."""
-    multiple = VOCAB_DIVISOR * tp
-    return math.ceil(vocab / multiple) * multiple
+def vocab_rows(model: ModelConfig, tp: int) -> int:
+    """Embedding rows as Megatron pads them: to a multiple of 128·tp (whatever model.vocab_multiple says)."""
+    return padded_vocab(model.vocab_size, VOCAB_DIVISOR * tp)
 
 
-def layer_params(shape: ModelShape) -> int:
+def layer_params(model: ModelConfig) -> int:
     """Attention 4h² + 4h, MLP 2hf + f + h, two LayerNorms 4h: 12h² + 13h when f = 4h (Megatron)."""
-    h, f = shape.hidden, shape.ffn
+    h, f = model.dim, model.ffn_dim
     return 4 * h * h + 2 * h * f + 9 * h + f
 
 
-def total_params(shape: ModelShape, tp: int = 1) -> int:
+def total_params(model: ModelConfig, tp: int = 1) -> int:
     """Blocks + token (V·h, tied with the output) and position (s·h) embeddings + final LayerNorm,
     + the PanGu-α query layer and its query-position embedding when present."""
-    h = shape.hidden
-    n = shape.layers * layer_params(shape) + padded_vocab(shape.vocab, tp) * h + shape.seq_len * h + 2 * h
-    if shape.query_layer:
-        n += layer_params(shape) + shape.seq_len * h
+    h = model.dim
+    n = model.n_layers * layer_params(model) + vocab_rows(model, tp) * h + model.seq_len * h + 2 * h
+    if model.query_layer:
+        n += layer_params(model) + model.seq_len * h
     return n
 
 
-def layer_flops(shape: ModelShape, b: int) -> float:
+def layer_flops(model: ModelConfig, b: int) -> float:
     """Forward matmul FLOPs of one block for b sequences: 8bsh² + 4bshf + 4bs²h (= 24bsh²(1 + s/6h)
     for f = 4h, the per-layer part of Narayanan et al. eq. 3)."""
-    s, h = shape.seq_len, shape.hidden
-    return 8 * b * s * h * h + 4 * b * s * h * shape.ffn + 4 * b * s * s * h
+    s, h = model.seq_len, model.dim
+    return 8 * b * s * h * h + 4 * b * s * h * model.ffn_dim + 4 * b * s * s * h
 
 
-def layer_flops_trained(shape: ModelShape, b: int, recompute: str) -> float:
+def layer_flops_trained(model: ModelConfig, b: int, recompute: RecomputeMode) -> float:
     """Forward + backward (2×) of one block, + the recomputed forward (full) or the recomputed
     attention core QKᵀ·softmax·V (selective, Korthikanti et al. §5)."""
-    extra = {"none": 0.0, "selective": 4 * b * shape.seq_len**2 * shape.hidden,
-             "full": layer_flops(shape, b)}[recompute]
-    return 3 * layer_flops(shape, b) + extra
+    extra = {"none": 0.0, "selective": 4 * b * model.seq_len**2 * model.dim,
+             "full": layer_flops(model, b)}[recompute]
+    return 3 * layer_flops(model, b) + extra
 
 
-def logit_flops(shape: ModelShape, b: int, vocab_rows: int) -> float:
-    """Output layer 2bshV forward, × 3 with its backward (never recomputed): the 6BshV of eq. 3."""
-    return 6 * b * shape.seq_len * shape.hidden * vocab_rows
+def logit_flops(model: ModelConfig, b: int, rows: int) -> float:
+    """Output layer 2bshV forward (V = ``rows``, the padded vocabulary), × 3 with its backward
+    (never recomputed): the 6BshV of eq. 3."""
+    return 6 * b * model.seq_len * model.dim * rows
 
 
-def flops_per_iteration(shape: ModelShape, batch: int, recompute: str = "none", tp: int = 1) -> float:
+def flops_per_iteration(model: ModelConfig, batch: int, recompute: RecomputeMode = "none", tp: int = 1) -> float:
     """Narayanan et al. 2021 eq. 3 for ``batch`` sequences (96·… with full recompute; without it
     72·B·s·l·h²·(1 + s/6h) + 6·B·s·h·V), generalised to f != 4h and the query layer."""
-    blocks = shape.layers + shape.query_layer
-    return (blocks * layer_flops_trained(shape, batch, recompute)
-            + logit_flops(shape, batch, padded_vocab(shape.vocab, tp)))
+    blocks = model.n_layers + model.query_layer
+    return (blocks * layer_flops_trained(model, batch, recompute)
+            + logit_flops(model, batch, vocab_rows(model, tp)))
 
 
 def bubble_fraction(pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
@@ -242,16 +197,16 @@ def bubble_fraction(pp: int, micro_batches: int, virtual_stages: int = 1) -> flo
     return (pp - 1) / (virtual_stages * micro_batches)
 
 
-def activation_bytes_per_layer(shape: ModelShape, b: int, tp: int, recompute: str, sp: bool) -> float:
+def activation_bytes_per_layer(model: ModelConfig, b: int, tp: int, recompute: RecomputeMode, sp: bool) -> float:
     """Korthikanti et al. 2022 Table 2 per block, with the MLP's 19 written 3 + 4f/h so f != 4h works:
     replicated 10·sbh (LayerNorm inputs, dropout masks, qkv/fc1 inputs) unless sequence-parallel,
     sharded (8 + 4f/h)·sbh, attention scores 5as²b (dropped by selective recompute)."""
-    s, h, a = shape.seq_len, shape.hidden, shape.heads
+    s, h, a = model.seq_len, model.dim, model.n_heads
     sbh = s * b * h
     if recompute == "full":
         return 2 * sbh / (tp if sp else 1)  # only the block input is kept
     replicated = 10 * sbh / (tp if sp else 1)
-    sharded = (8 + 4 * shape.ffn / h) * sbh / tp
+    sharded = (8 + 4 * model.ffn_dim / h) * sbh / tp
     scores = 0.0 if recompute == "selective" else 5 * a * s * s * b / tp
     return replicated + sharded + scores
 
@@ -285,22 +240,23 @@ def ring_factor(n: int) -> float:
 
 # ---- evaluation -----------------------------------------------------------------------------
 
-def layout_problems(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
-    """Why ``lay`` cannot run at all (memory is checked later, in ``evaluate``)."""
+def partition_problems(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
+    """Why the GPUs, the model and the batch do not split into ``lay`` (memory is checked later,
+    in ``evaluate``)."""
     t, p, d, v = lay.tp, lay.pp, lay.dp, train.virtual_stages
     if min(t, p, d) < 1:
         return [f"tp, pp, dp must be >= 1, got {t}, {p}, {d}"]
     out = []
     if t * p * d != cluster.gpus:
         out.append(f"tp*pp*dp = {t}*{p}*{d} = {t * p * d} != {cluster.gpus} GPUs")
-    if shape.heads % t:
-        out.append(f"heads={shape.heads} not divisible by tp={t}")
-    if shape.ffn % t:
-        out.append(f"ffn={shape.ffn} not divisible by tp={t}")
-    if train.sequence_parallel and shape.seq_len % t:
-        out.append(f"sequence parallel needs seq_len={shape.seq_len} divisible by tp={t}")
-    if shape.layers % (p * v):
-        out.append(f"layers={shape.layers} not divisible by pp*virtual_stages = {p}*{v}")
+    if model.n_heads % t:
+        out.append(f"n_heads={model.n_heads} not divisible by tp={t}")
+    if model.ffn_dim % t:
+        out.append(f"ffn_dim={model.ffn_dim} not divisible by tp={t}")
+    if train.sequence_parallel and model.seq_len % t:
+        out.append(f"sequence parallel needs seq_len={model.seq_len} divisible by tp={t}")
+    if model.n_layers % (p * v):
+        out.append(f"n_layers={model.n_layers} not divisible by pp*virtual_stages = {p}*{v}")
     if v > 1 and p == 1:
         out.append(f"virtual_stages={v} needs pp > 1")
     if train.global_batch % (d * train.micro_batch):
@@ -314,25 +270,25 @@ def layout_problems(shape: ModelShape, cluster: Cluster, train: Training, lay: L
     return out
 
 
-def stage_memory(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout, m: int) -> Memory:
+def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout, m: int) -> Memory:
     """Model states + activations of the first and the last stage; the larger one."""
     t, p, b, sp = lay.tp, lay.pp, train.micro_batch, train.sequence_parallel
-    h, s = shape.hidden, shape.seq_len
-    per_rank = shape.layers // p
-    emb = padded_vocab(shape.vocab, t) * h / t
-    query = (layer_params(shape) / t + s * h) if shape.query_layer else 0.0
-    per_layer = activation_bytes_per_layer(shape, b, t, train.recompute, sp)
-    working = (activation_bytes_per_layer(shape, b, t, "none", sp)
+    h, s = model.dim, model.seq_len
+    per_rank = model.n_layers // p
+    emb = vocab_rows(model, t) * h / t
+    query = (layer_params(model) / t + s * h) if model.query_layer else 0.0
+    per_layer = activation_bytes_per_layer(model, b, t, train.recompute, sp)
+    working = (activation_bytes_per_layer(model, b, t, "none", sp)
                if train.recompute == "full" else 0.0)  # one block re-run during its backward
-    logits = 4 * s * b * padded_vocab(shape.vocab, t) / t  # fp32 logits for the loss (ours)
-    blocks = per_rank * layer_params(shape) / t
+    logits = 4 * s * b * vocab_rows(model, t) / t  # fp32 logits for the loss (ours)
+    blocks = per_rank * layer_params(model) / t
     first_params = blocks + emb + s * h
     last_params = blocks + emb + 2 * h + query   # tied output copy on the last stage
     first_act = in_flight(p, m, train.virtual_stages) * per_rank * per_layer + working
-    last_act = (per_rank + shape.query_layer) * per_layer + logits + working
+    last_act = (per_rank + model.query_layer) * per_layer + logits + working
     if p == 1:
         first_params = first_params + 2 * h + query
-        first_act = first_act + logits + shape.query_layer * per_layer
+        first_act = first_act + logits + model.query_layer * per_layer
         last_params, last_act = first_params, first_act
     shard = lay.dp if train.zero else 1
     stages = {"first": (first_params, first_act), "last": (last_params, last_act)}
@@ -342,54 +298,54 @@ def stage_memory(shape: ModelShape, cluster: Cluster, train: Training, lay: Layo
                   activations=act / GIB, overhead=cluster.overhead_gb, stage=name)
 
 
-def params_on_busiest_rank(shape: ModelShape, lay: Layout) -> float:
-    h = shape.hidden
-    blocks = (shape.layers // lay.pp + shape.query_layer) * layer_params(shape) / lay.tp
-    return blocks + padded_vocab(shape.vocab, lay.tp) * h / lay.tp
+def params_on_busiest_rank(model: ModelConfig, lay: Layout) -> float:
+    h = model.dim
+    blocks = (model.n_layers // lay.pp + model.query_layer) * layer_params(model) / lay.tp
+    return blocks + vocab_rows(model, lay.tp) * h / lay.tp
 
 
-def comm_bytes(shape: ModelShape, train: Training, lay: Layout, m: int) -> dict:
+def comm_bytes(model: ModelConfig, train: Training, lay: Layout, m: int) -> dict:
     """Bytes each GPU sends per step. tp: 4 all-reduces of the (b, s, h) activations per block
     (Megatron-LM §3; 2 more with full recompute's re-run forward; all-gather + reduce-scatter under
     sequence parallelism send the same); pp: one activation forward + one gradient backward per
     micro-batch and virtual stage, 1/tp of it with Megatron's scatter/gather; dp: reduce-scatter
     of the gradients + all-gather of the parameters (= one all-reduce) of this rank's parameters."""
     t, p, d, b = lay.tp, lay.pp, lay.dp, train.micro_batch
-    act = BYTES_ACT * b * shape.seq_len * shape.hidden
-    blocks = shape.layers // p + shape.query_layer
+    act = BYTES_ACT * b * model.seq_len * model.dim
+    blocks = model.n_layers // p + model.query_layer
     n_allreduce = 6 if train.recompute == "full" else 4
     tp = m * blocks * n_allreduce * ring_factor(t) * act if t > 1 else 0.0
     pp = m * train.virtual_stages * 2 * act / t if p > 1 else 0.0
-    dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(shape, lay) if d > 1 else 0.0
+    dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(model, lay) if d > 1 else 0.0
     return {"tp": tp, "pp": pp, "dp": dp}
 
 
-def busiest_rank_flops(shape: ModelShape, train: Training, lay: Layout) -> float:
+def busiest_rank_flops(model: ModelConfig, train: Training, lay: Layout) -> float:
     """FLOPs per micro-batch on the slowest rank: the last stage, which adds logits (+ query layer)."""
     b = train.micro_batch
-    blocks = shape.layers // lay.pp + shape.query_layer
-    flops = blocks * layer_flops_trained(shape, b, train.recompute)
-    return (flops + logit_flops(shape, b, padded_vocab(shape.vocab, lay.tp))) / lay.tp
+    blocks = model.n_layers // lay.pp + model.query_layer
+    flops = blocks * layer_flops_trained(model, b, train.recompute)
+    return (flops + logit_flops(model, b, vocab_rows(model, lay.tp))) / lay.tp
 
 
-def evaluate(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout) -> Estimate:
+def evaluate(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> Estimate:
     """Predicted step time, memory, bubble and communication of one layout, with every problem."""
-    problems = layout_problems(shape, cluster, train, lay)
+    problems = partition_problems(model, cluster, train, lay)
     if problems:
         m = train.global_batch // max(1, lay.dp * train.micro_batch)
         return Estimate(layout=lay, micro_batches=m, problems=tuple(problems))
     m = train.global_batch // (lay.dp * train.micro_batch)
     groups = {"tp": (lay.tp, lay.tp), "pp": (lay.pp, lay.tp * lay.pp), "dp": (lay.dp, cluster.gpus)}
     links = {k: link(span, cluster) if size > 1 else ("-", math.inf) for k, (size, span) in groups.items()}
-    sent = comm_bytes(shape, train, lay, m)
+    sent = comm_bytes(model, train, lay, m)
     secs = {k: sent[k] / (links[k][1] * 1e9) if sent[k] else 0.0 for k in sent}
     secs["dp"] *= train.dp_exposed
-    per_mb = busiest_rank_flops(shape, train, lay) / (cluster.peak_tflops * 1e12 * cluster.efficiency)
+    per_mb = busiest_rank_flops(model, train, lay) / (cluster.peak_tflops * 1e12 * cluster.efficiency)
     per_mb += (secs["tp"] + secs["pp"]) / m
     bubble = bubble_fraction(lay.pp, m, train.virtual_stages)
     step = m * (1 + bubble) * per_mb + secs["dp"]
-    model_flops = flops_per_iteration(shape, train.global_batch, "none", lay.tp)
-    mem = stage_memory(shape, cluster, train, lay, m)
+    model_flops = flops_per_iteration(model, train.global_batch, "none", lay.tp)
+    mem = stage_memory(model, cluster, train, lay, m)
     if mem.total > cluster.gpu_mem_gb:
         problems.append(
             f"memory: {mem.total:.1f} GiB per GPU on the {mem.stage} stage > {cluster.gpu_mem_gb:g} GiB "
@@ -397,7 +353,7 @@ def evaluate(shape: ModelShape, cluster: Cluster, train: Training, lay: Layout) 
             f"+ activations {mem.activations:.1f} + overhead {mem.overhead:.1f})")
     return Estimate(
         layout=lay, micro_batches=m, problems=tuple(problems), step_s=step,
-        tokens_per_s=train.global_batch * shape.seq_len / step,
+        tokens_per_s=train.global_batch * model.seq_len / step,
         mfu=model_flops / (step * cluster.gpus * cluster.peak_tflops * 1e12), bubble=bubble,
         memory=mem, comm_gb={k: v / 1e9 for k, v in sent.items()}, comm_s=secs,
         links={k: v[0] for k, v in links.items()})
@@ -407,19 +363,19 @@ def divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def candidate_layouts(shape: ModelShape, cluster: Cluster, train: Training) -> Iterator[Layout]:
+def candidate_layouts(model: ModelConfig, cluster: Cluster, train: Training) -> Iterator[Layout]:
     """Every (tp, pp, dp) with tp·pp·dp = gpus, tp dividing the heads and pp·v dividing the layers."""
     for t in divisors(cluster.gpus):
-        if shape.heads % t:
+        if model.n_heads % t:
             continue
         for p in divisors(cluster.gpus // t):
-            if shape.layers % (p * train.virtual_stages) == 0:
+            if model.n_layers % (p * train.virtual_stages) == 0:
                 yield Layout(t, p, cluster.gpus // (t * p))
 
 
-def plan(shape: ModelShape, cluster: Cluster, train: Training) -> tuple[list[Estimate], list[Estimate]]:
+def plan(model: ModelConfig, cluster: Cluster, train: Training) -> tuple[list[Estimate], list[Estimate]]:
     """(feasible layouts fastest first, infeasible layouts with their problems)."""
-    estimates = [evaluate(shape, cluster, train, lay) for lay in candidate_layouts(shape, cluster, train)]
+    estimates = [evaluate(model, cluster, train, lay) for lay in candidate_layouts(model, cluster, train)]
     feasible = sorted((e for e in estimates if e.feasible), key=lambda e: e.step_s)
     return feasible, [e for e in estimates if not e.feasible]
 

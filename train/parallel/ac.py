@@ -19,7 +19,7 @@ from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
-RECOMPUTE_MODES = ("none", "full", "selective")
+from train.shapes import RECOMPUTE_MODES, RecomputeMode
 
 _aten = torch.ops.aten
 # Ops whose outputs selective recomputation keeps: the expensive ones.
@@ -43,7 +43,7 @@ def _selective_context():
     return create_selective_checkpoint_contexts(_save_matmuls)
 
 
-def apply_ac(model: nn.Module, mode: str) -> None:
+def apply_ac(model: nn.Module, mode: RecomputeMode) -> None:
     """Wrap every block of ``model.layers`` (and the query layer) for recomputation in place."""
     if mode not in RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {mode!r}")

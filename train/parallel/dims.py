@@ -6,14 +6,16 @@ collectives), then dp, then pp: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-from train.model import ModelConfig
-from train.parallel.ac import RECOMPUTE_MODES
+from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b")
+Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]  # torch.distributed.pipelining schedules
+SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
 MESH_DIMS = ("pp", "dp", "tp")
 
 
@@ -23,9 +25,9 @@ class ParallelConfig:
     pp: int = 1                       # pipeline stages across ranks
     dp: int = 1                       # data-parallel replicas; optimizer state is sharded over them (ZeRO-1)
     virtual_stages: int = 1           # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
-    schedule: str = "1f1b"            # pipeline schedule: gpipe | 1f1b | interleaved_1f1b
+    schedule: Schedule = "1f1b"       # pipeline schedule
     sequence_parallel: bool = False   # shard LayerNorm/dropout activations over tp along the sequence
-    recompute: str = "none"           # activation recomputation per block: none | full | selective
+    recompute: RecomputeMode = "none"  # activation recomputation per block (train.parallel.ac)
 
     @property
     def world_size(self) -> int:
@@ -40,9 +42,11 @@ class LayoutError(ValueError):
     """A parallel layout that cannot run this model / batch; the message lists every problem."""
 
 
-def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
-                    global_batch: int, micro_batch: int) -> list[str]:
-    """Everything wrong with running ``model`` at layout ``par``; empty when it can run."""
+def parallel_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
+                      global_batch: int, micro_batch: int) -> list[str]:
+    """Everything wrong with running ``model`` at layout ``par`` on ``world_size`` ranks, each with
+    its fix; empty when it can run. (The planner's ``partition_problems`` asks the same of a
+    cluster that does not exist yet, memory aside.)"""
     degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "virtual_stages": par.virtual_stages,
                "micro_batch": micro_batch, "global_batch": global_batch}
     bad = [f"{k} must be >= 1, got {v}" for k, v in degrees.items() if v < 1]
@@ -107,7 +111,7 @@ def num_microbatches(par: ParallelConfig, global_batch: int, micro_batch: int) -
 
 def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int,
              micro_batch: int) -> None:
-    problems = layout_problems(par, model, world_size, global_batch, micro_batch)
+    problems = parallel_problems(par, model, world_size, global_batch, micro_batch)
     if problems:
         raise LayoutError("invalid parallel layout:\n  - " + "\n  - ".join(problems))
 

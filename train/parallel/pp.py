@@ -17,6 +17,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
 from train.model import GPT, ModelConfig
+from train.parallel.dims import Schedule
 from train.parallel.zero import like_param, local_grad
 
 _SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "interleaved_1f1b": ScheduleInterleaved1F1B}
@@ -55,7 +56,7 @@ def materialize(model: GPT, seed: int, device: torch.device) -> GPT:
 
 
 def build_schedule(parts: list[nn.Module], stages: list[int], num_stages: int, n_microbatches: int,
-                   schedule: str, loss_fn, pp_group, device: torch.device):
+                   schedule: Schedule, loss_fn, pp_group, device: torch.device):
     """A schedule whose ``step`` runs forward + backward of all micro-batches on this rank's stages.
 
     ``scale_grads`` stays True: the schedule divides the summed micro-batch gradients by their

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.distributed as dist
@@ -31,8 +33,9 @@ from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, st
 from train.parallel.tp import apply_tp
 from train.parallel.zero import ZeroAdamW, local_tensor
 
-PRECISIONS = ("fp32", "bf16")
-log = logging.getLogger(__name__)
+Precision = Literal["fp32", "bf16"]  # bf16: autocast for forward/backward, fp32 weights and optimizer
+PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
+log = logging.getLogger("zhcorpus")  # the project's logger: the training loop keeps rank 0's lines only
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class TrainConfig:
     weight_decay: float = 0.1   # on matrices and embeddings; never on biases or LayerNorm
     grad_clip: float = 1.0      # max global gradient L2 norm (all parameters, all ranks); 0: off
     seed: int = 0               # initial weights: identical for every layout
-    precision: str = "fp32"     # fp32, or bf16 autocast for forward/backward (fp32 weights/optimizer)
+    precision: Precision = "fp32"  # fp32, or bf16 autocast for forward/backward (fp32 weights/optimizer)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
