@@ -21,12 +21,12 @@ $(STAMP): pyproject.toml requirements.lock
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(DEMO_CRAWL)/MANIFEST.json: | $(STAMP)
-	$(PY) -m jobs.make_demo_crawl --output $(DEMO_CRAWL)
+	$(PY) -m demo.crawl --output $(DEMO_CRAWL)
 
 demo-crawl: $(STAMP) $(DEMO_CRAWL)/MANIFEST.json
 
 $(DEMO_SEED)/SEED.json: | $(STAMP)
-	$(PY) -m jobs.make_seed_data --output $(DEMO_SEED)
+	$(PY) -m demo.seed --output $(DEMO_SEED)
 
 $(DEMO_OUT)/models/%/metadata.json: $(DEMO_SEED)/SEED.json
 	$(PY) -m jobs.train_classifier --kind $* --input $(DEMO_SEED)/$*.jsonl --output $(DEMO_OUT)/models/$*

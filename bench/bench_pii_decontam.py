@@ -51,8 +51,8 @@ def load_documents(documents: Path | None) -> list[dict]:
     from etl.records import ReaderConfig, parse_file
 
     if not (DEMO_CRAWL / "MANIFEST.json").exists():
-        from jobs.make_demo_crawl import main as make_crawl
-        make_crawl(["--output", str(DEMO_CRAWL)])
+        from demo.crawl import build_demo_crawl
+        build_demo_crawl(DEMO_CRAWL)
     cleaner, cfg, docs = get_cleaner(RulesConfig()), ReaderConfig(), []
     for f in sorted(p for sub in ("warc", "wet", "jsonl") for p in (DEMO_CRAWL / sub).rglob("*") if p.is_file()):
         for row in parse_file(str(f), f.read_bytes(), cfg):

@@ -45,7 +45,7 @@ def test_binary_metrics():
 
 @pytest.fixture(scope="module")
 def seed_data(tmp_path_factory):
-    from etl.demo_crawl import build_seed_data
+    from demo.seed import build_seed_data
 
     root = tmp_path_factory.mktemp("seed")
     build_seed_data(root, seed=5, n_per_label=200)

@@ -23,7 +23,7 @@ def _edit(text: str, rng: random.Random, every: int = 400) -> str:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from etl.demo_crawl import build_seed_data
+    from demo.seed import build_seed_data
 
     root = tmp_path_factory.mktemp("dedup")
     build_seed_data(root, seed=11, n_per_label=150)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from etl.demo_crawl import (AD_KEYWORDS_FILE, CHARSETS, KINDS, SENSITIVE_DIR, TermMatcher,
-                            build_demo_crawl, read_word_lists)
+from demo.crawl import (AD_KEYWORDS_FILE, CHARSETS, KINDS, SENSITIVE_DIR, TermMatcher, build_demo_crawl,
+                        read_word_lists)
 
 SMALL = dict(seed=3, min_mb=0, max_docs=250, big_line_mb=0.25)
 WARC_ONLY = {"binary_garbage", "empty_body", "nul_bytes", "malformed_warc_header", "truncated_record"}

@@ -30,7 +30,7 @@ def _cfg() -> RefreshConfig:
 def _night_two(crawl: Path, night_one: Path) -> dict[str, str]:
     """A JSONL file with near copies of three published documents and two new documents;
     returns doc_id -> the published doc_id it copies."""
-    from etl.demo_crawl.sources import news_pages
+    from demo.sources import news_pages
 
     kept = pq.read_table(night_one / "documents", columns=["doc_id", "text"]).to_pylist()
     kept = sorted((d for d in kept if len(d["text"]) > 200), key=lambda d: d["doc_id"])[:3]

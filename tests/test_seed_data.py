@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from etl.demo_crawl import (AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, build_seed_data,
-                            read_word_lists)
-from etl.demo_crawl.plan import MIN_CHARS
-from etl.demo_crawl.seed import _window, apportion
-from etl.demo_crawl.sources import news_pages
-from jobs import make_seed_data
+from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, read_word_lists
+from demo.crawl.plan import MIN_CHARS
+from demo.seed import __main__ as make_seed_data
+from demo.seed import build_seed_data
+from demo.seed.build import _window, apportion
+from demo.sources import news_pages
 
 N = 100
 FILES = {"spam.jsonl": ("spam", "ham"), "quality.jsonl": ("hq", "lq")}

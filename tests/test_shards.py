@@ -108,7 +108,7 @@ def tok_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def documents():
     """(doc_id, text, source): news, reviews and forum pages, an empty text, a null source."""
-    from etl.demo_crawl.sources import news_pages, review_pages
+    from demo.sources import news_pages, review_pages
 
     pages = news_pages()[300:325] + review_pages(random.Random(1))[200:235]
     rows = [(f"doc-{random.Random(i).getrandbits(32):08x}", "\n".join([t, *p]), s) for i, (t, p, s) in enumerate(pages)]

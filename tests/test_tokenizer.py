@@ -19,7 +19,7 @@ TINY = TokenizerParams(vocab_size=2000, character_coverage=0.98)  # 0.99 needs >
 
 def corpus_texts(n_news: int = 120, n_reviews: int = 60) -> list[str]:
     """People's Daily 1998 articles and product reviews (Latin words, digits, ASCII punctuation)."""
-    from etl.demo_crawl.sources import news_pages, review_pages
+    from demo.sources import news_pages, review_pages
 
     pages = news_pages()[:n_news] + review_pages(random.Random(0))[:n_reviews]
     return ["\n".join([title, *paras]) for title, paras, _ in pages]

@@ -78,7 +78,7 @@ def _demo_records(root: Path, rng: random.Random) -> list[dict]:
 
 
 def _sentences() -> list[str]:
-    from etl.demo_crawl.sources import news_pages, review_pages
+    from demo.sources import news_pages, review_pages
 
     pages = news_pages() + review_pages(random.Random(0))
     paras = [p for _, ps, _ in pages for p in ps]

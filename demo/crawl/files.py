@@ -14,7 +14,7 @@ from .layout import Chunk
 from .model import MIB
 from .render import jsonl_line, warc_records, wet_records
 
-log = logging.getLogger(__package__)  # "etl.demo_crawl", the package's one logger
+log = logging.getLogger("zhcorpus")
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import re
 
-from .inject import SPAM_CITIES, SPAM_DISTRICTS, SPAM_SERVICES
+from demo.crawl.inject import SPAM_CITIES, SPAM_DISTRICTS, SPAM_SERVICES
 
 SERVICES = SPAM_SERVICES + (
     ("家电维修", "jiadian"), ("婚庆策划", "hunqing"), ("驾校报名", "jiaxiao"), ("月嫂保姆", "yuesao"),

