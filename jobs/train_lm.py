@@ -44,6 +44,7 @@ from train import checkpoint  # noqa: E402
 from train.data import DataConfig  # noqa: E402
 from train.indexed_dataset import read_manifest  # noqa: E402
 from train.loop import Job, LoopConfig, check_compatible  # noqa: E402
+from train.launch_checks import check_cluster_fits  # noqa: E402
 from train.parallel import ParallelConfig, validate  # noqa: E402
 from train.planner import total_params  # noqa: E402
 from train.shapes import ModelConfig  # noqa: E402
@@ -161,6 +162,7 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
     resolved = {**to_dict(cfg), "model": dataclasses.asdict(job.model), "manifest": job.manifest}
     (run_dir / "config.json").write_text(json.dumps(resolved, indent=1, default=str), encoding="utf-8")
     init_ray(cfg.ray, cfg.parallel.world_size)
+    check_cluster_fits(cfg.parallel, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
     p = cfg.parallel
     log.info("training %s at tp=%d pp=%d dp=%d on %d workers: %d steps of %d x %d tokens -> %s",
              _size(job.model), p.tp, p.pp, p.dp, p.world_size, cfg.train.steps, cfg.train.global_batch,
