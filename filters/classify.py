@@ -1,14 +1,16 @@
 """fastText document classifiers: the PanGu-α spam filter and a GPT-3 App. A quality scorer.
 
-Both are fastText supervised models over jieba words plus hashed word bigrams, that is a linear
+Both are fastText supervised models over jieba words (``filters.segment``) plus hashed word bigrams, that is a linear
 (softmax = logistic for two labels) classifier over hashed n-gram features: the model family
 GPT-3 used (Spark ML HashingTF + LogisticRegression), in one library for both models, loaded once
 per worker, scoring thousands of documents a second per core. ``preprocess`` is the one text
 transform used at training and at scoring time; its version is stored with every model.
 
 A model directory holds ``model.bin`` and ``metadata.json`` (kind, sha256 of model.bin,
-preprocessing version, labels, counts, chosen threshold, held-out metrics). ``load_classifier``
-refuses a model whose bytes do not match the recorded (or an expected) sha256.
+preprocessing version and segmenter (``preprocess_metadata``), labels, counts, chosen threshold,
+held-out metrics). ``TextClassifier`` refuses a model whose bytes do not match the recorded (or an
+expected) sha256, one of another preprocessing version, and one whose words came from another
+segmentation engine unless that engine passes the parity check (``filters.segment.require_parity``).
 """
 
 from __future__ import annotations
@@ -17,16 +19,22 @@ import hashlib
 import json
 import logging
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from filters.keywords import normalise
+from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 
 PREPROCESS_VERSION = "1"  # bump when preprocess() changes: models trained before must be retrained
-MAX_CHARS = 3000  # score the opening of a document; long tails add time, not signal (ours)
+# Score the opening of a document; long tails add time, not signal (ours; bench/bench_segment.py
+# measured 1,000 and 500 characters: other decisions on 0.1-0.2 % of the demo crawl's documents).
+MAX_CHARS = 3000
+# jieba's HMM (new-word guessing) on: with it off the quality model dropped 6 of 1,638 clean demo
+# pages instead of 0 and its held-out log loss rose 0.010 -> 0.012 (bench/bench_segment.py).
+PREPROCESS_HMM = True
 MODEL_FILE, META_FILE = "model.bin", "metadata.json"
 
 
@@ -34,14 +42,31 @@ class ModelError(RuntimeError):
     """A model directory that is missing, corrupted, or not the model it claims to be."""
 
 
-def preprocess(text: str, max_chars: int = MAX_CHARS) -> str:
+def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> str:
     """NFKC + lower case, first ``max_chars`` characters, whitespace (newlines included) folded,
-    jieba words joined by single spaces: one line, as fastText reads it."""
-    import jieba
+    jieba words (HMM on; ``segmenter``: default engine) joined by single spaces: one line, as
+    fastText reads it."""
+    head = text[:max_chars]
+    if not unicodedata.is_normalized("NFKC", head):  # the quick check: most text is NFKC already
+        head = unicodedata.normalize("NFKC", head)
+    folded = " ".join(head.lower().split())
+    words = (segmenter or get_segmenter(None, PREPROCESS_HMM)).cut(folded)
+    # words hold no whitespace (whitespace characters are words of their own), so dropping the
+    # space words is a split on whitespace runs
+    return " ".join(" ".join(words).split())
 
-    jieba.setLogLevel(logging.WARNING)
-    folded = " ".join(normalise(text[:max_chars]).split())
-    return " ".join(w for w in jieba.lcut(folded) if not w.isspace())
+
+def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS,
+                     segmenter: Segmenter | None = None) -> list[str]:
+    seg = segmenter or get_segmenter(None, PREPROCESS_HMM)
+    return [preprocess(t, max_chars, seg) for t in texts]
+
+
+def preprocess_metadata(engine: str | None = None) -> dict[str, Any]:
+    """What a classifier's metadata.json records about its preprocessing (merge it in at training):
+    ``preprocess_version``, ``max_chars`` and ``segmenter`` (engine, version, hmm)."""
+    return {"preprocess_version": PREPROCESS_VERSION, "max_chars": MAX_CHARS,
+            "segmenter": get_segmenter(engine, PREPROCESS_HMM).info()}
 
 
 def sha256_file(path: str | Path) -> str:
@@ -66,9 +91,12 @@ class TrainParams:
 
 
 class TextClassifier:
-    """A loaded binary classifier; ``positive_prob`` is P(positive label) per text."""
+    """A loaded binary classifier; ``positive_prob`` is P(positive label) per text. ``engine``: the
+    segmentation engine to preprocess with (None = the default); a model whose metadata records
+    another engine (or none: models before the record were jieba's) is loaded only when that
+    engine passes the parity check on the built-in sample."""
 
-    def __init__(self, model_dir: str | Path, expected_sha256: str | None = None):
+    def __init__(self, model_dir: str | Path, expected_sha256: str | None = None, engine: str | None = None):
         model_dir = Path(model_dir)
         self.meta = read_metadata(model_dir)
         actual = sha256_file(model_dir / MODEL_FILE)
@@ -79,6 +107,7 @@ class TextClassifier:
         if self.meta["preprocess_version"] != PREPROCESS_VERSION:
             raise ModelError(f"{model_dir} was trained with preprocessing v{self.meta['preprocess_version']}, "
                              f"this code is v{PREPROCESS_VERSION}: retrain it")
+        self.segmenter = _checked_segmenter(self.meta.get("segmenter"), engine, f"classifier {model_dir}")
         import fasttext
 
         fasttext.FastText.eprint = lambda *a, **k: None  # silence its deprecation notice
@@ -87,12 +116,24 @@ class TextClassifier:
         self.threshold = float(self.meta["threshold"])
 
     def positive_prob(self, texts: Sequence[str], preprocessed: bool = False) -> np.ndarray:
-        """``preprocessed=True``: ``texts`` already went through ``preprocess`` (jieba is the
-        expensive part; two models scoring the same documents share it)."""
+        """``preprocessed=True``: ``texts`` already went through ``preprocess`` (segmentation is
+        the expensive part; two models scoring the same documents share it)."""
         if not texts:
             return np.zeros(0)
-        lines = list(texts) if preprocessed else [preprocess(t) for t in texts]
+        lines = list(texts) if preprocessed else preprocess_batch(texts, segmenter=self.segmenter)
         return positive_probs(self.model, lines, self.positive)
+
+
+def _checked_segmenter(recorded: dict[str, Any] | None, engine: str | None, what: str) -> Segmenter:
+    if recorded and bool(recorded.get("hmm")) != PREPROCESS_HMM:
+        raise ModelError(f"{what} records segmentation with hmm={recorded.get('hmm')}; preprocessing "
+                         f"v{PREPROCESS_VERSION} segments with hmm={PREPROCESS_HMM}: retrain it")
+    segmenter = get_segmenter(engine, PREPROCESS_HMM)
+    try:
+        require_parity(recorded, segmenter, what)
+    except SegmentationMismatch as e:
+        raise ModelError(str(e)) from e
+    return segmenter
 
 
 def positive_probs(model, lines: Sequence[str], positive: str) -> np.ndarray:

