@@ -75,7 +75,7 @@ _NOT_PERSONAL_LABEL = re.compile(
     r"(?:订单号|订单编号|单号|编号|流水号|交易号|ISBN|isbn|书号|发票号码|发票代码|批准文号|条形码|条码|序列号|"
     r"专利号|合同号|工号|学号|货号|型号|商品编码|准考证号|邮编|邮政编码)[\s:：#＃是为]{0,3}$")
 _LABEL_WINDOW = 12
-_FULLWIDTH = str.maketrans("０１２３４５６７８９ＸＸｘ", "0123456789XXx")
+_FULLWIDTH = str.maketrans("０１２３４５６７８９Ｘｘ", "0123456789Xx")
 _NON_DIGIT = re.compile(r"[^0-9Xx]")
 _ID_WEIGHTS = [pow(2, 17 - i, 11) for i in range(17)]
 
