@@ -163,3 +163,69 @@ def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp
     again = train(capped, [str(docs)], str(out), spark=spark)  # replaces the first one
     assert 0 < again["sample"]["chars"] <= 60_000 and again["sample"]["documents"] < 150
     assert ZhTokenizer.load(out).sha256 == again["sha256"]
+
+
+# --- the segmentation engine changes nothing that comes out (issue 14) ------------------------
+
+def _reference_ids(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
+    """Today's rule, spelled out: jieba 0.42.1 words, each marked, ' '-joined, SentencePiece."""
+    import jieba
+
+    marks = str.maketrans({" ": SPACE, "\n": NEWLINE})
+    return [tok.sp.encode(" ".join(w.translate(marks) for w in jieba.lcut(t, HMM=False))) for t in texts]
+
+
+@pytest.fixture(scope="module")
+def varied_texts() -> list[str]:
+    from filters.segment import parity_sample
+
+    return corpus_texts(n_news=160, n_reviews=80)[-60:] + ROUND_TRIP + list(parity_sample()) + ["nul\x00inside 和\x00 空格"]
+
+
+def test_engines_give_the_same_ids_as_the_jieba_rule(tok_dir, varied_texts):
+    native, reference = ZhTokenizer.load(tok_dir), ZhTokenizer.load(tok_dir, engine="jieba")
+    assert (native.segmenter.engine, reference.segmenter.engine) == ("rjieba", "jieba")
+    ids = native.encode_batch(varied_texts)
+    assert ids == reference.encode_batch(varied_texts) == _reference_ids(native, varied_texts)
+    assert [native.decode(x) for x in ids[:60]] == varied_texts[:60]
+
+
+def test_shards_are_byte_identical_to_the_jieba_rule(tok_dir, varied_texts, tmp_path):
+    """Shard files (the Megatron writer) from the native engine's ids, the jieba engine's, and
+    today's rule spelled out with jieba."""
+    import hashlib
+
+    import numpy as np
+
+    from etl.indexed_dataset import IndexedDatasetWriter
+
+    native = ZhTokenizer.load(tok_dir)
+    sources = {"rjieba": native.encode_batch(varied_texts), "reference": _reference_ids(native, varied_texts),
+               "jieba": ZhTokenizer.load(tok_dir, engine="jieba").encode_batch(varied_texts)}
+    digests = {}
+    for name, docs in sources.items():
+        with IndexedDatasetWriter(tmp_path / name, "uint16") as writer:
+            for ids in docs:
+                writer.add_document(np.array(ids + [native.eod_id], dtype=np.int64))
+        digests[name] = [hashlib.sha256((tmp_path / f"{name}.{k}").read_bytes()).hexdigest() for k in ("bin", "idx")]
+    assert digests["rjieba"] == digests["reference"] == digests["jieba"]
+
+
+def test_metadata_records_the_engine_and_another_engine_needs_parity(tok_dir, tmp_path, monkeypatch):
+    from filters import segment
+
+    meta = json.loads((tok_dir / META_FILE).read_text(encoding="utf-8"))
+    assert meta["presegment"]["segmenter"] == {"engine": "rjieba", "version": "0.2.2", "hmm": False,
+                                               "algorithm": segment.ALGORITHM}
+    assert meta["versions"]["rjieba"] == "0.2.2"
+    old = tmp_path / "old"  # a tokenizer from before the record: built with jieba
+    shutil.copytree(tok_dir, old)
+    del meta["presegment"]["segmenter"]
+    (old / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    assert ZhTokenizer.load(old).encode("中文分词") == ZhTokenizer.load(tok_dir).encode("中文分词")
+    failing = segment.ParityReport("rjieba", "0.2.2", "0.42.1", False, documents=624, chars=9, differing=1)
+    monkeypatch.setattr(segment, "_sample_parity", lambda engine, hmm: failing)
+    with pytest.raises(ModelError, match="built with jieba 0.42.1.*1 of 624 documents differ"):
+        ZhTokenizer.load(old)
+    assert ZhTokenizer.load(old, engine="jieba").segmenter.engine == "jieba"  # its own engine: no check
+    assert ZhTokenizer.load(tok_dir).segmenter.engine == "rjieba"  # built with this engine: no check
