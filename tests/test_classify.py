@@ -172,3 +172,82 @@ def test_training_again_in_one_process_gives_the_same_model(seed_data, tmp_path)
         model.save_model(str(tmp_path / f"m{i}.bin"))
         digests.add(hashlib.sha256((tmp_path / f"m{i}.bin").read_bytes()).hexdigest())
     assert len(digests) == 1
+
+
+# --- segmentation engine: today's preprocessing, parity-checked models (issue 14) -----------
+
+def _reference_preprocess(text: str) -> str:
+    """preprocess v1 spelled out with jieba 0.42.1 (HMM on), as it was before filters.segment."""
+    import jieba
+
+    from filters.keywords import normalise
+
+    folded = " ".join(normalise(text[:3000]).split())
+    return " ".join(w for w in jieba.lcut(folded) if not w.isspace())
+
+
+def test_preprocess_is_todays_with_either_engine(seed_data):
+    from filters.classify import preprocess_batch
+    from filters.segment import get_segmenter, parity_sample
+
+    rows = [json.loads(x) for x in (seed_data / "quality.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts = [r["text"] for r in rows[::2]] + list(parity_sample()) + ["Ｆｕｌｌ－ｗｉｄｔｈ　ＡＢＣ１２３，check-in 1-3岁 qq.com"]
+    expected = [_reference_preprocess(t) for t in texts]
+    assert preprocess_batch(texts) == expected
+    assert preprocess_batch(texts, segmenter=get_segmenter("jieba", True)) == expected
+
+
+@pytest.fixture(scope="module")
+def small_model(seed_data, tmp_path_factory):
+    """A quick spam model whose metadata.json records what training records (no Spark)."""
+    import random
+
+    from filters.classify import META_FILE, TrainParams, fasttext_line, preprocess_metadata, sha256_file, train_fasttext
+
+    rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = sorted(fasttext_line(r["label"], preprocess(r["text"])) for r in rows)
+    random.Random(0).shuffle(lines)
+    root = tmp_path_factory.mktemp("small-model")
+    (root / "train.txt").write_text("".join(lines), encoding="utf-8")
+    model, _ = train_fasttext(root / "train.txt", TrainParams(epoch=3))
+    model.save_model(str(root / MODEL_FILE))
+    meta = {"kind": "spam", "labels": ["ham", "spam"], "positive_label": "spam", "threshold": 0.5,
+            "sha256": sha256_file(root / MODEL_FILE), **preprocess_metadata()}
+    (root / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    return root, [r["text"] for r in rows[:200]]
+
+
+def _with_meta(src, dst, **changes):
+    from filters.classify import META_FILE
+
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / META_FILE).read_text(encoding="utf-8"))
+    meta.update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del meta[key]
+    (dst / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    return dst
+
+
+def test_model_scores_the_same_with_either_engine(small_model, tmp_path, monkeypatch):
+    from filters import segment
+
+    root, texts = small_model
+    meta = json.loads((root / "metadata.json").read_text(encoding="utf-8"))
+    assert meta["segmenter"]["engine"] == "rjieba" and meta["segmenter"]["hmm"] is True
+    native = TextClassifier(root)
+    assert np.array_equal(native.positive_prob(texts), TextClassifier(root, engine="jieba").positive_prob(texts))
+    old = _with_meta(root, tmp_path / "old", segmenter=None)  # before the record: built with jieba
+    assert np.array_equal(TextClassifier(old).positive_prob(texts[:20]), native.positive_prob(texts[:20]))
+    failing = segment.ParityReport("rjieba", "0.2.2", "0.42.1", True, documents=624, chars=9, differing=3)
+    monkeypatch.setattr(segment, "_sample_parity", lambda engine, hmm: failing)
+    with pytest.raises(ModelError, match="unrecorded engine.*3 of 624 documents differ"):
+        TextClassifier(old)
+    TextClassifier(root)  # built with the running engine: nothing to check
+
+
+def test_model_with_other_hmm_setting_is_refused(small_model, tmp_path):
+    root, _ = small_model
+    other = _with_meta(root, tmp_path / "other", segmenter={"engine": "rjieba", "version": "0.2.2", "hmm": False})
+    with pytest.raises(ModelError, match="hmm=False.*retrain"):
+        TextClassifier(other)
