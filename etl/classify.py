@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 
 from etl import records as rec
 from etl.ship import ship_directory
-from filters.classify import TextClassifier, pareto_keep, preprocess
+from filters.classify import TextClassifier, pareto_keep, preprocess_batch
 
 CLASSIFY_STAGE = "classify"
 SPAM, LOW_QUALITY = "spam", "low_quality"
@@ -79,31 +81,42 @@ def _model(name: str, sha: str) -> TextClassifier | None:
     return _loaded[key]
 
 
+_SCORED = ("spam_prob", "quality_score", "stage", "reason")  # the columns classification may set
+
+
 def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: TextClassifier | None,
                    cfg: ClassifyConfig) -> pa.RecordBatch:
-    """Score the rows the earlier stages kept; mark drops. Other rows pass unchanged."""
-    rows = batch.to_pylist()
-    live = [i for i, r in enumerate(rows) if r["kind"] == rec.RECORD and r["reason"] is None]
-    lines = [preprocess(rows[i]["text"]) for i in live]  # once, for both models
+    """Score the rows the earlier stages kept; mark drops. Other rows pass unchanged. Only the
+    texts of those rows and the four scored columns become Python objects; every other column
+    passes through as Arrow."""
+    live = np.flatnonzero(pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
+                          .fill_null(False).to_numpy(zero_copy_only=False))
+    if not len(live) or not (spam or quality):
+        return batch
+    texts = batch.column("text").take(pa.array(live)).to_pylist()
+    lines = preprocess_batch(texts, segmenter=(spam or quality).segmenter)  # once, for both models
     spam_p = spam.positive_prob(lines, preprocessed=True) if spam else None
     quality_p = quality.positive_prob(lines, preprocessed=True) if quality else None
     spam_t = cfg.spam_threshold if cfg.spam_threshold >= 0 else (spam.threshold if spam else 1.0)
     quality_t = cfg.quality_threshold if cfg.quality_threshold >= 0 else (quality.threshold if quality else 0.0)
+    cols = {name: batch.column(name).to_pylist() for name in _SCORED}
+    doc_ids = batch.column("doc_id").take(pa.array(live)).to_pylist() if cfg.quality_rule == "pareto" else None
     for j, i in enumerate(live):
-        r = rows[i]
         if spam_p is not None:
-            r["spam_prob"] = round(float(spam_p[j]), 5)
-            if r["spam_prob"] >= spam_t:
-                r["stage"], r["reason"] = CLASSIFY_STAGE, SPAM
+            cols["spam_prob"][i] = p = round(float(spam_p[j]), 5)
+            if p >= spam_t:
+                cols["stage"][i], cols["reason"][i] = CLASSIFY_STAGE, SPAM
                 continue
         if quality_p is not None:
-            score = round(float(quality_p[j]), 5)
-            r["quality_score"] = score
-            keep = (pareto_keep(r["doc_id"], score, cfg.pareto_alpha, cfg.pareto_seed) if cfg.quality_rule == "pareto"
+            cols["quality_score"][i] = score = round(float(quality_p[j]), 5)
+            keep = (pareto_keep(doc_ids[j], score, cfg.pareto_alpha, cfg.pareto_seed) if doc_ids is not None
                     else score >= quality_t)
             if not keep:
-                r["stage"], r["reason"] = CLASSIFY_STAGE, LOW_QUALITY
-    return pa.RecordBatch.from_pylist(rows, schema=batch.schema)
+                cols["stage"][i], cols["reason"][i] = CLASSIFY_STAGE, LOW_QUALITY
+    schema = batch.schema
+    return pa.RecordBatch.from_arrays(
+        [pa.array(cols[f.name], type=f.type) if f.name in cols else batch.column(f.name) for f in schema],
+        schema=schema)
 
 
 def classify_stage(df: DataFrame, shipped: _Shipped) -> DataFrame:

@@ -28,6 +28,7 @@ mount). ``out_dir`` should be a fresh (staging) directory: publish it atomically
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
@@ -103,11 +104,21 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
         tok = _tokenizer(shipped)
         for b in batches:
             ids = tok.encode_batch([t or "" for t in b.column("text").to_pylist()])
-            yield pa.RecordBatch.from_arrays(
-                [b.column("doc_id"), b.column("source"), pa.array(ids, type=pa.list_(pa.int32())),
-                 pa.array([len(x) for x in ids], type=pa.int32())], schema=TOKENS_SCHEMA)
+            tokens, n_tokens = token_arrays(ids)
+            yield pa.RecordBatch.from_arrays([b.column("doc_id"), b.column("source"), tokens, n_tokens],
+                                             schema=TOKENS_SCHEMA)
 
     return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
+
+
+def token_arrays(ids: list[list[int]]) -> tuple[pa.ListArray, pa.Int32Array]:
+    """``tokens`` (list<int32>) and ``n_tokens`` columns from SentencePiece's lists: offsets and
+    values built in numpy (~4x faster than ``pa.array`` on nested lists)."""
+    lengths = np.fromiter(map(len, ids), dtype=np.int32, count=len(ids))
+    offsets = np.zeros(len(ids) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    values = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(offsets[-1]))
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)), pa.array(lengths)
 
 
 def write_shards(docs: DataFrame, tokenizer_dir: str, out_dir: str, num_shards: int) -> dict[str, Any]:

@@ -251,3 +251,65 @@ def test_model_with_other_hmm_setting_is_refused(small_model, tmp_path):
     other = _with_meta(root, tmp_path / "other", segmenter={"engine": "rjieba", "version": "0.2.2", "hmm": False})
     with pytest.raises(ModelError, match="hmm=False.*retrain"):
         TextClassifier(other)
+
+
+def _classify_batch_v1(batch, spam, quality, cfg):
+    """etl.classify.classify_batch before it went columnar: every row through Python dicts."""
+    from etl.classify import CLASSIFY_STAGE, LOW_QUALITY, SPAM
+    from filters.classify import preprocess as prep
+
+    import pyarrow as pa
+
+    rows = batch.to_pylist()
+    live = [i for i, r in enumerate(rows) if r["kind"] == "record" and r["reason"] is None]
+    lines = [prep(rows[i]["text"]) for i in live]
+    spam_p = spam.positive_prob(lines, preprocessed=True) if spam else None
+    quality_p = quality.positive_prob(lines, preprocessed=True) if quality else None
+    spam_t = cfg.spam_threshold if cfg.spam_threshold >= 0 else (spam.threshold if spam else 1.0)
+    quality_t = cfg.quality_threshold if cfg.quality_threshold >= 0 else (quality.threshold if quality else 0.0)
+    for j, i in enumerate(live):
+        r = rows[i]
+        if spam_p is not None:
+            r["spam_prob"] = round(float(spam_p[j]), 5)
+            if r["spam_prob"] >= spam_t:
+                r["stage"], r["reason"] = CLASSIFY_STAGE, SPAM
+                continue
+        if quality_p is not None:
+            score = round(float(quality_p[j]), 5)
+            r["quality_score"] = score
+            keep = (pareto_keep(r["doc_id"], score, cfg.pareto_alpha, cfg.pareto_seed) if cfg.quality_rule == "pareto"
+                    else score >= quality_t)
+            if not keep:
+                r["stage"], r["reason"] = CLASSIFY_STAGE, LOW_QUALITY
+    return pa.RecordBatch.from_pylist(rows, schema=batch.schema)
+
+
+def test_classify_batch_marks_what_the_row_version_marked(small_model, seed_data, tmp_path):
+    """The columnar stage function against the row-at-a-time one it replaced, on a cleaned crawl
+    (records kept and dropped by the rules, file-level rows) plus spam pages."""
+    import pyarrow as pa
+
+    from etl.classify import ClassifyConfig, classify_batch
+    from etl.clean import ARROW_CLEANED, clean_row, get_cleaner
+    from etl.records import ReaderConfig, detect_format, parse_file
+    from filters.config import RulesConfig
+    from tests import crawl_fixture
+
+    crawl_fixture.build(tmp_path / "in")
+    cleaner, rows = get_cleaner(RulesConfig()), []
+    for f in sorted(p for p in (tmp_path / "in").rglob("*") if p.is_file() and detect_format(str(p))):
+        rows += [clean_row(r, cleaner) for r in parse_file(str(f), f.read_bytes(), ReaderConfig())]
+    spam_pages = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()][:40]
+    kept = next(r for r in rows if r["kind"] == "record" and r["reason"] is None)
+    rows += [{**kept, "doc_id": f"s-{i}", "text": r["text"]} for i, r in enumerate(spam_pages)]
+    batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_CLEANED)
+    model = TextClassifier(small_model[0])  # as the spam model, and as a "quality" model
+    scores = model.positive_prob([r["text"] for r in rows if r["kind"] == "record" and r["reason"] is None])
+    median = float(np.median(scores[scores < 0.5]))  # half the pages the spam rule keeps score lower
+    for cfg in (ClassifyConfig(spam_threshold=0.5, quality_threshold=median),
+                ClassifyConfig(quality_rule="pareto", pareto_alpha=3.0)):
+        new, old = classify_batch(batch, model, model, cfg), _classify_batch_v1(batch, model, model, cfg)
+        assert new.equals(old)
+        reasons = new.column("reason").to_pylist()
+        assert {"spam", "low_quality"} <= set(reasons) and None in reasons
+    assert classify_batch(batch, None, None, ClassifyConfig()).equals(batch)

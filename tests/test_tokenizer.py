@@ -229,3 +229,15 @@ def test_metadata_records_the_engine_and_another_engine_needs_parity(tok_dir, tm
         ZhTokenizer.load(old)
     assert ZhTokenizer.load(old, engine="jieba").segmenter.engine == "jieba"  # its own engine: no check
     assert ZhTokenizer.load(tok_dir).segmenter.engine == "rjieba"  # built with this engine: no check
+
+
+def test_token_arrays_match_arrow_on_nested_lists(tok, varied_texts):
+    """The tokenize stage's columns (etl.shards.token_arrays) against pyarrow's own conversion."""
+    import pyarrow as pa
+
+    from etl.shards import TOKENS_SCHEMA, token_arrays
+
+    for ids in (tok.encode_batch(varied_texts), [[], [5], []], []):
+        tokens, n_tokens = token_arrays(ids)
+        assert tokens.equals(pa.array(ids, type=TOKENS_SCHEMA.field("tokens").type))
+        assert n_tokens.equals(pa.array([len(x) for x in ids], type=pa.int32()))
