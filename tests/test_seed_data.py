@@ -13,7 +13,7 @@ import pytest
 
 from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, read_word_lists
 from demo.crawl.plan import MIN_CHARS
-from demo.seed import __main__ as make_seed_data
+from demo.seed import __main__ as seed_cli
 from demo.seed import build_seed_data
 from demo.seed.build import _window, apportion
 from demo.sources import news_pages
@@ -108,8 +108,8 @@ def test_apportion_sums_to_n():
 
 
 def test_cli_writes_the_files(tmp_path):
-    assert make_seed_data.main(["--output", str(tmp_path / "cli"), "--n-per-label", "10"]) == 0
+    assert seed_cli.main(["--output", str(tmp_path / "cli"), "--n-per-label", "10"]) == 0
     labels = Counter(r["label"] for r in _records(tmp_path / "cli", "quality.jsonl"))
     assert labels == {"hq": 10, "lq": 10}
     with pytest.raises(SystemExit):
-        make_seed_data.parse_args(["--output", "x", "--n-per-label", "0"])
+        seed_cli.parse_args(["--output", "x", "--n-per-label", "0"])
