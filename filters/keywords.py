@@ -1,8 +1,13 @@
-"""Keyword lists and an Aho-Corasick matcher (pyahocorasick) for sensitive words and ad keywords.
+"""Keyword lists and an Aho-Corasick matcher (ahocorasick-rs) for sensitive words and ad keywords.
 
 List files are UTF-8, one term a line; ``#`` lines are comments, and a ``# version: X`` header
 names the list's version. Terms and documents are matched NFKC-normalised and lower-cased, so
 full-width ``ＱＱ`` matches ``qq``.
+
+Speed (issue 14): ``normalise`` skips NFKC when ``filters.text.scan`` finds no code point NFKC
+could change, and maps the common one-to-one cases (full-width forms, the ideographic space,
+compatibility ideographs) by table before CPython's quick check; the matcher is the Rust
+``aho-corasick`` crate (overlapping matches: every occurrence of every term, as before).
 """
 
 from __future__ import annotations
@@ -10,11 +15,15 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-import ahocorasick
+import ahocorasick_rs
+import numpy as np
+
+from filters.text import FOLD, CharScan, char_table, scan
 
 # The bundled lists, through importlib.resources: a path from __file__ breaks when the project is
 # imported from a zip (spark-submit --py-files), where these are zip members, not files.
@@ -22,8 +31,28 @@ SENSITIVE_DIR = files("filters").parent / "sensitive_words"
 AD_KEYWORDS_FILE = files("filters") / "resources" / "ad_keywords.txt"
 
 
-def normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+@lru_cache(maxsize=None)
+def _fold_map() -> np.ndarray:
+    """code point -> its compatibility decomposition where that is one code point, else itself.
+    Replacing characters by their full decomposition leaves NFKD, hence NFKC, of the text as it
+    was, so the quick check after it is exact."""
+    table = np.arange(len(char_table()), dtype=np.uint32)
+    for cp in np.flatnonzero(char_table() & FOLD).tolist():
+        d = unicodedata.normalize("NFKD", chr(cp))
+        if len(d) == 1:
+            table[cp] = ord(d)
+    return table
+
+
+def normalise(text: str, scanned: CharScan | None = None) -> str:
+    """NFKC, then lower case. ``scanned`` is ``filters.text.scan(text)`` when the caller has it."""
+    s = scanned if scanned is not None else scan(text)
+    if not s.flags & FOLD:
+        return text.lower()  # no code point NFKC could change
+    mapped = _fold_map()[s.codes].tobytes().decode("utf-32-le", "surrogatepass")
+    if not unicodedata.is_normalized("NFKC", mapped):
+        mapped = unicodedata.normalize("NFKC", mapped)
+    return mapped.lower()
 
 
 @dataclass(frozen=True)
@@ -55,20 +84,18 @@ def read_lists_dir(directory: Path | Traversable) -> list[KeywordList]:
 
 
 class KeywordMatcher:
-    """Distinct-term hits per category, in one pass over the text."""
+    """Distinct-term hits per category (or per list), in one pass over the text."""
 
     def __init__(self, lists: list[KeywordList]):
         self.lists = lists
-        self._automaton = ahocorasick.Automaton()
-        owners: dict[str, set[str]] = {}
-        for kl in lists:
+        owners: dict[str, set[int]] = {}
+        for i, kl in enumerate(lists):
             for term in kl.terms:
-                owners.setdefault(term, set()).add(kl.category)
-        for term, cats in owners.items():
-            self._automaton.add_word(term, (term, tuple(sorted(cats))))
-        if owners:
-            self._automaton.make_automaton()
-        self._empty = not owners
+                if term:  # an empty term matches nothing (and the automaton refuses it)
+                    owners.setdefault(term, set()).add(i)
+        self._terms = list(owners)
+        self._owners = [tuple(sorted(owners[t])) for t in self._terms]
+        self._automaton: ahocorasick_rs.AhoCorasick | None = None  # built on first use
 
     @property
     def fingerprint(self) -> str:
@@ -83,16 +110,32 @@ class KeywordMatcher:
     def versions(self) -> dict[str, str]:
         return {kl.category: kl.version for kl in self.lists}
 
+    def hits_by_list(self, text: str, normalised: bool = False) -> list[set[str]]:
+        """The distinct terms found, per list (in ``lists`` order)."""
+        found: list[set[str]] = [set() for _ in self.lists]
+        if not self._terms or not text:
+            return found
+        if self._automaton is None:
+            self._automaton = ahocorasick_rs.AhoCorasick(self._terms)
+        matched = {i for i, _, _ in self._automaton.find_matches_as_indexes(
+            text if normalised else normalise(text), overlapping=True)}
+        for i in matched:
+            for owner in self._owners[i]:
+                found[owner].add(self._terms[i])
+        return found
+
     def hits(self, text: str, normalised: bool = False) -> dict[str, set[str]]:
         """category -> distinct terms found. Pass ``normalised=True`` with ``normalise(text)``
         to share one normalisation between several matchers."""
-        found: dict[str, set[str]] = {}
-        if self._empty or not text:
-            return found
-        for _end, (term, cats) in self._automaton.iter(text if normalised else normalise(text)):
-            for cat in cats:
-                found.setdefault(cat, set()).add(term)
-        return found
+        return by_category(self.lists, self.hits_by_list(text, normalised))
+
+
+def by_category(lists: list[KeywordList], per_list: list[set[str]]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for kl, terms in zip(lists, per_list):
+        if terms:
+            found.setdefault(kl.category, set()).update(terms)
+    return found
 
 
 def distinct_terms(hits: dict[str, set[str]]) -> int:

@@ -1,17 +1,23 @@
 """The rule-based cleaning of one document, composed from ``filters.text`` transforms and
 ``filters.rules`` drops. Build a ``Cleaner`` once per worker (it holds the OpenCC converter and
-the Aho-Corasick automata); call it per document."""
+the Aho-Corasick automaton); call it per document.
+
+A document is scanned once (``filters.text.scan``): the scan's class bits let every transform that
+cannot change the text be skipped, and its counts serve the length and Han-ratio rules unless a
+transform removed more than whitespace (then the cleaned text is scanned again). The NFKC +
+lower-case text is made only for documents that reach the keyword rules, and one automaton finds
+the ad and the sensitive terms together."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import opencc
-
 from filters import rules, text as tx
 from filters.config import RulesConfig
-from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordList, KeywordMatcher, normalise, read_list, read_lists_dir
+from filters.convert import T2S
+from filters.keywords import (AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordList, KeywordMatcher, by_category, normalise,
+                              read_list, read_lists_dir)
 
 
 @dataclass
@@ -33,23 +39,27 @@ class Cleaned:
 class Cleaner:
     def __init__(self, cfg: RulesConfig):
         self.cfg = cfg
-        self._opencc = opencc.OpenCC(cfg.convert.opencc_config) if cfg.convert.enabled else None
+        self._t2s = T2S(cfg.convert.opencc_config) if cfg.convert.enabled else None
         ads_file = Path(cfg.ads.keywords_file) if cfg.ads.keywords_file else AD_KEYWORDS_FILE
         ads = read_list(ads_file, category="advertisement")
         extra = tuple(normalise(k) for k in cfg.ads.extra_keywords)
         self.ads = KeywordMatcher([KeywordList(ads.category, ads.version, ads.terms + extra)])
         lists_dir = Path(cfg.sensitive.lists_dir) if cfg.sensitive.lists_dir else SENSITIVE_DIR
         self.sensitive = KeywordMatcher(read_lists_dir(lists_dir))
+        # one automaton for both: list 0 is the ads list, the rest the sensitive lists
+        self._terms = KeywordMatcher(self.ads.lists + self.sensitive.lists)
 
     def __call__(self, text: str, title: str | None = None) -> Cleaned:
         cfg = self.cfg
-        text, symbols = tx.remove_special_symbols(text, cfg.symbols.min_decorative_run)
+        scanned = tx.scan(text)
+        source = text  # the text ``scanned`` was made from
+        text, symbols = tx.remove_special_symbols(text, cfg.symbols.min_decorative_run, scanned)
         converted = False
-        if self._opencc is not None:
-            simplified = self._opencc.convert(text)
+        if self._t2s is not None:
+            simplified = self._t2s.convert(text, scanned if text is source else None)
             converted = simplified != text
             text = simplified
-            title = self._opencc.convert(title) if title else title
+            title = self._t2s.convert(title) if title else title
         nav = 0
         if cfg.navbar.enabled:
             n = cfg.navbar
@@ -58,27 +68,35 @@ class Cleaner:
         dups = 0
         if cfg.paragraphs.enabled:
             text, dups = tx.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)
+        if symbols or converted or nav or dups:
+            source, scanned = text, tx.scan(text)
+        # from here on the text only loses whitespace: the counts stay, the code points may not
         text = tx.normalise_lines(text)
-        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.text_stats(text))
-        out.reason = self._verdict(text, title, out)
+        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han))
+        out.reason = self._verdict(text, title, out, scanned if text is source else None)
         return out
 
-    def _verdict(self, text: str, title: str | None, out: Cleaned) -> str | None:
+    def _verdict(self, text: str, title: str | None, out: Cleaned, scanned: tx.CharScan | None) -> str | None:
+        """``scanned``: this very text's scan, or None."""
         cfg = self.cfg
-        folded = normalise(text)  # one NFKC + lower-case pass shared by both keyword matchers
-        checks = [
-            lambda: rules.title_only(text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars),
-            lambda: rules.too_short(out.stats, cfg.length.min_chars),
-            lambda: rules.low_han_ratio(out.stats, cfg.length.min_han_ratio),
-        ]
+        for verdict in (
+            rules.title_only(text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars,
+                             out.stats.visible),
+            rules.too_short(out.stats, cfg.length.min_chars),
+            rules.low_han_ratio(out.stats, cfg.length.min_han_ratio),
+        ):
+            if not verdict.keep:
+                return verdict.reason
+        if not (cfg.ads.enabled or cfg.sensitive.enabled):
+            return None
+        # one NFKC + lower-case pass and one automaton for both keyword rules
+        found = self._terms.hits_by_list(normalise(text, scanned), normalised=True)
         if cfg.ads.enabled:
-            checks.append(lambda: rules.advertisement(folded, self.ads, cfg.ads.min_distinct_hits, normalised=True))
-        for check in checks:
-            verdict = check()
+            verdict = rules.advertisement(by_category(self.ads.lists, found[:1]), cfg.ads.min_distinct_hits)
             if not verdict.keep:
                 return verdict.reason
         if cfg.sensitive.enabled:
-            hits = self.sensitive.hits(folded, normalised=True)
+            hits = by_category(self.sensitive.lists, found[1:])
             out.sensitive_hits = {cat: len(terms) for cat, terms in sorted(hits.items())}
             verdict = rules.sensitive_words(hits, cfg.sensitive.max_distinct_hits)
             if not verdict.keep:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from filters.keywords import KeywordMatcher, distinct_terms
-from filters.text import SENTENCE_PUNCT, WHITESPACE, TextStats
+from filters.keywords import distinct_terms
+from filters.text import SENTENCE_PUNCT, TextStats
 
 
 class Verdict(NamedTuple):
@@ -23,15 +23,22 @@ ADVERTISEMENT = "advertisement"
 SENSITIVE_WORDS = "sensitive_words"
 
 
-def title_only(text: str, title: str | None, slack_chars: int, bare_title_max_chars: int) -> Verdict:
+def title_only(text: str, title: str | None, slack_chars: int, bare_title_max_chars: int,
+               visible: int | None = None) -> Verdict:
     """The page is nothing but its title: the body is the title (plus a few characters), or,
-    without a known title, one short line with no sentence punctuation."""
-    body = WHITESPACE.sub("", text)
+    without a known title, one short line with no sentence punctuation. ``visible``: the text's
+    non-whitespace characters, when the caller has counted them."""
     if title:
-        t = WHITESPACE.sub("", title)
-        if t and t in body and len(body) - len(t) * body.count(t) < slack_chars:
+        t = "".join(title.split())  # without whitespace (str.split and regex \s agree on it)
+        if not t:
+            return KEEP
+        body = "".join(text.split())
+        if t in body and len(body) - len(t) * body.count(t) < slack_chars:
             return Verdict(False, TITLE_ONLY)
         return KEEP
+    if visible is not None and visible > bare_title_max_chars:
+        return KEEP
+    body = "".join(text.split())
     lines = [ln for ln in text.split("\n") if ln.strip()]
     if len(lines) == 1 and len(body) <= bare_title_max_chars and not SENTENCE_PUNCT.search(lines[0]):
         return Verdict(False, TITLE_ONLY)
@@ -48,8 +55,8 @@ def low_han_ratio(stats: TextStats, min_ratio: float) -> Verdict:
     return KEEP if stats.han_ratio >= min_ratio else Verdict(False, LOW_HAN_RATIO)
 
 
-def advertisement(text: str, matcher: KeywordMatcher, min_distinct_hits: int, normalised: bool = False) -> Verdict:
-    hits = matcher.hits(text, normalised)
+def advertisement(hits: dict[str, set[str]], min_distinct_hits: int) -> Verdict:
+    """Drop at ``min_distinct_hits`` or more distinct ad keywords (``KeywordMatcher.hits``)."""
     return Verdict(False, ADVERTISEMENT) if distinct_terms(hits) >= min_distinct_hits else KEEP
 
 

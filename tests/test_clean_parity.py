@@ -51,3 +51,26 @@ def test_cleaner_matches_the_pinned_outputs(sample, cleaner):
     got = [expected(cleaner(row["text"], row["title"])) for row in sample]
     bad = _mismatches(got, sample)
     assert not bad, f"{len(bad)} of {len(sample)} documents differ:\n" + "\n".join(bad[:20])
+
+
+def test_normalise_is_nfkc_lower_case(sample):
+    """The fast NFKC (skip when no code point can change, table for the one-to-one cases) against
+    plain ``unicodedata``: on the sample, on every code point after a Latin letter and after a
+    Hangul leading jamo (compositions), and on runs of combining marks out of canonical order."""
+    import sys
+    import unicodedata
+
+    from filters.keywords import normalise
+
+    def ref(s: str) -> str:
+        return unicodedata.normalize("NFKC", s).lower()
+
+    texts = [row["text"] for row in sample]
+    texts += ["".join(f"{p}{chr(cp)}" for cp in range(lo, min(lo + 4096, sys.maxunicode + 1)))
+              for p in ("a", "\u1100", "가") for lo in range(0, 0x30000, 4096)]
+    # every canonical pair decomposition, written decomposed, one a text: the pairs NFKC composes
+    pairs = [unicodedata.decomposition(chr(cp)).split() for cp in range(sys.maxunicode + 1)]
+    texts += ["".join(chr(int(h, 16)) for h in d) for d in pairs if len(d) == 2 and d[0][0] != "<"]
+    texts += ["a\u0301\u0316", "a\u0316\u0301", "e\u0334\u0301", "\uff21\u0301", "\u1100\u1161\u11a8", "가\u11a8"]
+    bad = [i for i, t in enumerate(texts) if normalise(t) != ref(t)]
+    assert not bad, [texts[i][:40] for i in bad[:5]]

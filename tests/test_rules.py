@@ -43,8 +43,8 @@ def test_title_only_rule():
 
 def test_advertisement_rule():
     m = KeywordMatcher([KeywordList("advertisement", "t", ("加微信", "包邮"))])
-    assert rules.advertisement(NEWS + "加微信，全场包邮", m, 2) == (False, "advertisement")
-    assert rules.advertisement(NEWS + "全场包邮", m, 2) == rules.KEEP  # one stray keyword stays
+    assert rules.advertisement(m.hits(NEWS + "加微信，全场包邮"), 2) == (False, "advertisement")
+    assert rules.advertisement(m.hits(NEWS + "全场包邮"), 2) == rules.KEEP  # one stray keyword stays
 
 
 def test_sensitive_rule_counts_distinct_terms_per_category():
