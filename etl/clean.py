@@ -1,5 +1,6 @@
 """The cleaning stage: PanGu-α §3.1.1 rules and the sensitive-word filter over ``RAW_SCHEMA``
-rows, Arrow-batched, one ``filters.pipeline.Cleaner`` per Python worker.
+rows, Arrow-batched (``clean_batch``: columns, not row dicts), one ``filters.pipeline.Cleaner``
+per Python worker.
 
 Rows are marked, never removed: a dropped document keeps its row with ``stage="clean"`` and
 its ``reason``; read-stage rejections pass through with ``stage="read"``.
@@ -47,6 +48,8 @@ def get_cleaner(cfg: RulesConfig) -> Cleaner:
 
 
 def clean_row(row: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
+    """One row as a dict: the reference ``clean_batch`` is tested against (and for callers that
+    hold rows)."""
     out = {**row, **{n: None for n, _, _ in _EXTRA}}
     if row["kind"] != rec.RECORD:
         return out
@@ -62,11 +65,42 @@ def clean_row(row: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
     return out
 
 
+def clean_batch(batch: pa.RecordBatch, cleaner: Cleaner) -> pa.RecordBatch:
+    """``ARROW_RAW`` batch -> ``ARROW_CLEANED`` batch, column by column: only kind, reason, text
+    and title become Python objects; the other raw columns pass through as Arrow arrays."""
+    kinds, reasons = batch.column("kind").to_pylist(), batch.column("reason").to_pylist()
+    texts, titles = batch.column("text").to_pylist(), batch.column("title").to_pylist()
+    extra: dict[str, list] = {n: [None] * batch.num_rows for n, _, _ in _EXTRA}
+    changed = False
+    for i, kind in enumerate(kinds):
+        if kind != rec.RECORD:
+            continue
+        if reasons[i] is not None:
+            extra["stage"][i] = READ_STAGE
+            continue
+        c = cleaner(texts[i], titles[i])
+        changed = True
+        texts[i], reasons[i] = c.text, c.reason
+        extra["stage"][i] = None if c.keep else CLEAN_STAGE
+        extra["n_chars"][i], extra["han_ratio"][i] = c.stats.visible, round(c.stats.han_ratio, 4)
+        extra["sensitive_hits"][i] = list(c.sensitive_hits.items())
+        extra["symbols_removed"][i], extra["nav_lines_removed"][i] = c.symbols_removed, c.nav_lines_removed
+        extra["dup_paragraphs_removed"][i], extra["converted"][i] = c.dup_paragraphs_removed, c.converted
+    columns = []
+    for field in ARROW_RAW:
+        if changed and field.name in ("text", "reason"):
+            columns.append(pa.array(texts if field.name == "text" else reasons, field.type))
+        else:
+            col = batch.column(field.name)
+            columns.append(col if col.type == field.type else col.cast(field.type))
+    columns += [pa.array(extra[n], a) for n, _, a in _EXTRA]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_CLEANED)
+
+
 def clean_stage(raw: DataFrame, cfg: RulesConfig) -> DataFrame:
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cleaner = get_cleaner(cfg)
         for batch in batches:
-            rows = [clean_row(r, cleaner) for r in batch.to_pylist()]
-            yield pa.RecordBatch.from_pylist(rows, schema=ARROW_CLEANED)
+            yield clean_batch(batch, cleaner)
 
     return raw.mapInArrow(apply, CLEANED_SCHEMA)
