@@ -1,56 +1,95 @@
-"""Exact and MinHash-LSH fuzzy deduplication on Spark, with connected components on Spark.
+"""Exact and MinHash-LSH fuzzy deduplication on Spark.
 
-1. Exact: one document per normalised-text hash (``filters.minhash.exact_key``).
-2. Signatures and band keys per document (numpy, inside ``mapInArrow``).
-3. Candidate edges: one row per (band, key, doc_id); a small bucket (<= ALL_PAIRS_MAX members)
-   gives all its pairs, a larger one links its members to its smallest doc_id (star edges); no
-   per-bucket lists, nothing collected.
-4. Connected components by alternating large-star / small-star (Kiveris et al., "Connected
-   Components in MapReduce and Beyond", SoCC 2014): O(log^2 n) rounds, each a couple of joins
-   and aggregations; the loop ends when every edge points at a root and every node has one parent.
-5. One keeper per component: highest ``quality_score`` (when present), then smallest ``doc_id``.
+1. One pass over the texts (``mapInArrow``, numpy over whole batches): normalised-text hash
+   (exact key), MinHash signature and band keys per document; persisted, not recomputed.
+2. Exact: one document per exact key (``filters.minhash.exact_key``).
+3. Candidate edges: one row per (band, key, doc_id); a small bucket (<= ``all_pairs_max``
+   members) gives all its pairs, a larger one links its members to its smallest doc_id (star
+   edges); no per-bucket lists. Each edge carries its ends' quality_score and prior flag.
+4. The candidate edges are counted. Up to ``driver_max_edges`` (the usual case: near-duplicate
+   families are small) they are collected, ids and scores only, and resolved in one pass each:
+   verification by candidate component (one task gets a component's texts and computes each
+   shingle set once), connected components and keepers on the driver (``etl.components``).
+   Above it, everything stays distributed: verification joins each edge to its two texts, and
+   connected components run as large-star / small-star rounds with a checkpoint each.
+5. One keeper per component: an already indexed document, then the highest ``quality_score``,
+   then the smallest ``doc_id``.
 
-Optional verification (``verify``): the exact Jaccard of every candidate edge between two new
-documents, from their texts. ``measure`` reports it (the precision of LSH at this threshold);
-``enforce`` also drops edges below the threshold before the components are formed. Edges to
-indexed documents stay unverified (the index keeps band keys, not texts). In a bucket larger
-than ALL_PAIRS_MAX only star edges exist, so enforcing can split one whose members are similar
-to each other but not to the root: a little recall traded for precision, in hot buckets only.
+Verification (``verify``): the exact Jaccard of every candidate edge between two new documents.
+``measure`` reports it (the precision of LSH at this threshold); ``enforce`` also drops edges
+below the threshold before the components are formed. Edges to indexed documents stay
+unverified (the index keeps band keys, not texts). In a bucket larger than ``all_pairs_max`` only
+star edges exist, so enforcing can split one whose members are similar to each other but not to
+the root: a little recall traded for precision, in hot buckets only.
 
-Every input document ends in ``documents`` (keepers) or ``duplicates`` (doc_id, duplicate_of,
-kind = exact | near).
+Every input document ends in ``survivors`` (keepers) or ``duplicates`` (doc_id, duplicate_of,
+kind = exact | near). Each Spark action runs under a job description "dedup: <phase>" (the Spark
+UI and ``bench.bench_dedup`` group job times by it); ``DedupResult.report`` has the driver's
+seconds per phase.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+import typing
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Literal
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from etl.checkpoints import Checkpoints
+from etl.components import components_local, components_spark
 from etl.dedup_index import DedupIndex, exact_prior_matches, touched_prior_rows
+from etl.dedup_verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,
+                              verification_summary)
 from filters import minhash as mh
+from filters.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
-MAX_CC_ROUNDS = 64  # far above the O(log^2 n) the algorithm needs; reaching it is an error
-VERIFY_MODES = ("off", "measure", "enforce")
-# Buckets up to this size yield all their pairs (so verification judges every pair); larger
-# ones, star edges to their smallest member. Near-duplicate families are small; a hot bucket
-# (a template page copied thousands of times) is not.
-ALL_PAIRS_MAX = 8
+VerifyMode = Literal["off", "measure", "enforce"]
+VERIFY_MODES = typing.get_args(VerifyMode)  # kept for importers; DedupConfig.verify is the Literal
+BATCH_CHARS = 1 << 21  # normalised characters per numpy batch in the signature pass (~80 MB of temporaries)
 
 
 @dataclass(frozen=True)
 class DedupConfig:
-    """The ``dedup`` section of every job that deduplicates."""
-    minhash: mh.MinHashParams = field(default_factory=mh.MinHashParams)
-    # Exact Jaccard of the LSH candidate edges: "measure" reports it, "enforce" also drops
-    # edges below the threshold before components are formed, "off" skips it (module docstring).
-    verify: Literal["off", "measure", "enforce"] = "enforce"
+    """The ``dedup`` section, the same in every job that deduplicates."""
+    minhash: MinHashParams = field(default_factory=MinHashParams)
+    # off | measure (exact Jaccard of every candidate edge, reported) | enforce (also drop edges
+    # below minhash.threshold before the components are formed; README: 0.92 -> 1.0 precision)
+    verify: VerifyMode = "enforce"
+    # Buckets up to this size yield all their pairs (so verification judges every pair), larger
+    # ones star edges to their smallest member: near-duplicate families are small, a template
+    # page copied thousands of times is not (tests/test_dedup.py: a 3,000-copy hot bucket).
+    all_pairs_max: int = 8
+    # Candidate edges up to this many are resolved on the driver (ids and scores, ~100 bytes an
+    # edge in Arrow: ~100 MB and about a second of scipy at the bound); more go to Spark
+    # (large-star / small-star, a checkpoint and an action per round). On the 64 MB benchmark
+    # corpus there are ~10 K candidate edges.
+    driver_max_edges: int = 1_000_000
+    # A candidate component up to this many documents is verified in one task (its texts in
+    # memory, each shingle set computed once); with a larger one every edge joins its two texts.
+    group_max_docs: int = 50_000
+
+
+@dataclass
+class DedupResult:
+    survivors: DataFrame  # the new documents kept, all their columns
+    duplicates: DataFrame  # doc_id, duplicate_of, kind (exact | near)
+    survivor_bands: DataFrame  # band, key, doc_id of the survivors: what an index appends
+    survivor_exact: DataFrame  # exact_key, doc_id of the survivors
+    verified: DataFrame | None = None  # a, b, jaccard of every candidate edge (verify != "off")
+    # candidate_edges, components ("driver" | "spark", rounds), verification (verify != "off",
+    # the verification_summary fields), seconds per phase (driver wall clock)
+    report: dict = field(default_factory=dict)
 
 
 def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
@@ -62,13 +101,11 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            exact, keys = [], []
-            for text in batch.column("text").to_pylist():
-                norm = mh.normalise(text or "")
-                exact.append(mh.exact_key(norm, normalised=True))
-                sig = mh.signature(mh.shingle_hashes(norm, p.shingle), p.num_perm, p.seed)
-                keys.append(mh.band_keys(sig, p.bands, p.rows))
-            flat = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+            norms = [mh.normalise(t or "") for t in batch.column("text").to_pylist()]
+            exact = [mh.exact_key(x, normalised=True) for x in norms]
+            keys = [mh.batch_band_keys(mh.batch_signatures(part, p.shingle, p.num_perm, p.seed), p.bands, p.rows)
+                    for part in _by_chars(norms, BATCH_CHARS)]
+            flat = np.concatenate(keys).ravel() if keys else np.zeros(0, np.int64)
             band_keys = pa.ListArray.from_arrays(pa.array(np.arange(0, len(flat) + 1, p.bands, dtype=np.int32)),
                                                  pa.array(flat, pa.int64()))
             yield pa.RecordBatch.from_arrays([batch.column("doc_id"), pa.array(exact, pa.string()), band_keys,
@@ -78,68 +115,122 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
             .mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>, quality_score double"))
 
 
-def _ranked(df: DataFrame, group: str) -> DataFrame:
-    """Add ``keeper``: the group's best doc_id: an already indexed document first (it is
-    published), then highest quality_score, then smallest doc_id."""
-    order = [F.col("prior").desc(), F.col("quality_score").desc_nulls_last(), F.col("doc_id")]
-    return df.withColumn("keeper", F.first("doc_id").over(Window.partitionBy(group).orderBy(*order)))
+def _by_chars(texts: list[str], limit: int) -> Iterator[list[str]]:
+    """Consecutive slices of ``texts`` of at most ``limit`` characters (or one text)."""
+    start, size = 0, 0
+    for i, t in enumerate(texts):
+        if size and size + len(t) > limit:
+            yield texts[start:i]
+            start, size = i, 0
+        size += len(t)
+    if start < len(texts):
+        yield texts[start:]
 
 
 def band_rows(keys: DataFrame) -> DataFrame:
-    """One row per (band, key, doc_id)."""
-    return keys.select("doc_id", F.posexplode("band_keys").alias("band", "key"))
+    """One row per (band, key, doc_id), with the other columns of ``keys``."""
+    rest = [c for c in keys.columns if c != "band_keys"]
+    return keys.select(*rest, F.posexplode("band_keys").alias("band", "key"))
 
 
-def candidate_edges(rows: DataFrame, all_pairs_max: int = ALL_PAIRS_MAX) -> DataFrame:
-    """(a, b) with a > b. A bucket of at most ``all_pairs_max`` members gives all its pairs (a
-    self-join on (band, key)); a larger one links each member to its smallest doc_id (star
-    edges: linear in the bucket, so a hot bucket cannot blow up). ``rows``: band, key, doc_id
-    (or a signatures frame with band_keys)."""
+def _node(df: DataFrame) -> F.Column:
+    q = F.col("quality_score") if "quality_score" in df.columns else F.lit(None).cast("double")
+    prior = F.col("prior") if "prior" in df.columns else F.lit(False)
+    return F.struct(F.col("doc_id"), q.cast("double").alias("quality_score"), prior.alias("prior"))
+
+
+def candidate_edges(rows: DataFrame, all_pairs_max: int = 8, with_nodes: bool = False) -> DataFrame:
+    """(a, b) with a > b, distinct. A bucket of at most ``all_pairs_max`` members gives all its
+    pairs, a larger one links each member to its smallest doc_id (star edges: linear in the
+    bucket, so a hot bucket cannot blow up). One window over (band, key) ordered by doc_id does
+    both: each row sees its bucket's size, first member and up to ``all_pairs_max - 1``
+    predecessors; no per-bucket lists. ``rows``: band, key, doc_id [, quality_score, prior] (or
+    a signatures frame with band_keys). ``with_nodes``: also a_node, b_node, structs of
+    (doc_id, quality_score, prior)."""
     if "band_keys" in rows.columns:
         rows = band_rows(rows)
-    rows = rows.select("band", "key", "doc_id")
-    buckets = (rows.groupBy("band", "key").agg(F.min("doc_id").alias("root"), F.count(F.lit(1)).alias("n"))
-               .where("n > 1"))
-    members = rows.join(buckets, ["band", "key"])
-    small = members.where(F.col("n") <= all_pairs_max).select("band", "key", "doc_id")
-    pairs = (small.alias("x").join(small.alias("y"), ["band", "key"])
-             .where(F.col("x.doc_id") > F.col("y.doc_id"))
-             .select(F.col("x.doc_id").alias("a"), F.col("y.doc_id").alias("b")))
-    star = (members.where((F.col("n") > all_pairs_max) & (F.col("doc_id") != F.col("root")))
-            .select(F.col("doc_id").alias("a"), F.col("root").alias("b")))
-    return pairs.unionByName(star).distinct()
+    bucket = Window.partitionBy("band", "key")
+    ordered = bucket.orderBy("doc_id")
+    node = F.col("node")
+    prev = F.array(*[F.lag(node, k).over(ordered) for k in range(1, max(all_pairs_max, 2))])
+    r = (rows.select("band", "key", "doc_id", _node(rows).alias("node"))
+         .select("node", F.count(F.lit(1)).over(bucket).alias("n"), F.first(node).over(ordered).alias("root"),
+                 prev.alias("prev")).where(F.col("n") > 1))
+    others = F.when(F.col("n") <= all_pairs_max, F.col("prev")).otherwise(F.array("root"))  # one branch, one window
+    edges = (r.select(node.alias("a_node"), F.explode(others).alias("b_node"))
+             .where(F.col("b_node").isNotNull() & (F.col("b_node.doc_id") != F.col("a_node.doc_id"))))
+    edges = edges.distinct()  # a node's fields follow from its doc_id
+    ends = [F.col("a_node.doc_id").alias("a"), F.col("b_node.doc_id").alias("b")]
+    return edges.select(*ends, "a_node", "b_node") if with_nodes else edges.select(*ends)
 
 
-def edge_jaccard(edges: DataFrame, docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
-    """(a, b, jaccard): the exact Jaccard of each edge's shingle sets; null where either end is
-    not in ``docs`` (an indexed document)."""
-    n = params.shingle
-    texts = docs.select("doc_id", "text")
-    pairs = (edges.join(texts.select(F.col("doc_id").alias("a"), F.col("text").alias("text_a")), "a", "left")
-             .join(texts.select(F.col("doc_id").alias("b"), F.col("text").alias("text_b")), "b", "left"))
+def _resolve_on_driver(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: MinHashParams,
+                       report: dict) -> tuple[DataFrame, DataFrame | None]:
+    """(near duplicates: doc_id, duplicate_of; verified edges or None) with the candidate edges
+    collected: verification by candidate component, components and keepers on the driver."""
+    spark, seconds = docs.sparkSession, report["seconds"]
+    with phase(spark, "collect candidate edges", seconds):
+        tbl = edges.select("a", "b", "a_node.quality_score", "a_node.prior", "b_node.quality_score",
+                           "b_node.prior").toArrow().rename_columns(["a", "b", "qa", "pa", "qb", "pb"])
+    verified = None
+    if cfg.verify != "off":
+        candidates = components_local(tbl.column("a"), tbl.column("b"))
+        largest = pc.max(pc.value_counts(candidates.column("component")).field("counts")).as_py() or 0
+        with phase(spark, "verification", seconds):
+            if largest <= cfg.group_max_docs:
+                jac = jaccard_by_component(spark, docs, tbl.select(["a", "b"]), candidates, p.shingle)
+            else:
+                jac = edge_jaccard(edges, docs, p.shingle)
+            vt = jac.toArrow()
+        report["verification"] = {"mode": cfg.verify, **summary_local(vt, p.threshold)}
+        verified = spark.createDataFrame(vt, JACCARD_SCHEMA)
+        if cfg.verify == "enforce":
+            tbl = tbl.join(vt, ["a", "b"])
+            tbl = tbl.filter(pc.or_kleene(pc.is_null(tbl.column("jaccard")),
+                                          pc.greater_equal(tbl.column("jaccard"), p.threshold)))
+    with phase(spark, "components + keepers (driver)", seconds):
+        near = _keepers_local(tbl)
+    report["components"] = {"where": "driver", "edges": len(tbl)}
+    return spark.createDataFrame(near, "doc_id string, duplicate_of string"), verified
 
-    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            ta, tb = batch.column("text_a").to_pylist(), batch.column("text_b").to_pylist()
-            jac = [None if x is None or y is None else
-                   mh.jaccard(mh.shingle_hashes(mh.normalise(x), n), mh.shingle_hashes(mh.normalise(y), n))
-                   for x, y in zip(ta, tb)]
-            yield pa.RecordBatch.from_arrays([batch.column("a"), batch.column("b"), pa.array(jac, pa.float64())],
-                                             names=["a", "b", "jaccard"])
 
-    return pairs.select("a", "b", "text_a", "text_b").mapInArrow(compute, "a string, b string, jaccard double")
+def _keepers_local(tbl: pa.Table) -> pa.Table:
+    """(doc_id, duplicate_of) of every non-indexed node that is not its component's keeper."""
+    comps = components_local(tbl.column("a"), tbl.column("b")).to_pandas()
+    ends = [tbl.select([x, f"q{x}", f"p{x}"]).rename_columns(["node", "quality_score", "prior"]).to_pandas() for x in "ab"]
+    nodes = pd.concat(ends).drop_duplicates("node")
+    df = comps.merge(nodes, on="node")
+    df["no_quality"] = df["quality_score"].isna()
+    df = df.sort_values(["component", "prior", "no_quality", "quality_score", "node"],
+                        ascending=[True, False, True, False, True])
+    df["keeper"] = df.groupby("component")["node"].transform("first")
+    near = df[(df["node"] != df["keeper"]) & ~df["prior"].astype(bool)].sort_values("node")
+    return pa.table({"doc_id": pa.array(near["node"], pa.string()), "duplicate_of": pa.array(near["keeper"], pa.string())})
 
 
-def verification_summary(verified: DataFrame, threshold: float) -> dict:
-    """Counts and precision of the candidate edges that could be verified."""
-    row = verified.agg(
-        F.count(F.lit(1)).alias("edges"), F.count("jaccard").alias("verified"),
-        F.sum((F.col("jaccard") < threshold).cast("int")).alias("below_threshold"),
-        F.percentile_approx("jaccard", [0.01, 0.1, 0.5], 1000).alias("q")).first()
-    below = row.below_threshold or 0
-    return {"candidate_edges": row.edges, "verified": row.verified, "below_threshold": below,
-            "precision": round(1 - below / row.verified, 4) if row.verified else None,
-            "jaccard_p01_p10_p50": [round(x, 4) for x in row.q] if row.q else None}
+def _resolve_on_spark(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: MinHashParams, cp: Checkpoints,
+                      report: dict) -> tuple[DataFrame, DataFrame | None]:
+    """``_resolve_on_driver`` for a candidate graph too large to collect: every step on Spark."""
+    spark, seconds = docs.sparkSession, report["seconds"]
+    verified = None
+    if cfg.verify != "off":
+        verified = cp.persist(edge_jaccard(edges, docs, p.shingle))
+        with phase(spark, "verification", seconds):
+            report["verification"] = {"mode": cfg.verify, **verification_summary(verified, p.threshold)}
+        if cfg.verify == "enforce":
+            passed = verified.where(F.col("jaccard").isNull() | (F.col("jaccard") >= p.threshold))
+            edges = edges.join(passed.select("a", "b"), ["a", "b"])
+    with phase(spark, "components (spark)", seconds):
+        comps, rounds = components_spark(edges, cp)
+    report["components"] = {"where": "spark", "rounds": rounds}
+    nodes = edges.select(F.col("a_node").alias("n")).unionByName(edges.select(F.col("b_node").alias("n"))).distinct()
+    members = comps.join(nodes.select("n.*"), comps.node == F.col("doc_id")).drop("node")
+    rank = F.struct((~F.col("prior")).alias("p"), F.col("quality_score").isNull().alias("q0"),
+                    (-F.col("quality_score")).alias("q"), F.col("doc_id"))
+    best = members.groupBy("component").agg(F.min(rank).getField("doc_id").alias("keeper"))
+    near = (members.join(best, "component").where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior"))
+            .select("doc_id", F.col("keeper").alias("duplicate_of")))
+    return near, verified
 
 
 def largest_clusters(duplicates: DataFrame, n: int = 10) -> list[dict]:
@@ -148,86 +239,75 @@ def largest_clusters(duplicates: DataFrame, n: int = 10) -> list[dict]:
             .orderBy(F.desc("count"), "duplicate_of").limit(n).collect()]
 
 
-def _large_star(edges: DataFrame) -> DataFrame:
-    """Every edge (a, u) becomes (a, m_u), m_u = min of u and u's smaller neighbours."""
-    mins = edges.groupBy("a").agg(F.min("b").alias("m")).withColumnRenamed("a", "u")
-    return (edges.join(mins, edges.b == mins.u, "left")
-            .select("a", F.coalesce("m", "b").alias("b")).distinct())
+def _ranked(df: DataFrame, group: str) -> DataFrame:
+    """Add ``keeper``: the group's best doc_id: an already indexed document first (it is
+    published), then highest quality_score, then smallest doc_id."""
+    order = [F.col("prior").desc(), F.col("quality_score").desc_nulls_last(), F.col("doc_id")]
+    return df.withColumn("keeper", F.first("doc_id").over(Window.partitionBy(group).orderBy(*order)))
 
 
-def _small_star(edges: DataFrame) -> DataFrame:
-    """Each node u and its smaller neighbours all link to m, the smallest of them."""
-    mins = edges.groupBy("a").agg(F.min("b").alias("m"))
-    joined = edges.join(mins, "a")
-    return (joined.select("a", F.col("m").alias("b"))
-            .unionByName(joined.where(F.col("b") != F.col("m")).select(F.col("b").alias("a"), F.col("m").alias("b")))
-            .distinct())
+@contextmanager
+def phase(spark, name: str, seconds: dict | None = None):
+    """Label the Spark jobs started inside as "dedup: <name>" and add the block's wall time to
+    ``seconds[name]``."""
+    sc = spark.sparkContext
+    sc.setJobDescription(f"dedup: {name}")
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        sc.setJobDescription(None)
+        if seconds is not None:
+            seconds[name] = round(seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def connected_components(edges: DataFrame) -> DataFrame:
-    """(node, component) for every node on an edge; component = the component's smallest id."""
-    e = edges.localCheckpoint()
-    for rnd in range(1, MAX_CC_ROUNDS + 1):
-        e = _small_star(_large_star(e)).localCheckpoint()
-        children = e.select(F.col("a").alias("b")).distinct()
-        pointing_at_child = e.join(children, "b").limit(1).count()
-        multi_parent = e.groupBy("a").count().where("count > 1").limit(1).count()
-        log.info("connected components: round %d", rnd)
-        if not pointing_at_child and not multi_parent:
-            roots = e.select(F.col("b").alias("node"), F.col("b").alias("component")).distinct()
-            return e.select(F.col("a").alias("node"), F.col("b").alias("component")).unionByName(roots)
-    raise RuntimeError(f"connected components did not converge in {MAX_CC_ROUNDS} rounds")
-
-
-@dataclass
-class DedupResult:
-    survivors: DataFrame  # the new documents kept, all their columns
-    duplicates: DataFrame  # doc_id, duplicate_of, kind (exact | near)
-    survivor_bands: DataFrame  # band, key, doc_id of the survivors: what an index appends
-    survivor_exact: DataFrame  # exact_key, doc_id of the survivors
-    verified: DataFrame | None = None  # a, b, jaccard of every candidate edge (verify != "off")
-
-
-def dedup(docs: DataFrame, params: mh.MinHashParams, index: DedupIndex | None = None,
-          verify: str = "off") -> DedupResult:
-    """Deduplicate ``docs`` within themselves and, with ``index``, against every indexed document.
-    ``verify``: one of VERIFY_MODES (see the module docstring)."""
-    if verify not in VERIFY_MODES:
-        raise ValueError(f"verify must be one of {VERIFY_MODES}, not {verify!r}")
-    keys = signatures(docs, params).withColumn("prior", F.lit(False)).localCheckpoint()
+def _exact(keys: DataFrame, index: DedupIndex | None) -> tuple[DataFrame, DataFrame]:
+    """(exact duplicates: doc_id, duplicate_of, kind; the unique rest of ``keys``)."""
     exact = _ranked(keys, "exact_key")
-    exact_dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
+    dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
         "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
     unique = exact.where(F.col("doc_id") == F.col("keeper")).drop("keeper")
-    prior_bands = index.bands() if index else None
     prior_exact = index.exact() if index else None
     if prior_exact is not None:
         seen = exact_prior_matches(prior_exact, unique).withColumn("kind", F.lit("exact"))
-        exact_dups = exact_dups.unionByName(seen)
+        dups = dups.unionByName(seen)
         unique = unique.join(seen.select("doc_id"), "doc_id", "left_anti")
-    rows = band_rows(unique).withColumn("prior", F.lit(False))
-    nodes = unique.select("doc_id", "quality_score", "prior")
+    return dups, unique
+
+
+def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
+          checkpoints: Checkpoints | None = None) -> DedupResult:
+    """Deduplicate ``docs`` (doc_id, text[, quality_score]) within themselves and, with
+    ``index``, against every indexed document. ``checkpoints``: the run's ``Checkpoints`` (the
+    caller writes the result inside its with-block); None makes a local one, which refuses to
+    run on a cluster."""
+    if isinstance(cfg, MinHashParams):  # the pre-DedupConfig call dedup(docs, params, index, verify)
+        warnings.warn("dedup(docs, MinHashParams, index, verify) is deprecated: pass a DedupConfig", DeprecationWarning)
+        cfg, checkpoints = DedupConfig(minhash=cfg, verify=checkpoints or "off"), None
+    spark, p = docs.sparkSession, cfg.minhash.resolved()
+    cp = checkpoints or Checkpoints(spark, "", "dedup")
+    report: dict = {"seconds": {}}
+    keys = cp.persist(signatures(docs, p).withColumn("prior", F.lit(False)))
+    exact_dups, unique = _exact(keys, index)
+    rows = band_rows(unique).select("band", "key", "doc_id", "quality_score", "prior")
+    prior_bands = index.bands() if index else None
     if prior_bands is not None:
-        touched = touched_prior_rows(prior_bands, rows).withColumn("prior", F.lit(True))
-        rows = rows.unionByName(touched.select("doc_id", "band", "key", "prior"))
-        nodes = nodes.unionByName(touched.select("doc_id", F.lit(None).cast("double").alias("quality_score"),
-                                                 "prior").distinct())
-    edges, verified = candidate_edges(rows.select("band", "key", "doc_id")), None
-    if verify != "off":  # checkpointed first: its size is then known and the text join can broadcast it
-        edges = edges.localCheckpoint()
-        verified = edge_jaccard(edges, docs, params).localCheckpoint()
-        if verify == "enforce":
-            edges = verified.where(F.col("jaccard").isNull() | (F.col("jaccard") >= params.threshold)).select("a", "b")
-    comps = connected_components(edges)
-    members = comps.join(nodes, comps.node == nodes.doc_id).drop("node")
-    near = _ranked(members, "component")
-    near_dups = near.where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior")).select(
-        "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("near").alias("kind"))
+        touched = touched_prior_rows(prior_bands, rows).select(
+            "band", "key", "doc_id", F.lit(None).cast("double").alias("quality_score"), F.lit(True).alias("prior"))
+        rows = rows.unionByName(touched)
+    edges = cp.persist(candidate_edges(rows, cfg.all_pairs_max, with_nodes=True))
+    with phase(spark, "signatures + exact + candidate edges", report["seconds"]):
+        report["candidate_edges"] = n_edges = edges.count()
+    if n_edges <= cfg.driver_max_edges:
+        near, verified = _resolve_on_driver(docs, edges, cfg, p, report)
+    else:
+        near, verified = _resolve_on_spark(docs, edges, cfg, p, cp, report)
     # an exact copy of a document that is itself a near duplicate points at the final keeper
-    final = near_dups.select(F.col("doc_id").alias("duplicate_of"), F.col("duplicate_of").alias("final"))
+    final = near.select(F.col("doc_id").alias("duplicate_of"), F.col("duplicate_of").alias("final"))
     exact_dups = (exact_dups.join(final, "duplicate_of", "left")
                   .select("doc_id", F.coalesce("final", "duplicate_of").alias("duplicate_of"), "kind"))
-    duplicates = exact_dups.unionByName(near_dups).localCheckpoint()
+    duplicates = cp.persist(exact_dups.unionByName(near.withColumn("kind", F.lit("near"))))
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
-    kept_keys = unique.join(near_dups.select("doc_id"), "doc_id", "left_anti")
-    return DedupResult(survivors, duplicates, band_rows(kept_keys), kept_keys.select("exact_key", "doc_id"), verified)
+    kept = unique.join(near.select("doc_id"), "doc_id", "left_anti")
+    return DedupResult(survivors, duplicates, band_rows(kept).select("band", "key", "doc_id"),
+                       kept.select("exact_key", "doc_id"), verified, report)

@@ -1,5 +1,6 @@
 """Spark dedup: known near-duplicate families come out as exactly those clusters, whatever the
-partitioning, identically on a re-run; a hot bucket stays within memory."""
+partitioning, identically on a re-run, on the driver-side and the distributed path alike; a hot
+bucket stays within memory. Tests of the components and checkpoints: tests/test_dedup_paths.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import random
 
 import pytest
 
-from etl.dedup import dedup
+from etl.checkpoints import Checkpoints
+from etl.dedup import DedupConfig, dedup
 from filters.minhash import MinHashParams
 
 pytestmark = pytest.mark.slow
@@ -70,18 +72,25 @@ def _check_fixture(rows, families):
         assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
 
 
-def _clusters(spark, rows, partitions, index=None, verify="off"):
+DISTRIBUTED = 0  # driver_max_edges: every candidate graph takes the distributed path
+
+
+def _clusters(spark, rows, partitions, index=None, verify="off", driver_max_edges=DedupConfig.driver_max_edges):
     docs = spark.createDataFrame(rows, "doc_id string, text string, quality_score double").repartition(partitions)
-    result = dedup(docs, MinHashParams(), index, verify)
-    d = {r.doc_id: r.duplicate_of for r in result.duplicates.collect()}
-    kept = {r.doc_id for r in result.survivors.select("doc_id").collect()}
+    cfg = DedupConfig(verify=verify, driver_max_edges=driver_max_edges)
+    with Checkpoints(spark, "", "dedup") as cp:
+        result = dedup(docs, cfg, index, checkpoints=cp)
+        d = {r.doc_id: r.duplicate_of for r in result.duplicates.collect()}
+        kept = {r.doc_id for r in result.survivors.select("doc_id").collect()}
+    assert result.report["components"]["where"] == ("spark" if driver_max_edges == DISTRIBUTED else "driver")
     return d, kept
 
 
-@pytest.mark.parametrize("verify", ["off", "enforce"])
-def test_families_are_exactly_the_clusters(spark, corpus, verify):
+@pytest.mark.parametrize("verify,driver_max_edges", [("off", DedupConfig.driver_max_edges), ("enforce", DedupConfig.driver_max_edges),
+                                                     ("enforce", DISTRIBUTED)])
+def test_families_are_exactly_the_clusters(spark, corpus, verify, driver_max_edges):
     rows, families = corpus
-    dups, kept = _clusters(spark, rows, 4, verify=verify)
+    dups, kept = _clusters(spark, rows, 4, verify=verify, driver_max_edges=driver_max_edges)
     quality = {doc_id: q for doc_id, _, q in rows}
     assert len(kept) == len(families) and len(kept) + len(dups) == len(rows)
     for fam in families:
@@ -97,6 +106,7 @@ def test_partitioning_and_rerun_do_not_change_the_result(spark, corpus):
     first = _clusters(spark, rows, 1)
     assert _clusters(spark, rows, 7) == first
     assert _clusters(spark, rows, 7) == first
+    assert _clusters(spark, rows, 3, driver_max_edges=DISTRIBUTED) == first
 
 
 def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
@@ -111,8 +121,9 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
     params = MinHashParams().resolved()
     edges = candidate_edges(signatures(docs, params))
     assert edges.count() <= n * params.bands
-    result = dedup(docs, params)
-    assert result.survivors.count() == 1 and result.duplicates.count() == n - 1
+    for driver_max_edges in (DedupConfig.driver_max_edges, DISTRIBUTED):
+        result = dedup(docs, DedupConfig(params, "off", driver_max_edges=driver_max_edges))
+        assert result.survivors.count() == 1 and result.duplicates.count() == n - 1
 
 
 def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path):
@@ -148,9 +159,10 @@ def _survivor_keys(spark, rows, dups):
     return band_rows(keys), keys.select("exact_key", "doc_id")
 
 
-def test_verification_measures_and_enforces_precision(spark, corpus):
+@pytest.mark.parametrize("driver_max_edges", [DedupConfig.driver_max_edges, DISTRIBUTED])
+def test_verification_measures_and_enforces_precision(spark, corpus, driver_max_edges):
     """A permissive banding (64 bands x 2 rows) makes a pair at Jaccard ~0.5 a candidate: ``measure``
-    reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it."""
+    reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it; on either path."""
     from etl.dedup import verification_summary
     from filters import minhash as mh
 
@@ -162,10 +174,16 @@ def test_verification_measures_and_enforces_precision(spark, corpus):
     shingles = [mh.shingle_hashes(mh.normalise(t), params.shingle) for t in (base, half)]
     expected = mh.jaccard(*shingles)
     assert 0.2 < expected < 0.7
-    assert dedup(docs, params).duplicates.count() == 1
-    measured = dedup(docs, params, verify="measure")
+
+    def run(verify):
+        return dedup(docs, DedupConfig(params, verify, driver_max_edges=driver_max_edges))
+
+    assert run("off").duplicates.count() == 1
+    measured = run("measure")
     assert [(r.a, r.b, round(r.jaccard, 9)) for r in measured.verified.collect()] == [("x1", "x0", round(expected, 9))]
     assert verification_summary(measured.verified, 0.8)["precision"] == 0.0
+    assert measured.report["verification"]["precision"] == 0.0
+    assert measured.report["verification"]["candidate_edges"] == 1
     assert measured.duplicates.count() == 1
-    enforced = dedup(docs, params, verify="enforce")
+    enforced = run("enforce")
     assert enforced.duplicates.count() == 0 and enforced.survivors.count() == 2

@@ -1,0 +1,120 @@
+"""The two ways dedup resolves its candidate graph, against each other and a plain union-find:
+connected components on the driver (scipy) and on Spark (large-star / small-star), and
+verification by candidate component against verification by edge; and the checkpoints that
+make the Spark path survive a lost executor on a cluster."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from etl.checkpoints import CheckpointConfigError, Checkpoints, is_local_master
+from etl.components import components_local, components_spark
+
+pytestmark = pytest.mark.slow
+
+
+def _union_find(edges: list[tuple[str, str]]) -> dict[str, str]:
+    """node -> smallest id of its component: the reference."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {x: find(x) for x in parent}
+
+
+def _random_graph(seed: int) -> list[tuple[str, str]]:
+    """Edges (a, b), a > b, over ids that sort differently as strings and as numbers: chains,
+    stars, cliques and random sparse edges, so components have long paths and high degrees."""
+    rng = random.Random(seed)
+    ids = [f"d{rng.randrange(10 ** rng.randint(1, 4))}-{i}" for i in range(rng.randint(20, 400))]
+    edges = set()
+    for _ in range(rng.randint(1, 6)):
+        members = rng.sample(ids, min(len(ids), rng.randint(2, 40)))
+        shape = rng.choice(["chain", "star", "clique"])
+        pairs = (zip(members, members[1:]) if shape == "chain" else ((members[0], m) for m in members[1:])
+                 if shape == "star" else ((x, y) for i, x in enumerate(members) for y in members[i + 1:]))
+        edges.update(pairs)
+    edges.update((rng.choice(ids), rng.choice(ids)) for _ in range(rng.randint(0, len(ids))))
+    return sorted((max(a, b), min(a, b)) for a, b in edges if a != b)
+
+
+def test_driver_components_match_union_find_on_random_graphs():
+    for seed in range(60):
+        edges = _random_graph(seed)
+        table = components_local(pa.array([a for a, _ in edges]), pa.array([b for _, b in edges]))
+        assert dict(zip(table.column("node").to_pylist(), table.column("component").to_pylist())) == _union_find(edges), seed
+    assert components_local(pa.array([], pa.string()), pa.array([], pa.string())).num_rows == 0
+
+
+def test_spark_components_match_driver_components(spark):
+    """Large-star / small-star on Spark gives the driver's answer on random graphs (and a long
+    chain, its worst case for rounds)."""
+    graphs = [_random_graph(seed) for seed in range(4)] + [[(f"c{i + 1:03d}", f"c{i:03d}") for i in range(60)]]
+    with Checkpoints(spark, "", "test") as cp:
+        for edges in graphs:
+            df = spark.createDataFrame(edges, "a string, b string")
+            comps, rounds = components_spark(df, cp)
+            table = components_local(pa.array([a for a, _ in edges]), pa.array([b for _, b in edges]))
+            assert {r.node: r.component for r in comps.collect()} == dict(
+                zip(table.column("node").to_pylist(), table.column("component").to_pylist()))
+            assert rounds >= 1
+        assert cp.checkpoints >= len(graphs)
+
+
+def test_verification_by_component_equals_verification_by_edge(spark):
+    """Both ways give the exact Jaccard of every edge, null for an end without text."""
+    from etl.dedup_verify import edge_jaccard, jaccard_by_component
+    from filters import minhash as mh
+    from tests.crawl_fixture import P
+
+    rng = random.Random(2)
+    texts = {f"t{i}": "".join(rng.sample(P, 3)) for i in range(30)}
+    ids = sorted(texts)
+    edges = sorted({(max(a, b), min(a, b)) for a, b in (rng.sample(ids, 2) for _ in range(40))} | {("t9", "prior-1")})
+    docs = spark.createDataFrame(sorted(texts.items()), "doc_id string, text string")
+    a, b = pa.array([x for x, _ in edges]), pa.array([y for _, y in edges])
+    by_comp = jaccard_by_component(spark, docs, pa.table({"a": a, "b": b}), components_local(a, b), 5)
+    by_edge = edge_jaccard(spark.createDataFrame(edges, "a string, b string"), docs, 5)
+    want = {(x, y): None if y not in texts else mh.jaccard(*(mh.shingle_hashes(mh.normalise(texts[d]), 5) for d in (x, y)))
+            for x, y in edges}
+    assert {(r.a, r.b): r.jaccard for r in by_comp.collect()} == want
+    assert {(r.a, r.b): r.jaccard for r in by_edge.collect()} == want
+
+
+class _FakeSpark:
+    class sparkContext:  # noqa: N801 - stands in for SparkContext's attribute
+        master = "spark://127.0.0.1:7077"
+
+
+def test_cluster_without_checkpoint_dir_is_refused():
+    assert is_local_master("local[2]") and is_local_master("local") and is_local_master("local[*]")
+    assert not is_local_master("local-cluster[2,1,1024]") and not is_local_master("yarn")
+    with pytest.raises(CheckpointConfigError, match="spark.checkpoint_dir"):
+        Checkpoints(_FakeSpark(), "", "dedup")
+
+
+def test_reliable_checkpoints_are_written_under_the_directory_and_removed(spark, tmp_path, monkeypatch):
+    """On a cluster master, checkpoints go to files under spark.checkpoint_dir (the RDD's files
+    are there while the block runs) and the run's directory is deleted at its end."""
+    import etl.checkpoints as ck
+
+    monkeypatch.setattr(ck, "is_local_master", lambda master: False)  # the session is local[2]
+    df = spark.range(50).withColumnRenamed("id", "x")
+    with Checkpoints(spark, str(tmp_path), "dedup") as cp:
+        saved = cp.checkpoint(df.where("x % 2 = 0"))
+        assert sorted(r.x for r in saved.collect()) == list(range(0, 50, 2))
+        run_dir = tmp_path / cp.run_dir.rsplit("/", 1)[1]
+        assert run_dir.name.startswith("dedup-") and any(p.name.startswith("part-") for p in run_dir.rglob("*"))
+    assert not run_dir.exists() and list(tmp_path.iterdir()) == []
