@@ -1,13 +1,15 @@
 """The corpus jobs as compositions of phases, each published atomically as one directory:
 
-    clean_corpus   read → clean → classify                                → documents/ rejected/
+    clean_corpus   read → clean → personal data → classify                → documents/ rejected/
     dedup_corpus   Parquet documents → dedup                              → documents/ duplicates/
-    build_corpus   read → clean → classify → dedup → tokenize → shards    → the DESIGN.md contract
+    build_corpus   read → clean → personal data → classify → dedup → decontaminate → tokenize → shards
+                                                                          → the DESIGN.md contract
 
 A phase takes frames and typed config sections and returns frames plus a small typed summary;
 ``etl.report.assemble`` turns the summaries into ``report.json`` and checks the ledger once.
 The config sections are each defined once, next to their code, and mounted under the same key
-by every job (``spark``, ``reader``, ``rules``, ``classify``, ``dedup``, ``tokenizer``, ``shards``).
+by every job (``spark``, ``reader``, ``rules``, ``pii``, ``classify``, ``dedup``, ``decontaminate``,
+``tokenizer``, ``shards``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from etl.classify import ClassifyConfig
+from etl.decontaminate import DecontaminateConfig
 from etl.dedup import DedupConfig
 from etl.documents import Marked, read_clean_classify
 from etl.failpoints import failpoint
 from etl.ledger import build_ledger
 from etl.phases import dedup_phase, distributions, shards_phase
+from etl.pii import PiiConfig, pii_summary
 from etl.progress import Counters, report_progress
 from etl.publish import HadoopStorage, publish_dir
 from etl.records import ReaderConfig
@@ -42,6 +46,7 @@ class CleanConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
+    pii: PiiConfig = field(default_factory=PiiConfig)
     classify: ClassifyConfig = field(default_factory=ClassifyConfig)
 
 
@@ -55,6 +60,7 @@ class ShardsConfig:
 @dataclass(frozen=True)
 class BuildConfig(CleanConfig):
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     RENAMED: ClassVar[dict[str, str]] = {"tokenizer.params": "tokenizer"}
@@ -74,15 +80,17 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "clean"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.classify, counters)
+            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.classify, counters)
             try:
                 _write_marked(marked, out)
                 ledger = build_ledger(marked.rows, marked.files)
+                pii = pii_summary(marked.rows, cfg.pii)
             finally:
                 marked.unpersist()
         laps.lap("read_clean_classify")
         report = assemble(ledger, job=_job("clean", inputs, laps, spark), config=asdict(cfg),
-                          resources={**res, **({"models": marked.models} if marked.models else {})})
+                          resources={**res, **({"models": marked.models} if marked.models else {})},
+                          extra={"pii": pii})
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
     return report
 
@@ -96,40 +104,77 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
                  overwrite: bool = False, spark: SparkSession | None = None,
                  index_run: str | None = None) -> dict[str, Any]:
     """The whole chain; ``index_run`` names this build's batch in the dedup index (default: random).
-    The index learns the survivors before the output is published (a crash in between is undone
-    by the nightly refresh, which retracts the batch of an unpublished version)."""
+    The index learns the kept documents before the output is published (a crash in between is
+    undone by the nightly refresh, which retracts the batch of an unpublished version)."""
+    from etl.decontaminate import prepare
     from etl.dedup_index import DedupIndex
     from etl.report_html import render as render_html
+
     spark = spark or session("zhcorpus-build", cfg.spark)
-    res = resources(cfg.rules, {})
-    index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()) if index_dir else None  # refuses other settings
+    res = resources(cfg.rules, {})  # before any work: bad lists, models, index settings, eval sets
+    index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()) if index_dir else None
+    evals = prepare(spark, cfg.decontaminate)
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "build"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.classify, counters)
+            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.classify, counters)
             try:
-                marked.rejected().write.parquet(out.path("rejected"))
-                ledger = build_ledger(marked.rows, marked.files)
-                laps.lap("read_clean_classify")
-                dedup, survivors = dedup_phase(marked.documents(), cfg.dedup, index, out)
-                laps.lap("dedup")
-                documents = spark.read.parquet(out.path("documents"))
-                shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
-                dist = distributions(documents, tokens, spark.read.parquet(out.path("duplicates")))
-                tokens.unpersist()
-                laps.lap("tokenize_shards")
+                parts = _build_phases(cfg, marked, index, evals, out, laps)
             finally:
                 marked.unpersist()
         if index is not None:
-            dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
-                           "appended_run": index.append(survivors.bands, survivors.exact, index_run)}
+            parts.dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
+                                 "appended_run": index.append(*parts.kept_keys, index_run)}
             failpoint("build:index_appended")
-        report = assemble(ledger, job=_job("build_corpus", inputs, laps, spark), config=asdict(cfg),
+        report = assemble(parts.ledger, job=_job("build_corpus", inputs, laps, spark), config=asdict(cfg),
                           resources={**res, **({"models": marked.models} if marked.models else {})},
-                          dedup=dedup, shards=shards, extra={"distributions": dist})
+                          dedup=parts.dedup, dropped_after_dedup=parts.dropped_after_dedup, shards=parts.shards,
+                          extra=parts.extra)
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
         out.write_text("report.html", render_html(json.loads(json.dumps(report))))  # as a reader of report.json sees it
     return report
+
+
+@dataclass
+class _Built:
+    ledger: dict[str, Any]
+    dedup: Any
+    dropped_after_dedup: dict[str, int]
+    shards: Any
+    kept_keys: tuple[Any, Any]  # band and exact keys of the documents kept, for the dedup index
+    extra: dict[str, Any]
+
+
+def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Laps) -> _Built:
+    """dedup → decontaminate → tokenize + shards over the marked rows; writes every output frame."""
+    from etl.decontaminate import dropped_by_file
+    from etl.documents import REJECTED_COLUMNS
+    from etl.pii import pii_summary
+    from etl.phases import decontaminate_phase
+
+    spark = marked.rows.sparkSession
+    ledger = build_ledger(marked.rows, marked.files)
+    extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii)}
+    laps.lap("read_clean_classify")
+    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out)
+    laps.lap("dedup")
+    documents, contaminated, extra["decontaminate"] = decontaminate_phase(deduped.survivors, evals, out)
+    rejected = marked.rejected()
+    dropped: dict[str, int] = {}
+    if contaminated is not None:
+        rejected = rejected.unionByName(contaminated.withColumn("offset", F.lit(None).cast("long"))
+                                        .select(*REJECTED_COLUMNS))
+        dropped = dropped_by_file(contaminated)
+    rejected.write.parquet(out.path("rejected"))
+    dedup.documents_written = documents.count()
+    laps.lap("decontaminate")
+    shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
+    extra["distributions"] = distributions(documents, tokens, spark.read.parquet(out.path("duplicates")))
+    tokens.unpersist()
+    laps.lap("tokenize_shards")
+    kept = documents.select("doc_id")
+    keys = (deduped.bands.join(kept, "doc_id", "left_semi"), deduped.exact.join(kept, "doc_id", "left_semi"))
+    return _Built(ledger, dedup, dropped, shards, keys, extra)
 
 
 def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], output: str,
@@ -146,10 +191,12 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
         docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
-        summary, survivors = dedup_phase(docs, cfg, index, out)
+        summary, deduped = dedup_phase(docs, cfg, index, out)
+        deduped.survivors.write.parquet(out.path("documents"))
+        summary.documents_written = spark.read.parquet(out.path("documents")).count()
         if index is not None:
             summary.index = {"dir": index_dir, "batches_before": len(index.committed()),
-                             "appended_run": index.append(survivors.bands, survivors.exact)}
+                             "appended_run": index.append(deduped.bands, deduped.exact)}
         laps.lap("dedup")
         ledger = {"input": {"files": len(inputs), "records": n_in, "documents": n_in, "bytes": 0,
                             "skipped_non_document_records": {}, "file_errors": []},

@@ -17,12 +17,13 @@ from pyspark.sql import functions as F
 from etl import records as rec
 from etl.classify import ClassifyConfig, classify_stage, ship_models
 from etl.clean import clean_stage
+from etl.pii import PiiConfig, pii_stage
 from etl.progress import Counters
 from etl.readers import read_raw
 from filters.config import RulesConfig
 
 DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
-                    "sensitive_hits", "spam_prob", "quality_score", "source_file")
+                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", "source_file")
 REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
                     "source_file", "offset")
 
@@ -49,11 +50,12 @@ class Marked:
 
 
 def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.ReaderConfig, rules: RulesConfig,
-                        classify: ClassifyConfig, counters: Counters) -> Marked:
-    """Models are verified on the driver before anything is read (``ModelError``)."""
+                        pii: PiiConfig, classify: ClassifyConfig, counters: Counters) -> Marked:
+    """read → clean → personal data → classify. Models are verified on the driver before anything
+    is read (``ModelError``)."""
     shipped = ship_models(spark, classify) if classify.enabled else None
     raw, files = read_raw(spark, inputs, reader, counters)
-    marked = clean_stage(raw, rules)
+    marked = pii_stage(clean_stage(raw, rules), pii)
     if shipped is not None:
         marked = classify_stage(marked, shipped)
     models = {} if shipped is None else {

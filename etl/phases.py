@@ -19,6 +19,7 @@ from etl.tokenizer_train import TokenizerConfig, train_tokenizer
 
 if TYPE_CHECKING:
     from etl.corpus import ShardsConfig
+    from etl.decontaminate import PreparedIndex
     from etl.dedup_index import DedupIndex
     from etl.publish import Staging
 
@@ -27,22 +28,23 @@ NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a sou
 
 
 @dataclass
-class Survivors:
-    """What a dedup index appends after the build: the kept documents' band and exact keys."""
+class Deduplicated:
+    """The dedup phase's frames: the survivors (``docs``' columns; not yet written, a later phase
+    may still drop some), and their band and exact keys (what a dedup index appends)."""
+    survivors: DataFrame
     bands: DataFrame
     exact: DataFrame
 
 
 def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None",
-                out: "Staging") -> tuple[DedupSummary, Survivors]:
-    """Writes ``duplicates/`` and ``documents/`` (the survivors, ``docs``' columns)."""
+                out: "Staging") -> tuple[DedupSummary, Deduplicated]:
+    """Writes ``duplicates/``; the summary's ``documents_written`` is filled by whoever writes
+    ``documents/``."""
     spark = docs.sparkSession
     params = cfg.minhash.resolved()
     result = dedup(docs, params, index, cfg.verify)
     result.duplicates.write.parquet(out.path("duplicates"))
     duplicates = spark.read.parquet(out.path("duplicates"))
-    result.survivors.write.parquet(out.path("documents"))
-    written = spark.read.parquet(out.path("documents")).count()
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
     rows = (duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
             .groupBy("source_file", "kind").count().collect())
@@ -52,8 +54,28 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None",
     verification = None
     if result.verified is not None:
         verification = {"mode": cfg.verify, **verification_summary(result.verified, params.threshold)}
-    summary = DedupSummary(by_file, written, asdict(params), largest_clusters(duplicates), verification)
-    return summary, Survivors(result.survivor_bands, result.survivor_exact)
+    summary = DedupSummary(by_file, -1, asdict(params), largest_clusters(duplicates), verification)
+    return summary, Deduplicated(result.survivors, result.survivor_bands, result.survivor_exact)
+
+
+def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "Staging"):
+    """Mark the survivors that share an n-gram with an evaluation item (``etl.decontaminate``);
+    writes ``documents/`` (the unmarked ones, ``survivors``' columns plus ``contamination``
+    unless the stage is off). Returns the documents written, the rows it dropped (stage
+    ``decontaminate``, to be written to ``rejected/``) or None, and the stage's summary or None."""
+    from pyspark import StorageLevel
+
+    from etl.decontaminate import decontaminate_stage, decontaminate_summary
+
+    spark = survivors.sparkSession
+    if prepared.mode == "off":
+        survivors.write.parquet(out.path("documents"))
+        return spark.read.parquet(out.path("documents")), None, None
+    marked = decontaminate_stage(survivors, None, prepared).persist(StorageLevel.MEMORY_AND_DISK)
+    columns = [*survivors.columns, "contamination"]
+    marked.where(F.col("reason").isNull()).select(*columns).write.parquet(out.path("documents"))
+    summary = decontaminate_summary(marked, prepared)
+    return spark.read.parquet(out.path("documents")), marked.where(F.col("reason").isNotNull()), summary
 
 
 def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: "ShardsConfig",

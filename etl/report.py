@@ -66,23 +66,32 @@ def resources(rules: RulesConfig, models: dict[str, Any]) -> dict[str, Any]:
 
 
 def assemble(ledger: dict[str, Any], *, job: dict[str, Any], config: dict[str, Any], resources: dict[str, Any],
-             dedup: DedupSummary | None = None, shards: ShardSummary | None = None,
-             extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The whole report; raises ``LedgerError`` when the counts do not balance."""
+             dedup: DedupSummary | None = None, dropped_after_dedup: dict[str, int] | None = None,
+             shards: ShardSummary | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole report; raises ``LedgerError`` when the counts do not balance.
+    ``dropped_after_dedup``: source_file -> survivors of dedup that decontamination dropped."""
+    from etl.decontaminate import add_to_ledger
+
     report = dict(ledger)
     if dedup is not None:
-        add_duplicates(report, dedup.duplicates_by_file, dedup.documents_written)
+        dropped = dropped_after_dedup or {}
+        add_duplicates(report, dedup.duplicates_by_file, dedup.documents_written + sum(dropped.values()))
+        add_to_ledger(report, dropped)
         report["dedup"] = {k: v for k, v in asdict(dedup).items()
                            if k not in ("duplicates_by_file", "documents_written") and v is not None}
     if shards is not None:
         report["shards"] = asdict(shards)
     report.update(extra or {})
+    for kind, n in ((report.get("pii") or {}).get("kinds") or {}).items():  # redactions are transforms
+        report.setdefault("transforms", {})[f"pii_{kind}_spans_redacted"] = n["spans"]
     elapsed = job.pop("elapsed_s")
     report["job"] = {**job, "elapsed_s": round(elapsed, 2),
                      "mb_per_s": round(report["input"]["bytes"] / 1e6 / elapsed, 3) if elapsed else None}
     report.update(resources)
     report["config"] = config
     check_balance(report)
+    if dedup is not None and report["documents"] != dedup.documents_written:
+        raise LedgerError(f"the ledger has {report['documents']} documents, {dedup.documents_written} were written")
     return report
 
 

@@ -115,6 +115,33 @@ def _files_table(report: dict[str, Any]) -> str:
     return f'<table id="files">{head}{body}</table>'
 
 
+def _pii_table(report: dict[str, Any]) -> str:
+    pii = report.get("pii") or {}
+    if not pii.get("kinds"):
+        return "<p>No personal data found (or the stage was off).</p>"
+    head = "<tr><th>kind</th><th>mode</th><th>documents redacted</th><th>spans redacted</th><th>documents dropped</th></tr>"
+    body = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(pii['modes'].get(k)))}</td><td>{v['documents']:,}</td>"
+        f"<td data-key='pii.{html.escape(k)}.spans'>{v['spans']:,}</td><td>{v['documents_dropped']:,}</td></tr>"
+        for k, v in pii["kinds"].items())
+    return f'<table id="pii">{head}{body}</table>'
+
+
+def _decontamination_table(report: dict[str, Any]) -> str:
+    dc = report.get("decontaminate") or {}
+    if not dc.get("benchmarks"):
+        return "<p>No evaluation sets given: decontamination was off.</p>"
+    head = ("<tr><th>benchmark</th><th>items</th><th>matched by n-gram</th><th>matched whole</th>"
+            "<th>too short to match</th><th>documents hit</th><th>items hit</th></tr>")
+    body = "".join(
+        f"<tr><td>{html.escape(b)}</td><td>{v['items']:,}</td><td>{v['ngram_items']:,}</td><td>{v['whole_items']:,}</td>"
+        f"<td>{v['ignored_items']:,}</td><td data-key='decontaminate.{html.escape(b)}.documents_hit'>"
+        f"{v['documents_hit']:,}</td><td>{v['items_hit']:,}</td></tr>"
+        for b, v in dc["benchmarks"].items())
+    return (f'<p>mode {html.escape(str(dc.get("mode")))}, character {dc.get("ngram")}-grams; '
+            f'{dc.get("documents_dropped", 0):,} documents dropped</p><table id="decontamination">{head}{body}</table>')
+
+
 def render(report: dict[str, Any]) -> str:
     dist = report.get("distributions", {})
     shards = report.get("shards") or {}
@@ -134,4 +161,6 @@ def render(report: dict[str, Any]) -> str:
             f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; "
             f"tokens: {shards.get('total_tokens', 'n/a')}</p>"
             + "".join(figures) + "<h2>Ledger</h2>" + _ledger_table(report)
+            + "<h2>Personal data</h2>" + _pii_table(report)
+            + "<h2>Benchmark decontamination</h2>" + _decontamination_table(report)
             + "<h2>Files</h2>" + _files_table(report) + "</body></html>")

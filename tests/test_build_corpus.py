@@ -17,11 +17,30 @@ pytestmark = pytest.mark.slow
 TINY_TOKENIZER = ["tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98"]
 
 
+# An evaluation set: one of the fixture's paragraphs (matched by n-grams wherever a page embeds it)
+# and a phrase shorter than the n-gram (matched whole).
+EVAL_ITEMS = [{"id": "q1", "text": crawl_fixture.P[3]}, {"id": "q2", "text": crawl_fixture.P[5][10:22]}]
+PHONE = "13812345678"
+
+
+def _extra_inputs(root):
+    """A page with a mobile number (redacted by default) and the evaluation set (not an input)."""
+    page = crawl_fixture.doc(4, 6) + f"\n联系电话：{PHONE[:3]} {PHONE[3:7]} {PHONE[7:]}，欢迎来电咨询。"
+    (root / "in" / "pii.jsonl").write_text(json.dumps({"id": "pii-1", "text": page}, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+    evals = root / "evals" / "demo_bench.jsonl"
+    evals.parent.mkdir()
+    evals.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in EVAL_ITEMS), encoding="utf-8")
+    return evals
+
+
 @pytest.fixture(scope="module")
 def built(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("chain")
     crawl_fixture.build(root / "in")
-    cfg = load_config(BuildConfig, None, TINY_TOKENIZER + ["shards.num_shards=3"])
+    evals = _extra_inputs(root)
+    cfg = load_config(BuildConfig, None, TINY_TOKENIZER + ["shards.num_shards=3",
+                                                           f"decontaminate.eval_sets=['{evals}']"])
     report = run(cfg, [str(root / "in")], str(root / "out"), spark=spark)
     read = lambda name: spark.read.parquet(str(root / "out" / name)).toPandas()  # noqa: E731
     return {"root": root, "out": root / "out", "report": report, "docs": read("documents"),
@@ -34,7 +53,9 @@ def test_every_record_is_in_exactly_one_output(built):
     assert len(ids) == len(set(ids)) == r["input"]["records"]
     assert (len(docs), len(rejected), len(dups)) == (r["documents"], r["rejected"], r["duplicates"])
     assert r["balanced"] and r["duplicates"] > 0  # the fixture's pages reuse paragraphs: there are duplicates
-    assert set(dups.duplicate_of) <= set(docs.doc_id)
+    # a duplicate names the kept copy, or one that decontamination dropped after dedup
+    contaminated = set(rejected.doc_id[rejected.reason == "contaminated"])
+    assert set(dups.duplicate_of) <= set(docs.doc_id) | contaminated
     per_file = Counter()
     for f in r["files"].values():
         assert f["records"] == f["documents"] + f["rejected"] + f.get("duplicates", 0)
@@ -89,3 +110,25 @@ def test_report_page_renders_its_plots_in_chromium(built, tmp_path):
         assert cell("balanced") == "True"
     finally:
         browser.quit()
+
+
+def test_decontamination_drops_pages_with_evaluation_text_and_only_those(built):
+    docs, rejected, r = built["docs"], built["rejected"], built["report"]
+    dropped = rejected[rejected.reason == "contaminated"]
+    assert len(dropped) > 0 and set(dropped.stage) == {"decontaminate"}
+    for text in dropped.text:  # each contains an item: whole paragraph (n-grams) or the short phrase (whole)
+        assert any(item["text"] in text for item in EVAL_ITEMS)
+    for text in docs.text:
+        assert not any(item["text"] in text for item in EVAL_ITEMS)
+    assert set(dropped.detail.str.split(":").str[0]) == {"demo_bench"}
+    bench = r["decontaminate"]["benchmarks"]["demo_bench"]
+    assert (bench["ngram_items"], bench["whole_items"]) == (1, 1) and bench["documents_hit"] == len(dropped)
+    assert r["rejected_by_stage"]["decontaminate"]["reasons"]["contaminated"] == len(dropped)
+
+
+def test_personal_data_is_redacted_in_documents_and_counted(built):
+    docs, r = built["docs"], built["report"]
+    page = docs[docs.doc_id == "pii-1"].iloc[0]
+    assert "联系电话：<PHONE>，" in page.text and dict(page.pii_redacted) == {"mobile": 1}
+    assert r["pii"]["kinds"]["mobile"]["spans"] == 1 and r["transforms"]["pii_mobile_spans_redacted"] == 1
+    assert not any(PHONE in t.replace(" ", "") for t in docs.text)
