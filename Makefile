@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | cksu
 DEMO_CRAWL := data/demo_crawl
 DEMO_OUT   := out/demo
 DEMO_SEED  := data/seed
+DEMO_EVALS := data/eval_sets
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
 .PHONY: install browser demo demo-crawl demo-models test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package
@@ -33,10 +34,16 @@ $(DEMO_OUT)/models/%/metadata.json: $(DEMO_SEED)/SEED.json
 
 demo-models: $(DEMO_OUT)/models/spam/metadata.json $(DEMO_OUT)/models/quality/metadata.json
 
-demo: demo-crawl demo-models
+$(DEMO_EVALS)/MANIFEST.json: | $(STAMP)
+	$(PY) -m demo.eval_set --output $(DEMO_EVALS)
+
+# The demo evaluation sets are checked in report mode: counted, not dropped (see README).
+demo: demo-crawl demo-models $(DEMO_EVALS)/MANIFEST.json
 	$(PY) -m jobs.build_corpus --input $(DEMO_INPUTS) --output $(DEMO_OUT)/corpus --overwrite \
 	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality \
-	    --set tokenizer.vocab_size=8000
+	    --set tokenizer.vocab_size=8000 \
+	    --set decontaminate.eval_sets='["$(DEMO_EVALS)/demo_news_cloze.jsonl","$(DEMO_EVALS)/demo_review_sentiment.jsonl"]' \
+	    --set decontaminate.mode=report
 	@echo "corpus: $(DEMO_OUT)/corpus/  (documents/ rejected/ duplicates/ shards/ tokenizer/ report.json)"
 	@echo "report: $(DEMO_OUT)/corpus/report.html"
 	rm -rf $(DEMO_OUT)/run
@@ -81,4 +88,4 @@ lock: $(STAMP)
 	$(PY) -m pip freeze --exclude-editable | grep -v '^zhcorpus' > requirements.lock
 
 clean-demo:
-	rm -rf $(DEMO_CRAWL) $(DEMO_SEED) $(DEMO_OUT)
+	rm -rf $(DEMO_CRAWL) $(DEMO_SEED) $(DEMO_EVALS) $(DEMO_OUT)
