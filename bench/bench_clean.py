@@ -18,30 +18,37 @@ import tempfile
 import time
 from pathlib import Path
 
-from etl.clean import clean_row, get_cleaner
+import pyarrow as pa
+
+from etl.clean import clean_batch, get_cleaner
+from etl.readers import ARROW_RAW
 from etl.records import ReaderConfig, parse_file
 from filters.config import RulesConfig
 
+BATCH_ROWS = 1024
+
 
 def plain_python(files: list[Path]) -> tuple[float, int, int]:
-    """(seconds, bytes, kept documents) for parse + clean of every file in this process."""
+    """(seconds, bytes, kept documents) for parse + clean of every file in this process, in
+    Arrow batches through the stage's own ``clean_batch``."""
     cleaner, cfg = get_cleaner(RulesConfig()), ReaderConfig()
     t0 = time.perf_counter()
     size = kept = 0
     for f in files:
         content = f.read_bytes()
         size += len(content)
-        for row in parse_file(str(f), content, cfg):
-            out = clean_row(row, cleaner)
-            kept += out["kind"] == "record" and out["reason"] is None
+        rows = list(parse_file(str(f), content, cfg))
+        for i in range(0, len(rows), BATCH_ROWS):
+            out = clean_batch(pa.RecordBatch.from_pylist(rows[i:i + BATCH_ROWS], schema=ARROW_RAW), cleaner)
+            kept += sum(1 for r in out.select(["kind", "reason"]).to_pylist() if r["kind"] == "record" and r["reason"] is None)
     return time.perf_counter() - t0, size, kept
 
 
 def spark_job(spark, inputs: list[str], out: Path) -> tuple[float, int, int]:
-    from jobs.clean import CleanConfig, run
+    from etl.corpus import CleanConfig, clean_corpus
 
     t0 = time.perf_counter()
-    report = run(CleanConfig(), inputs, str(out), overwrite=True, spark=spark)
+    report = clean_corpus(CleanConfig(), inputs, str(out), overwrite=True, spark=spark)
     return time.perf_counter() - t0, report["input"]["bytes"], report["documents"]
 
 
@@ -49,8 +56,8 @@ def spark_read_clean(spark, inputs: list[str]) -> float:
     """Read + clean into Spark's no-op sink: the job without persist, writes and ledger."""
     from etl.clean import clean_stage
     from etl.progress import Counters
+    from etl.corpus import CleanConfig
     from etl.readers import read_raw
-    from jobs.clean import CleanConfig
 
     cfg = CleanConfig()
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.spark.max_partition_bytes))
