@@ -151,7 +151,11 @@ def recorded_segmenter(meta: dict[str, Any]) -> dict[str, Any]:
 def presegment(text: str, hmm: bool = False, segmenter: Segmenter | None = None) -> str:
     """The pre-segmentation rule of the module docstring: words, ' '/'\n' marked, ' '-joined.
     ``segmenter``: default engine in ``hmm`` mode."""
-    words = (segmenter or get_segmenter(None, hmm)).cut(text)
+    return join_words((segmenter or get_segmenter(None, hmm)).cut(text), text)
+
+
+def join_words(words: list[str], text: str) -> str:
+    """``text``'s words (whitespace characters are words of their own), ' '/'\n' marked, ' '-joined."""
     if _JOIN in text:
         return SEP.join(w.translate(_TO_MARKS) for w in words)
     return _JOIN.join(words).translate(_JOIN_MARKS)  # one C-level pass instead of one per word
