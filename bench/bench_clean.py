@@ -2,6 +2,7 @@
 plain Python process (the anchor), on the same input, in one run.
 
     python -m bench.bench_clean [--input PATH ...] [--cores 2] [--repeats 3]
+    python -m bench.bench_clean --cleaner-only [--input PATH ...]   # the Cleaner alone, CPU ms/MB
 
 Reports input MB/s for each, MB/s per core, and the ratio (Spark per-core / plain). Spark's
 time covers reading, cleaning, writing documents/ + rejected/ and the ledger, but not session
@@ -44,6 +45,31 @@ def plain_python(files: list[Path]) -> tuple[float, int, int]:
     return time.perf_counter() - t0, size, kept
 
 
+def cleaner_only(files: list[Path], repeats: int) -> dict:
+    """CPU ms per MB of the Cleaner alone (``filters.pipeline.Cleaner``), one process, on the
+    records the readers hand it: per MB of document text and per MB of input file. CPU time, not
+    wall time: the machine is shared and this is one process."""
+    cleaner, cfg = get_cleaner(RulesConfig()), ReaderConfig()
+    docs, size = [], 0
+    for f in files:
+        content = f.read_bytes()
+        size += len(content)
+        docs += [(r["text"], r["title"]) for r in parse_file(str(f), content, cfg)
+                 if r["kind"] == "record" and r["reason"] is None]
+    text_mb = sum(len(t.encode("utf-8", "surrogatepass")) for t, _ in docs) / 1e6
+    cleaner(*docs[0])  # tables built outside the timing
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for text, title in docs:
+            cleaner(text, title)
+        times.append(time.process_time() - t0)
+    t = statistics.median(times)
+    return {"documents": len(docs), "text_mb": round(text_mb, 2), "input_mb": round(size / 1e6, 2),
+            "cleaner_cpu_s": round(t, 2), "cleaner_ms_per_text_mb": round(1000 * t / text_mb, 1),
+            "cleaner_ms_per_input_mb": round(1000 * t / (size / 1e6), 1)}
+
+
 def spark_job(spark, inputs: list[str], out: Path) -> tuple[float, int, int]:
     from etl.corpus import CleanConfig, clean_corpus
 
@@ -73,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="crawl files or directories (default: the demo crawl)")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cleaner-only", action="store_true", help="only the Cleaner's CPU ms/MB in one process (no Spark)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -80,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
 
     files = sorted(f for root in map(Path, args.input) for f in ([root] if root.is_file() else root.rglob("*"))
                    if f.is_file() and not f.name.startswith(("_", ".")))
+    if args.cleaner_only:
+        print(json.dumps(cleaner_only(files, args.repeats), indent=2))
+        return 0
     spark = get_spark("bench-clean", f"local[{args.cores}]")
     plain, dist, inner = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
