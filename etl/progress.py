@@ -1,6 +1,7 @@
 """Driver-side progress for long Spark jobs: one log line every few seconds with the active
-stage, its tasks, and the records/bytes the readers have reported (accumulators, updated as
-tasks finish; the exact counts come from the ledger, these are for humans watching)."""
+stage, its tasks, the input ranges read so far and the records/bytes the readers have reported
+(accumulators, updated as each range's task finishes; the exact counts come from the ledger,
+these are for humans watching)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ class Counters:
     def __init__(self, sc: SparkContext):
         self.records = sc.accumulator(0)
         self.bytes = sc.accumulator(0)
+        self.ranges = sc.accumulator(0)  # input byte ranges read (etl.readers: a file is one or more)
+        self.ranges_total = 0  # set on the driver when the read is planned
 
 
 @contextmanager
@@ -35,8 +38,9 @@ def report_progress(sc: SparkContext, counters: Counters, label: str, every_s: f
                               for s in stages if s is not None) or "between stages"
             dt = time.monotonic() - t0
             recs, mb = counters.records.value, counters.bytes.value / 1e6
-            log.info("%s | %s | %s records read, %.1f MB (%.0f rec/s, %.2f MB/s) | %.0fs",
-                     label, tasks, f"{recs:,}", mb, recs / dt, mb / dt, dt)
+            ranges = f"{counters.ranges.value}/{counters.ranges_total} ranges, " if counters.ranges_total else ""
+            log.info("%s | %s | %s%s records read, %.1f MB (%.0f rec/s, %.2f MB/s) | %.0fs",
+                     label, tasks, ranges, f"{recs:,}", mb, recs / dt, mb / dt, dt)
 
     thread = threading.Thread(target=loop, name="progress", daemon=True)
     thread.start()

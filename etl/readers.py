@@ -1,24 +1,33 @@
 """Spark readers: raw crawl files from any Hadoop path (local, hdfs://, s3a://) -> one DataFrame
-of ``RAW_SCHEMA`` rows (records, plus one ``kind="file"`` row per WARC/JSONL file).
+of ``RAW_SCHEMA`` rows (records, plus ``kind="file"`` rows with each range's reader counts).
 
-WARC/WET/JSONL files are read whole with Spark's ``binaryFile`` source (gzip is not splittable
-anyway; a file must stay under 2 GiB, Common Crawl's are ~1 GiB) and parsed by
-``etl.records.parse_file`` inside ``mapInArrow``. Parquet uses Spark's own reader and goes
-through the same record validation.
+The driver lists the files with their sizes and plans byte ranges (``plan``): an uncompressed
+JSONL file is cut every ``reader.split_bytes`` (each range reads the lines that start in it), an
+uncompressed WARC/WET file at record starts found by walking its headers, a Parquet file by row
+group; a gzip file is one range (gzip cannot be split). One Spark task reads a range, or a pack
+of small files, in Python with bounded memory (``etl.records.parse_range``), so one big file
+keeps every core busy, reports progress per range and has no size limit. Files on other file
+systems go through Spark's ``binaryFile`` (whole files, each under 2 GiB). Empty files,
+unknown formats and oversized remote files get their reader row from the driver. After reading,
+the records are spread over every core when the read itself could not be (``reader.rebalance``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl import records as rec
+from etl import warc
+from etl.paths import NoInputFiles
 from etl.progress import Counters
+from etl.streams import GZIP_MAGIC, Stream
 
 log = logging.getLogger("zhcorpus")
 
@@ -26,54 +35,176 @@ RAW_SCHEMA = T.StructType([
     T.StructField(name, T.LongType() if name == "offset" else T.StringType()) for name in rec.RAW_FIELDS
 ])
 ARROW_RAW = pa.schema([pa.field(name, pa.int64() if name == "offset" else pa.string()) for name in rec.RAW_FIELDS])
+RANGE_SCHEMA = T.StructType([
+    T.StructField("path", T.StringType()), T.StructField("fmt", T.StringType()), T.StructField("size", T.LongType()),
+    T.StructField("start", T.LongType()), T.StructField("end", T.LongType()), T.StructField("local", T.StringType()),
+    T.StructField("aligned", T.BooleanType()),
+])
 BATCH_ROWS = 1024
 BATCH_BYTES = 32 << 20
+BINARY_FILE_LIMIT = (1 << 31) - 1  # Spark's binaryFile holds a file in one byte array
+OPEN_COST = 1 << 20  # what packing counts per file on top of its bytes (Spark's openCostInBytes is 4 MB)
 
 
-def list_input_files(spark: SparkSession, paths: list[str]) -> list[str]:
-    """Expand files, directories (recursively) and globs through Hadoop's FileSystem API;
-    hidden files (``_*``, ``.*``) are skipped, as Spark does."""
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # as Hadoop names it: the records' source_file
+    size: int
+    local: str | None  # the OS path when it is on the local file system
+
+
+@dataclass
+class Plan:
+    tasks: list[list[rec.Range]] = field(default_factory=list)  # one Spark task per pack of ranges
+    remote: list[InputFile] = field(default_factory=list)  # read whole through binaryFile
+    driver_rows: list[dict[str, Any]] = field(default_factory=list)  # files nobody reads
+    split: int | None = None
+    unsplit_bytes: int = 0  # the largest range that could not be split (gzip)
+
+    @property
+    def ranges(self) -> int:
+        return sum(len(t) for t in self.tasks)
+
+
+def list_inputs(spark: SparkSession, paths: list[str]) -> list[InputFile]:
+    """Expand files, directories (recursively) and globs through Hadoop's FileSystem API, with
+    sizes; hidden files (``_*``, ``.*``) are skipped, as Spark does. Raises ``NoInputFiles``
+    (a ``FileNotFoundError``) for a path that matches nothing or only hidden files."""
     jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
-    out: list[str] = []
+    out: dict[str, InputFile] = {}
     for p in paths:
         path = jvm.org.apache.hadoop.fs.Path(p)
         fs = path.getFileSystem(conf)
         statuses = fs.globStatus(path)
         if statuses is None or len(statuses) == 0:
-            raise FileNotFoundError(f"input path matches nothing: {p}")
+            raise NoInputFiles(f"input path matches nothing: {p}")
+        found = []
         for st in statuses:
             if st.isDirectory():
                 it = fs.listFiles(st.getPath(), True)
                 while it.hasNext():
-                    out.append(it.next().getPath().toString())
+                    found.append(it.next())
             else:
-                out.append(st.getPath().toString())
-    visible = [f for f in out if not f.rsplit("/", 1)[-1].startswith(("_", "."))]
-    return sorted(dict.fromkeys(visible))
+                found.append(st)
+        visible = [st for st in found if not st.getPath().getName().startswith(("_", "."))]
+        if not visible:
+            raise NoInputFiles(f"no input files under {p} ({len(found)} hidden file(s) skipped: names starting "
+                               f"with '.' or '_')")
+        for st in visible:
+            uri = st.getPath().toUri()
+            local = uri.getPath() if uri.getScheme() == "file" else None
+            out[st.getPath().toString()] = InputFile(st.getPath().toString(), st.getLen(), local)
+    return [out[k] for k in sorted(out)]
+
+
+def list_input_files(spark: SparkSession, paths: list[str]) -> list[str]:
+    return [f.path for f in list_inputs(spark, paths)]
+
+
+def split_size(cfg: rec.ReaderConfig, splittable_bytes: int, parallelism: int) -> int | None:
+    """``split_bytes``, made smaller (not below ``min_split_bytes``) until there are 2 ranges per core."""
+    if cfg.split_bytes <= 0:
+        return None
+    want = -(-splittable_bytes // max(1, 2 * parallelism))
+    return max(1, min(cfg.split_bytes, max(cfg.min_split_bytes, want)))
+
+
+def _splittable(f: InputFile, fmt: str | None, cfg: rec.ReaderConfig) -> bool:
+    return (cfg.local_reads and f.local is not None and f.size > 0 and fmt is not None
+            and (fmt == rec.PARQUET_FMT or not rec.named_gzip(f.path)))
+
+
+def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int) -> Plan:
+    """Ranges, packed into tasks; what goes through binaryFile; the driver's own reader rows."""
+    out, ranges = Plan(), []
+    out.split = split_size(cfg, sum(f.size for f in files if _splittable(f, rec.detect_format(f.path), cfg)),
+                           parallelism)
+    for f in files:
+        fmt = rec.detect_format(f.path)
+        if fmt is None:
+            out.driver_rows.append(rec.error_row(f.path, None, f.size, rec.UNSUPPORTED_FORMAT, f.path))
+        elif f.size == 0:
+            out.driver_rows.append(rec.error_row(f.path, fmt, 0, rec.EMPTY_FILE, "the file has no bytes"))
+        elif cfg.local_reads and f.local is not None:
+            ranges += _file_ranges(f, fmt, out.split if _splittable(f, fmt, cfg) else None, cfg)
+        elif f.size > BINARY_FILE_LIMIT:
+            out.driver_rows.append(rec.error_row(
+                f.path, fmt, f.size, rec.FILE_TOO_LARGE, f"{f.size} bytes: Spark's binaryFile reads at most "
+                f"{BINARY_FILE_LIMIT} from this file system; copy it to a local or mounted disk, or split it"))
+        else:
+            out.remote.append(f)
+    out.unsplit_bytes = max((r.end - r.start for r in ranges if r.start == 0 and r.end == r.size), default=0)
+    out.tasks = _pack(ranges, out.split or cfg.split_bytes or (64 << 20))
+    return out
+
+
+def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig) -> list[rec.Range]:
+    if split is None or f.size <= split:
+        return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+    if fmt == rec.WARC_FMT:
+        try:
+            with open(f.local, "rb") as fh:
+                if fh.read(2) == GZIP_MAGIC:  # gzip without the name: read whole
+                    return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+                cuts = warc.record_starts(Stream(fh, False), cfg.max_record_bytes, split)
+        except OSError:  # the range task reports it as the file's error
+            return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+        aligned = True
+    else:
+        cuts, aligned = list(range(split, f.size, split)), False
+    bounds = [0, *cuts, f.size]
+    return [rec.Range(f.path, fmt, f.size, a, b, f.local, aligned) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _pack(ranges: list[rec.Range], capacity: int) -> list[list[rec.Range]]:
+    """Big ranges alone; small ones (whole small files) packed up to ``capacity`` bytes a task."""
+    tasks: list[list[rec.Range]] = []
+    pack: list[rec.Range] = []
+    load = 0
+    for r in ranges:
+        cost = r.end - r.start + OPEN_COST
+        if cost >= capacity // 2:
+            tasks.append([r])
+            continue
+        if pack and load + cost > capacity:
+            tasks.append(pack)
+            pack, load = [], 0
+        pack.append(r)
+        load += cost
+    if pack:
+        tasks.append(pack)
+    return tasks
 
 
 def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters) -> tuple[DataFrame, list[str]]:
-    """All records of the inputs; returns the DataFrame and the files it covers. Files of an
-    unknown format are not read: they get a ``kind="file"`` row with an ``unsupported_format`` error."""
-    files = list_input_files(spark, paths)
-    by_fmt: dict[str | None, list[str]] = {}
-    for f in files:
-        by_fmt.setdefault(rec.detect_format(f), []).append(f)
+    """All records of the inputs, and the files they come from. Every file gets reader rows
+    (``kind="file"``): its counts, or the file-level error that kept it from being read."""
+    files = list_inputs(spark, paths)
+    sc = spark.sparkContext
+    p = plan(files, cfg, sc.defaultParallelism)
     frames: list[DataFrame] = []
-    streamed = by_fmt.get(rec.WARC_FMT, []) + by_fmt.get(rec.JSONL_FMT, [])
-    if streamed:
-        binary = spark.read.format("binaryFile").load(streamed).select("path", "content")
-        frames.append(binary.mapInArrow(_parse_files(cfg, counters), RAW_SCHEMA))
-    if by_fmt.get(rec.PARQUET_FMT):
-        frames.append(_read_parquet(spark, by_fmt[rec.PARQUET_FMT], cfg, counters))
-    if by_fmt.get(None):
-        unknown = [rec.parse_file(f, b"", cfg) for f in by_fmt[None]]
-        frames.append(spark.createDataFrame([row for rows in unknown for row in rows], RAW_SCHEMA))
-    log.info("inputs: %d files (%s)", len(files), ", ".join(f"{k or 'unknown'}: {len(v)}" for k, v in sorted(by_fmt.items(), key=str)))
+    if p.tasks:
+        packs = sc.parallelize([[asdict(r) for r in t] for t in p.tasks], len(p.tasks)).flatMap(lambda t: t)
+        frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters), RAW_SCHEMA))
+    if p.remote:
+        binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
+        frames.append(binary.mapInArrow(_read_contents(cfg, counters), RAW_SCHEMA))
+    if p.driver_rows:
+        frames.append(spark.createDataFrame(p.driver_rows, RAW_SCHEMA))
+    counters.ranges_total = p.ranges + len(p.remote)
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    return df, files
+    n_tasks, want = len(p.tasks) + len(p.remote), 2 * sc.defaultParallelism
+    rebalance = cfg.rebalance and (n_tasks < want or p.unsplit_bytes > (p.split or 0))
+    if rebalance:
+        df = df.repartition(max(want, n_tasks), "source_file", "offset")
+    formats = Counter(rec.detect_format(f.path) or "unknown" for f in files)
+    log.info("inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s), %d whole through binaryFile%s",
+             len(files), ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())), sum(f.size for f in files) / 1e6,
+             p.ranges, len(p.tasks), f"{p.split / 1e6:.2f} MB" if p.split else "off", len(p.remote),
+             f"; records spread over {max(want, n_tasks)} partitions" if rebalance else "")
+    return df, [f.path for f in files]
 
 
 def _batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
@@ -90,39 +221,35 @@ def _batches(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pylist(buf, schema=ARROW_RAW)
 
 
-def _parse_files(cfg: rec.ReaderConfig, counters: Counters):
-    def parse(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        def rows() -> Iterator[dict[str, Any]]:
-            for batch in batches:
-                paths, contents = batch.column("path"), batch.column("content")
-                for i in range(batch.num_rows):
-                    content = contents[i].as_py()
-                    n = 0
-                    for row in rec.parse_file(paths[i].as_py(), content, cfg):
-                        n += row["kind"] == rec.RECORD
-                        yield row
-                    counters.records.add(n)
-                    counters.bytes.add(len(content))
-        yield from _batches(rows())
-    return parse
+def _counted(rows: Iterator[dict[str, Any]], nbytes: int, counters: Counters) -> Iterator[dict[str, Any]]:
+    n = 0
+    for row in rows:
+        n += row["kind"] == rec.RECORD
+        yield row
+    counters.records.add(n)
+    counters.bytes.add(nbytes)
+    counters.ranges.add(1)
 
 
-def _read_parquet(spark: SparkSession, files: list[str], cfg: rec.ReaderConfig, counters: Counters) -> DataFrame:
-    df = spark.read.parquet(*files)
-    if "text" not in df.columns:
-        raise ValueError(f"Parquet input has no 'text' column (columns: {df.columns}): {files[:3]}")
-    cols = [F.col("_metadata.file_path").alias("path"), F.col("_metadata.row_index").alias("row_index")]
-    for name in ("id", "url", "source", "timestamp", "text"):
-        cols.append((F.col(name).cast("string") if name in df.columns else F.lit(None).cast("string")).alias(name))
-    return df.select(*cols).mapInArrow(_parquet_rows(cfg, counters), RAW_SCHEMA)
-
-
-def _parquet_rows(cfg: rec.ReaderConfig, counters: Counters):
-    def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _read_ranges(cfg: rec.ReaderConfig, counters: Counters):
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def rows() -> Iterator[dict[str, Any]]:
             for batch in batches:
                 for r in batch.to_pylist():
-                    yield rec.parquet_row(r, cfg)
-                counters.records.add(batch.num_rows)
+                    rng = rec.Range(**r)
+                    yield from _counted(rec.parse_range(rng, cfg), rng.end - rng.start, counters)
         yield from _batches(rows())
-    return convert
+    return read
+
+
+def _read_contents(cfg: rec.ReaderConfig, counters: Counters):
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[dict[str, Any]]:
+            for batch in batches:
+                paths, lengths, contents = batch.column("path"), batch.column("length"), batch.column("content")
+                for i in range(batch.num_rows):
+                    path, size = paths[i].as_py(), lengths[i].as_py()
+                    rng = rec.Range(path, rec.detect_format(path), size, 0, size)
+                    yield from _counted(rec.parse_range(rng, cfg, contents[i].as_py()), size, counters)
+        yield from _batches(rows())
+    return read

@@ -1,7 +1,7 @@
 """A small hand-built crawl in which every record's fate is known in advance.
 
-``build(dir)`` writes WARC (gzip and plain), WET, JSONL (plain and gzip), Parquet and two
-unreadable files, and returns ``expected``: record key (URL or JSONL/Parquet id) ->
+``build(dir)`` writes WARC (gzip and plain), WET, JSONL (plain and gzip), Parquet and four
+unreadable files (corrupt gzip, unknown format, empty, not gzip), and returns ``expected``: record key (URL or JSONL/Parquet id) ->
 (stage, reason) with ``(None, None)`` for a kept document, plus the file-level errors.
 """
 
@@ -150,10 +150,14 @@ def build(root: Path) -> dict:
 
     (root / "broken.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"this is not deflate data" * 10)
     (root / "notes.txt").write_text("not an input format\n")
+    # Whole-file failures (issue 16): each is one file error, never records, never a failed run.
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "fake.jsonl.gz").write_bytes(random.Random(8).randbytes(2000))
     return {"records": expected, "unkeyed": {("read", "malformed_warc_header"): malformed_headers,
                                              ("read", "invalid_json"): invalid_json,
                                              ("read", "truncated_record"): truncated},
-            "file_errors": {"broken.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format"},
+            "file_errors": {"broken.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format",
+                            "empty.jsonl": "empty_file", "fake.jsonl.gz": "not_gzip"},
             "skipped": {"warcinfo": 2, "request": 1}}
 
 
