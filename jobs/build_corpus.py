@@ -24,6 +24,7 @@ if __package__ in (None, ""):  # spark-submit jobs/build_corpus.py: make the pro
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import BuildConfig, build_corpus  # noqa: E402
+from etl.paths import check_job_paths  # noqa: E402
 from etl.report import summary_lines  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg = load_config(BuildConfig, args.config, args.overrides)
+        check_job_paths(args.input, args.output, args.index)  # before any work: the input is never written
         report = build_corpus(cfg, args.input, args.output, args.index, args.overwrite)
         for line in summary_lines(report):
             cli.log.info(line)

@@ -20,6 +20,7 @@ if __package__ in (None, ""):  # spark-submit jobs/clean.py: make the project im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import CleanConfig, clean_corpus  # noqa: E402
+from etl.paths import check_job_paths  # noqa: E402
 from etl.report import summary_lines  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg = load_config(CleanConfig, args.config, args.overrides)
+        check_job_paths(args.input, args.output)  # before any work: the input is never written
         report = clean_corpus(cfg, args.input, args.output, args.overwrite)
         for line in summary_lines(report):
             cli.log.info(line)

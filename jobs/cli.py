@@ -3,8 +3,9 @@ one mapping from the errors a user can cause to a one-line message and an exit c
 
 Exit codes (every job): 0 done; 1 done, but some input files could not be read (listed in
 report.json and the log); 2 refused: bad arguments, config, input or output path, or models (one
-line, nothing written); 3 another run holds the lock (nightly refresh); anything else a failure
-(its trace is in the log; re-run it: nothing half-done is visible).
+line, nothing written); 3 another run holds the lock (nightly refresh); 4 no input file could be
+read (every one a file-level error; one summary line); anything else a failure (its trace is in
+the log; re-run it: nothing half-done is visible).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 log = logging.getLogger("zhcorpus")
-EXIT_OK, EXIT_FILE_ERRORS, EXIT_REFUSED, EXIT_LOCKED = 0, 1, 2, 3
+EXIT_OK, EXIT_FILE_ERRORS, EXIT_REFUSED, EXIT_LOCKED, EXIT_NOTHING_READ = 0, 1, 2, 3, 4
 
 
 def setup_logging(level: int = logging.INFO) -> None:
@@ -57,8 +58,12 @@ def run_job(body: Callable[[], int]) -> int:
 
 
 def exit_code(report: dict) -> int:
-    """0, or 1 when some input files could not be read (they are named in the log)."""
-    errors = report["input"].get("file_errors") or []
-    for e in errors:
+    """0; 1 when some input files could not be read (they are named in the log); 4 when none
+    could (``etl.ledger.run_outcome``, which also gives the one-line summary)."""
+    from etl.ledger import run_outcome
+
+    for e in report["input"].get("file_errors") or []:
         log.warning("file not read: %s", e)
-    return EXIT_FILE_ERRORS if errors else EXIT_OK
+    code, line = run_outcome(report)
+    (log.info if code == EXIT_OK else log.warning if code == EXIT_FILE_ERRORS else log.error)(line)
+    return code

@@ -21,6 +21,7 @@ if __package__ in (None, ""):
 
 from etl.corpus import dedup_corpus  # noqa: E402
 from etl.dedup import DedupConfig  # noqa: E402
+from etl.paths import check_job_paths  # noqa: E402
 from etl.spark import SparkConfig  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg = load_config(DedupJobConfig, args.config, args.overrides)
+        check_job_paths(args.input, args.output, args.index)  # before any work: the input is never written
         r = dedup_corpus(cfg.spark, cfg.dedup, args.input, args.output, args.index, args.overwrite)
         cli.log.info("dedup: %d in, %d kept, duplicates %s (%.1f s)", r["input"]["records"], r["documents"],
                      r["duplicates_by_kind"], r["job"]["elapsed_s"])

@@ -23,6 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.nightly import NightlyConfig, RefreshLocked, refresh, submit_training  # noqa: E402
+from etl.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg = load_config(NightlyConfig, args.config, args.overrides)
+        check_job_paths([args.crawl_root], args.corpus_root, args.index)  # the crawl is never written
         try:
             result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)
         except RefreshLocked as e:
