@@ -40,7 +40,8 @@ def _night_two(crawl: Path, night_one: Path) -> dict[str, str]:
         rows.append({"id": f"n2-copy{i}", "text": t[:100] + "的" + t[101:], "source": "news"})
         copies[f"n2-copy{i}"] = d["doc_id"]
     for i, (title, paras, _) in enumerate(news_pages()[100:102]):
-        rows.append({"id": f"n2-new{i}", "text": "\n".join(paras), "source": "news"})
+        contact = "\n报名电话：13912345678。" if i == 0 else ""  # personal data: redacted by the build
+        rows.append({"id": f"n2-new{i}", "text": "\n".join(paras) + contact, "source": "news"})
     path = crawl / "night2" / "part-0.jsonl"
     path.parent.mkdir()
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
@@ -80,6 +81,9 @@ def test_new_near_duplicates_of_published_documents_are_removed(nights):
     dups = {r["doc_id"]: r["duplicate_of"] for r in pq.read_table(v2 / "duplicates").to_pylist()}
     assert dups == nights["copies"]
     assert sorted(pq.read_table(v2 / "documents", columns=["doc_id"]).column("doc_id").to_pylist()) == ["n2-new0", "n2-new1"]
+    texts = {r["doc_id"]: r["text"] for r in pq.read_table(v2 / "documents").to_pylist()}
+    assert texts["n2-new0"].endswith("报名电话：<PHONE>。") and "13912345678" not in texts["n2-new1"]
+    assert json.loads((v2 / "report.json").read_text())["pii"]["kinds"]["mobile"]["spans"] == 1
     manifest = json.loads((v2 / "corpus.json").read_text())
     assert manifest["versions"] == ["v000001", "v000002"]
     assert {s["version"] for s in manifest["shards"]} == {"v000001", "v000002"}
