@@ -37,6 +37,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 
+from etl.publish import write_atomic  # stdlib only: no Spark in train/
 from train.indexed_dataset import sha256_file
 
 CHECKPOINTS = "checkpoints"
@@ -119,7 +120,7 @@ def save(path: Path, state_dict: dict[str, Any], state: dict[str, Any]) -> None:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
-        _write_atomic(path / STATE, json.dumps(state, indent=1, sort_keys=True))
+        write_atomic(path / STATE, json.dumps(state, indent=1, sort_keys=True))
     dist.barrier()
     dcp.save(state_dict, checkpoint_id=str(path))
     dist.barrier()  # every rank's files and the coordinator's .metadata are on disk
@@ -128,7 +129,7 @@ def save(path: Path, state_dict: dict[str, Any], state: dict[str, Any]) -> None:
     dist.all_gather_object(shares, hashes)
     if rank == 0:
         files = {name: info for share in shares for name, info in share.items()}
-        _write_atomic(path / MARKER, json.dumps({"step": state["step"], "files": dict(sorted(files.items()))}, indent=1))
+        write_atomic(path / MARKER, json.dumps({"step": state["step"], "files": dict(sorted(files.items()))}, indent=1))
     dist.barrier()
 
 
@@ -137,15 +138,6 @@ def _hash_share(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     rank, world = dist.get_rank(), dist.get_world_size()
     return {name: {"bytes": (path / name).stat().st_size, "sha256": sha256_file(path / name)}
             for name in names[rank::world]}
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 # --- find, verify, load, prune ------------------------------------------------------------------
