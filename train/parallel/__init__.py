@@ -4,7 +4,7 @@
 ``ParallelConfig`` and ``TrainConfig`` are its config sections (``parallel.*``, ``train.*``).
 """
 
-from train.parallel.dims import LayoutError, ParallelConfig, parallel_problems, validate
+from train.parallel.dims import LayoutError, ParallelConfig, layout_problems, validate
 from train.parallel.step import Trainer, TrainConfig
 
-__all__ = ["LayoutError", "ParallelConfig", "TrainConfig", "Trainer", "parallel_problems", "validate"]
+__all__ = ["LayoutError", "ParallelConfig", "TrainConfig", "Trainer", "layout_problems", "validate"]

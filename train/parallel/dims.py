@@ -42,7 +42,7 @@ class LayoutError(ValueError):
     """A parallel layout that cannot run this model / batch; the message lists every problem."""
 
 
-def parallel_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
+def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
                       global_batch: int, micro_batch: int) -> list[str]:
     """Everything wrong with running ``model`` at layout ``par`` on ``world_size`` ranks, each with
     its fix; empty when it can run. (The planner's ``partition_problems`` asks the same of a
@@ -111,7 +111,7 @@ def num_microbatches(par: ParallelConfig, global_batch: int, micro_batch: int) -
 
 def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int,
              micro_batch: int) -> None:
-    problems = parallel_problems(par, model, world_size, global_batch, micro_batch)
+    problems = layout_problems(par, model, world_size, global_batch, micro_batch)
     if problems:
         raise LayoutError("invalid parallel layout:\n  - " + "\n  - ".join(problems))
 
