@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Start a Spark standalone master or worker in the foreground with the cluster settings and the
-# shared secret (see spark-auth.sh). docker-compose.yml runs it; so can any host with Spark 4.3.
+# Start a Spark standalone master or worker in the foreground with the cluster settings
+# (jobs/configs/spark-cluster.conf) and the shared secret. docker-compose.yml runs it; so can any
+# host with Spark 4.3, including the pip package (whose pyspark has bin/spark-class but no
+# sbin/start-master.sh): with the project's venv on PATH, SPARK_HOME may stay unset.
 #
-#   deploy/spark-daemon.sh master [Master options, e.g. --host spark-master --port 7077]
-#   deploy/spark-daemon.sh worker spark://spark-master:7077 [Worker options]
+#   deploy/spark-daemon.sh master [Master options: --host HOST --port 7077 --webui-port 8080]
+#   deploy/spark-daemon.sh worker spark://HOST:7077 [Worker options: --cores N --memory 4g
+#                                 --work-dir DIR --webui-port 8081]
+#
+# Binds: every socket of the daemon, its web UI and (for a worker) its executors is on
+# SPARK_LOCAL_IP, which defaults to the --host given, else 127.0.0.1. Without it Spark binds the
+# UI to 0.0.0.0 even when --host is 127.0.0.1.
+#
+# The secret reaches the JVM in _SPARK_AUTH_SECRET (see spark-auth.sh): no copy of it is written
+# anywhere, so nothing is left behind when the daemon exits or is killed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/spark-auth.sh"
@@ -15,8 +25,17 @@ case $role in
     worker) class=org.apache.spark.deploy.worker.Worker ;;
     *) echo "spark-daemon: unknown role $role (master or worker)" >&2; exit 2 ;;
 esac
-conf=$(spark_auth_conf)
-# The file stays while the daemon runs (in the container's private /tmp, mode 600): Spark reads it
-# once at start, and a restarted container writes a new one.
+
+host=""
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+        --host|-h|--ip|-i) host=${args[i + 1]:-} ;;
+    esac
+done
+export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-${host:-127.0.0.1}}
+
+_SPARK_AUTH_SECRET=$(spark_auth_secret)
+export _SPARK_AUTH_SECRET
 export SPARK_NO_DAEMONIZE=true
-exec "${SPARK_HOME:?SPARK_HOME must point at Spark 4.3}/bin/spark-class" "$class" --properties-file "$conf" "$@"
+exec "${SPARK_HOME:+$SPARK_HOME/bin/}spark-class" "$class" --properties-file "$(spark_cluster_conf)" "$@"

@@ -254,3 +254,74 @@ def test_spark_submit_refuses_a_missing_or_unusable_secret(stub_submit, content)
     assert not (tmp / "argv").exists()  # spark-submit never started
     run = _submit({**env, "SPARK_AUTH_SECRET_FILE": str(tmp / "absent")}, "app.py")
     assert run.returncode != 0 and "cannot read" in run.stderr
+
+
+def test_driver_ui_off_and_daemons_bind_to_their_host():
+    conf = _properties(ROOT / "jobs" / "configs" / "spark-cluster.conf")
+    assert conf["spark.ui.enabled"] == "false"  # the driver's UI (4040) has no login
+    services = _services()
+    for name in ("spark-master", "spark-worker"):
+        assert services[name]["environment"]["SPARK_LOCAL_IP"] == services[name]["hostname"], name
+
+
+# -- deploy/spark-daemon.sh against a stub spark-class --------------------------------------------
+
+CLASS_STUB = """#!/usr/bin/env bash
+printf '%s\\n' "$@" > "$STUB_DIR/argv"
+printf '%s' "${_SPARK_AUTH_SECRET:-}" > "$STUB_DIR/secret_env"
+printf '%s' "${SPARK_LOCAL_IP:-}" > "$STUB_DIR/local_ip"
+"""
+
+
+@pytest.mark.parametrize("args, local_ip", [(["master", "--host", "10.1.2.3", "--port", "7077"], "10.1.2.3"),
+                                            (["worker", "spark://127.0.0.1:7077"], "127.0.0.1")])
+def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_submit, args, local_ip):
+    tmp, env = stub_submit
+    (tmp / "bin").mkdir()
+    stub = tmp / "bin" / "spark-class"
+    stub.write_text(CLASS_STUB)
+    stub.chmod(0o755)
+    env = {k: v for k, v in env.items() if k not in ("SPARK_HOME", "SPARK_LOCAL_IP")}
+    env["PATH"] = f"{tmp / 'bin'}:{env['PATH']}"
+    run = subprocess.run([str(ROOT / "deploy" / "spark-daemon.sh"), *args], env=env, capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    argv = (tmp / "argv").read_text().splitlines()
+    assert argv[1:3] == ["--properties-file", str(ROOT / "jobs" / "configs" / "spark-cluster.conf")]
+    assert argv[3:] == args[1:]
+    assert (tmp / "secret_env").read_text() == "ab" * 32
+    assert (tmp / "local_ip").read_text() == local_ip
+    leftovers = [p for p in tmp.rglob("*") if p.is_file() and "ab" * 32 in p.read_text(errors="replace")
+                 and p.name not in ("secret", "secret_env")]
+    assert not leftovers, leftovers  # no copy of the secret: nothing to leave behind in TMPDIR
+
+
+@pytest.mark.parametrize("master, local_ip", [("spark://127.0.0.1:7077", "127.0.0.1"), ("local[2]", "127.0.0.1"),
+                                              ("spark://localhost:7077", "127.0.0.1"), ("spark://10.0.0.5:7077", "")])
+def test_spark_submit_binds_the_driver_to_loopback_for_a_loopback_master(stub_submit, master, local_ip):
+    tmp, env = stub_submit
+    (tmp / "spark-submit").write_text(STUB.replace("exit ", 'printf "%s" "${SPARK_LOCAL_IP:-}" > "$STUB_DIR/local_ip"\nexit '))
+    env = {k: v for k, v in env.items() if k != "SPARK_LOCAL_IP"}
+    assert _submit(env, "--master", master, "app.py").returncode == 0
+    assert (tmp / "local_ip").read_text() == local_ip
+
+
+REFUSED_STUB = """#!/usr/bin/env bash
+sleep 60 > /dev/null &  # a child that keeps the driver's stderr open after the driver is gone
+echo $! > "$STUB_DIR/child"
+echo $$ > "$STUB_DIR/pid"
+echo "26/11/23 21:09:28 INFO AuthClientBootstrap: New auth protocol failed, trying SASL." >&2
+echo "26/11/23 21:09:28 ERROR TransportClientFactory: Exception while bootstrapping client after 292 ms" >&2
+wait
+"""
+
+
+def test_spark_submit_fails_fast_when_the_master_refuses_the_secret(stub_submit):
+    tmp, env = stub_submit
+    (tmp / "spark-submit").write_text(REFUSED_STUB)
+    run = _submit(env, "--master", "spark://127.0.0.1:7077", "app.py")  # 30 s timeout: the stub sleeps 60
+    assert run.returncode == 77
+    assert "authentication failed" in run.stderr and "Exception while bootstrapping client" in run.stderr
+    os.kill(int((tmp / "child").read_text()), 15)
+    assert not Path(f"/proc/{(tmp / 'pid').read_text().strip()}").exists()  # the driver was stopped
+    assert not list(tmp.glob("spark-auth.*")) and not list(tmp.glob("spark-submit.*"))

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Start or stop one Ray node with token authentication, so that stopping it stops exactly what it
+# started (never `ray stop`, which ends every Ray process of the user on the machine).
+#
+#   deploy/ray-node.sh head TEMP_DIR [ray start options]        one-host head, all on 127.0.0.1
+#   deploy/ray-node.sh cluster-head TEMP_DIR [ray start options] a head other nodes can join
+#   deploy/ray-node.sh join TEMP_DIR HEAD:PORT [ray start options]
+#   deploy/ray-node.sh stop TEMP_DIR
+#
+# TEMP_DIR is the node's own --temp-dir (two nodes on one host need two). The node's processes
+# run in a session of their own whose id is kept in TEMP_DIR/node.sid; `stop` sends them SIGTERM,
+# then SIGKILL to what is left after RAY_NODE_STOP_GRACE seconds (default 10: Ray's GCS and
+# monitor outlast SIGTERM).
+#
+# The token: RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token. If it does not exist it is created
+# (32 random bytes, hex, mode 600); an existing one readable by others is refused. Ray 2.60 will
+# not start a head with RAY_AUTH_MODE=token until a token exists, and every node and client of the
+# cluster needs the same one.
+#
+# Binds. `head` keeps every socket on 127.0.0.1: Ray swaps --node-ip-address=127.0.0.1 for the
+# host's LAN address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which this sets (its only other
+# effect: no node can join). `cluster-head` and `join` cannot stay on loopback: GCS, raylets and
+# workers listen on all interfaces, agents on the node's address, and three metrics endpoints on
+# 0.0.0.0 without authentication. Firewall them (README, "Ray on one host or several").
+set -euo pipefail
+
+usage() { sed -n '5,8p' "$0" | sed 's/^# *//' >&2; exit 2; }
+mode=${1:-}; temp_dir=${2:-}
+[[ -n $mode && -n $temp_dir ]] || usage
+shift 2
+
+ensure_token() {
+    local token=${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}
+    if [[ ! -e $token ]]; then
+        mkdir -p "$(dirname "$token")"
+        (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$token")
+        echo "ray-node: created the cluster token $token (mode 600); every node and client needs this file" >&2
+    elif [[ $(stat -c %a "$token") != [4-7]00 ]]; then
+        echo "ray-node: $token is readable by other users: chmod 600 it" >&2
+        return 1
+    fi
+}
+
+start() {  # start EXTRA_ENV... -- ray start options
+    local env=()
+    while [[ $1 != -- ]]; do env+=("$1"); shift; done
+    shift
+    mkdir -p "$temp_dir"
+    temp_dir=$(cd "$temp_dir" && pwd)
+    if [[ -s $temp_dir/node.sid ]] && [[ -n $(session_pids "$(cat "$temp_dir/node.sid")") ]]; then
+        echo "ray-node: a node started from $temp_dir is still running (deploy/ray-node.sh stop $temp_dir)" >&2
+        return 1
+    fi
+    ensure_token
+    # setsid: a new session whose id is the pid of this bash, written before exec'ing ray start.
+    env "${env[@]}" RAY_AUTH_MODE=token setsid -w bash -c 'echo $$ > "$1/node.sid"; shift; exec "$@"' _ \
+        "$temp_dir" ray start --temp-dir "$temp_dir" --disable-usage-stats "$@" < /dev/null
+}
+
+session_pids() {  # the pids of session $1
+    ps -eo pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'
+}
+
+stop() {
+    local sid pids grace=${RAY_NODE_STOP_GRACE:-10}
+    [[ -s $temp_dir/node.sid ]] || { echo "ray-node: no node.sid in $temp_dir: nothing started there" >&2; return 1; }
+    sid=$(cat "$temp_dir/node.sid")
+    pids=$(session_pids "$sid")
+    [[ -n $pids ]] && kill -TERM $pids 2> /dev/null || true
+    for ((i = 0; i < grace * 2; i++)); do
+        pids=$(session_pids "$sid")
+        [[ -z $pids ]] && break
+        sleep 0.5
+    done
+    [[ -n $pids ]] && kill -KILL $pids 2> /dev/null || true
+    rm -f "$temp_dir/node.sid"
+}
+
+case $mode in
+    head) start RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 -- --head --node-ip-address=127.0.0.1 \
+              --dashboard-host=127.0.0.1 "$@" ;;
+    cluster-head) start -- --head --dashboard-host=127.0.0.1 "$@" ;;
+    join) address=${1:?usage: ray-node.sh join TEMP_DIR HEAD:PORT [options]}; shift
+          start -- --address="$address" "$@" ;;
+    stop) stop ;;
+    *) usage ;;
+esac
