@@ -90,6 +90,16 @@ def test_content_length_too_long_never_swallows_the_next_record(name):
     assert stats["records"] == 3
 
 
+def test_content_length_ending_just_before_the_next_header_terminator_is_caught():
+    """Too long by exactly the next record's header: the bytes after the block are a record
+    terminator (\\r\\n\\r\\n), but the block holds a record start, so it is still rejected."""
+    third = _page(3)
+    delta = 4 + third.index(b"\r\n\r\n")  # our \r\n\r\n + the next record's header lines
+    recs, stats = _rows("f.warc", _page(1) + _with_length(_page(2), delta=delta) + third)
+    assert _fates(recs) == [("http://x.cn/1", None), ("http://x.cn/2", warc.MALFORMED_HEADER), ("http://x.cn/3", None)]
+    assert stats["records"] == 3 and stats["regions"] == {}
+
+
 @pytest.mark.parametrize("name", ["f.warc", "f.warc.gz"])
 def test_content_length_too_short_leaves_no_extra_record(name):
     parts = [_page(1), _with_length(_page(2), delta=-200), _page(3)]
