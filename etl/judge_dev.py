@@ -3,9 +3,9 @@
 A dev document that is an exact or near duplicate of a training document of *any* variant is
 removed before the proxies are scored (a variant that kept a copy of a dev article would be
 rewarded for memorising it). This is the corpus dedup itself, not a second implementation:
-every variant's documents go into a ``DedupIndex`` (band and exact keys, doc_id prefixed with
-the variant's name) and the dev set is deduplicated against it with ``etl.phases.dedup_phase``
-(the build's ``[dedup]`` settings). A dev document that ends as a duplicate of an indexed
+every variant's documents go into a ``DedupIndex`` as one batch (band and exact keys, doc_id
+prefixed with the variant's name) and the dev set is deduplicated against it with
+``etl.phases.dedup_phase`` (the build's ``[dedup]`` settings). A dev document that ends as a duplicate of an indexed
 document is an overlap; one that duplicates another dev document is an internal duplicate. Both
 are removed and counted; ``dev/dedup/duplicates/`` lists them with what they duplicate.
 """
@@ -70,15 +70,18 @@ def read_dev(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, dict[str
 
 
 def index_training(spark: SparkSession, documents: dict[str, str], cfg: DedupConfig, index_dir: str):
-    """A ``DedupIndex`` holding every variant's documents, one batch per variant."""
+    """A ``DedupIndex`` holding every variant's documents (doc_id ``VARIANT:doc_id``), one batch."""
     from etl.dedup_index import DedupIndex
 
     params = cfg.minhash.resolved()
     index = DedupIndex(spark, index_dir, params)
-    for name, path in documents.items():
-        docs = spark.read.parquet(path).select(F.concat(F.lit(f"{name}:"), "doc_id").alias("doc_id"), "text")
-        keys = signatures(docs, params)
-        index.append(band_rows(keys).select("band", "key", "doc_id"), keys.select("exact_key", "doc_id"), run=name)
+    frames = [spark.read.parquet(path).select(F.concat(F.lit(f"{name}:"), "doc_id").alias("doc_id"), "text")
+              for name, path in documents.items()]
+    docs = frames[0]
+    for other in frames[1:]:
+        docs = docs.unionByName(other)
+    keys = signatures(docs, params)
+    index.append(band_rows(keys).select("band", "key", "doc_id"), keys.select("exact_key", "doc_id"), run="training")
     return index
 
 
