@@ -1,0 +1,201 @@
+"""Anchors and probes for ``bench.bench_corpus``: the chain's per-document functions in one plain
+Python process, jieba against the native segmentation engine, and peak memory of the driver
+(Python and JVM) and of the Python workers read from /proc (VmHWM, reset through clear_refs)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterator
+
+PLAIN_STAGES = ("read", "clean", "classify", "dedup_signatures", "tokenize")
+BATCH_ROWS = 1024
+
+
+def crawl_files(inputs: list[str]) -> list[Path]:
+    roots = [Path(p) for p in inputs]
+    return sorted(f for root in roots for f in ([root] if root.is_file() else root.rglob("*"))
+                  if f.is_file() and not f.name.startswith(("_", ".")))
+
+
+def _chunks(items: list, n: int) -> Iterator[list]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) -> dict[str, Any]:
+    """Seconds per stage of the chain's per-document functions, one process, wall clock (and the
+    process's CPU seconds): parse (``etl.records.parse_file`` + Arrow batches), ``clean_batch``,
+    ``classify_batch``, the MinHash signatures and band keys dedup computes per document (not its
+    joins and components), and SentencePiece encoding of the documents the build kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from etl import records as rec
+    from etl.classify import classify_batch
+    from etl.clean import clean_batch, get_cleaner
+    from etl.readers import ARROW_RAW
+    from filters import minhash as mh
+    from filters.classify import TextClassifier
+    from filters.tokenizer import ZhTokenizer
+
+    cleaner = get_cleaner(cfg.rules)
+    spam = TextClassifier(cfg.classify.spam_model) if cfg.classify.spam_model else None
+    quality = TextClassifier(cfg.classify.quality_model) if cfg.classify.quality_model else None
+    params = cfg.dedup.minhash.resolved()
+    tok = ZhTokenizer.load(tokenizer_dir)
+    wall: dict[str, float] = defaultdict(float)
+    cpu: dict[str, float] = defaultdict(float)
+
+    def lap(stage: str, since: tuple[float, float]) -> tuple[float, float]:
+        now = time.perf_counter(), time.process_time()
+        wall[stage] += now[0] - since[0]
+        cpu[stage] += now[1] - since[1]
+        return now
+
+    kept: list[str] = []
+    size = 0
+    for f in crawl_files(inputs):
+        t = time.perf_counter(), time.process_time()
+        content = f.read_bytes()
+        size += len(content)
+        rows = list(rec.parse_file(str(f), content, cfg.reader))
+        t = lap("read", t)
+        for part in _chunks(rows, BATCH_ROWS):
+            batch = pa.RecordBatch.from_pylist(part, schema=ARROW_RAW)
+            t = lap("read", t)
+            cleaned = clean_batch(batch, cleaner)
+            t = lap("clean", t)
+            scored = classify_batch(cleaned, spam, quality, cfg.classify)
+            t = lap("classify", t)
+            kept += [r["text"] for r in scored.select(["kind", "reason", "text"]).to_pylist()
+                     if r["kind"] == rec.RECORD and r["reason"] is None]
+    t = time.perf_counter(), time.process_time()
+    for part in _chunks(kept, BATCH_ROWS):
+        norms = [mh.normalise(x) for x in part]
+        [mh.exact_key(x, normalised=True) for x in norms]
+        mh.batch_band_keys(mh.batch_signatures(norms, params.shingle, params.num_perm, params.seed), params.bands, params.rows)
+    t = lap("dedup_signatures", t)
+    survivors = pq.read_table(survivors_dir, columns=["text"]).column("text").to_pylist()
+    t = time.perf_counter(), time.process_time()
+    for part in _chunks(survivors, BATCH_ROWS):
+        tok.encode_batch([x or "" for x in part])
+    lap("tokenize", t)
+    mb, total, total_cpu = size / 1e6, sum(wall.values()), sum(cpu.values())
+    return {"input_mb": round(mb, 2), "seconds": {k: round(wall[k], 2) for k in PLAIN_STAGES},
+            "cpu_seconds": {k: round(cpu[k], 2) for k in PLAIN_STAGES}, "total_s": round(total, 2),
+            "cpu_s": round(total_cpu, 2), "mb_s": round(mb / total, 3), "mb_per_cpu_s": round(mb / total_cpu, 3),
+            "kept_documents": len(kept), "survivors": len(survivors)}
+
+
+def segmentation(texts: list[str], max_chars: int) -> dict[str, Any]:
+    """jieba (the reference) against the default native engine on the same documents, both HMM
+    modes (the tokenizer segments without HMM, the classifiers with): MB/s and identical lists."""
+    from filters.segment import DEFAULT_ENGINE, REFERENCE, Segmenter
+
+    sample, n = [], 0
+    for t in texts:
+        if n >= max_chars:
+            break
+        sample.append(t)
+        n += len(t)
+    mb = sum(len(t.encode("utf-8")) for t in sample) / 1e6
+    out: dict[str, Any] = {"documents": len(sample), "mb": round(mb, 2), "native": DEFAULT_ENGINE}
+    for hmm in (False, True):
+        cuts, rates = {}, {}
+        for engine in (REFERENCE, DEFAULT_ENGINE):
+            seg = Segmenter(engine, hmm)
+            seg.cut(sample[0])  # dictionary load outside the timing
+            t0 = time.perf_counter()
+            cuts[engine] = seg.cut_batch(sample)
+            rates[engine] = mb / (time.perf_counter() - t0)
+        same = sum(a == b for a, b in zip(cuts[REFERENCE], cuts[DEFAULT_ENGINE]))
+        out[f"hmm_{'on' if hmm else 'off'}"] = {
+            "jieba_mb_s": round(rates[REFERENCE], 3), "native_mb_s": round(rates[DEFAULT_ENGINE], 3),
+            "speedup": round(rates[DEFAULT_ENGINE] / rates[REFERENCE], 1), "identical_documents": same}
+    return out
+
+
+# --- peak memory, from /proc (Linux) ---
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = defaultdict(list)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            kids[ppid].append(int(d))
+    return kids
+
+
+def _descendants(pid: int) -> list[int]:
+    kids, out, todo = _children(), [], [pid]
+    while todo:
+        p = todo.pop()
+        out += kids.get(p, [])
+        todo += kids.get(p, [])
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _processes() -> dict[str, list[int]]:
+    procs = _descendants(os.getpid())
+    return {"jvm": [p for p in procs if "java" in _cmdline(p).split(" ")[0]],
+            "workers": [p for p in procs if "pyspark" in _cmdline(p) and "java" not in _cmdline(p).split(" ")[0]],
+            "driver": [os.getpid()]}
+
+
+def cpu_seconds() -> float:
+    """CPU seconds used so far by this process and every process under it (the JVM, the Python
+    workers and the workers they reaped): the chain's cost in core-seconds, which contention on a
+    shared machine inflates far less than wall time."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in [os.getpid(), *_descendants(os.getpid())]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def reset_peaks() -> None:
+    """Start a new peak (VmHWM) for the driver, the JVM and the Python workers."""
+    for pids in _processes().values():
+        for p in pids:
+            try:
+                Path(f"/proc/{p}/clear_refs").write_text("5")
+            except OSError:
+                pass
+
+
+def memory_peaks() -> dict[str, float]:
+    """Peak resident MB since ``reset_peaks``: Python driver, JVM (driver + local executors), the
+    largest Python worker (workers are reused, so this is the peak over the runs they served)."""
+    procs = _processes()
+    driver = _hwm_mb(os.getpid()) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"driver_python_mb": round(driver), "driver_jvm_mb": round(max(map(_hwm_mb, procs["jvm"]), default=0)),
+            "python_worker_mb": round(max(map(_hwm_mb, procs["workers"]), default=0)),
+            "python_workers": len(procs["workers"])}
