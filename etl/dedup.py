@@ -64,7 +64,8 @@ class DedupConfig:
     """The ``dedup`` section, the same in every job that deduplicates."""
     minhash: MinHashParams = field(default_factory=MinHashParams)
     # off | measure (exact Jaccard of every candidate edge, reported) | enforce (also drop edges
-    # below minhash.threshold before the components are formed; README: 0.92 -> 1.0 precision)
+    # below minhash.threshold before the components are formed: about half the LSH candidates at
+    # 16 x 8 are below 0.8 on the benchmark corpus, README "Dedup benchmark")
     verify: VerifyMode = "enforce"
     # Buckets up to this size yield all their pairs (so verification judges every pair), larger
     # ones star edges to their smallest member: near-duplicate families are small, a template
@@ -73,7 +74,7 @@ class DedupConfig:
     # Candidate edges up to this many are resolved on the driver (ids and scores, ~100 bytes an
     # edge in Arrow: ~100 MB and about a second of scipy at the bound); more go to Spark
     # (large-star / small-star, a checkpoint and an action per round). On the 64 MB benchmark
-    # corpus there are ~10 K candidate edges.
+    # corpus there are ~3,300 candidate edges.
     driver_max_edges: int = 1_000_000
     # A candidate component up to this many documents is verified in one task (its texts in
     # memory, each shingle set computed once); with a larger one every edge joins its two texts.
