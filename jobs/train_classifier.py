@@ -26,6 +26,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.classifier_train import ClassifierTrainingConfig, read_labeled, train_classifier  # noqa: E402
+from etl.paths import check_job_paths  # noqa: E402
 from etl.spark import SparkConfig, session  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         cfg = load_config(TrainClassifierConfig, args.config, [f"classifier.kind={args.kind}", *args.overrides])
         cfg.classifier.label_pair  # noqa: B018  (refuses bad labels before Spark starts)
+        check_job_paths(args.input, args.output)  # before any work: the input is never written
         spark = session("zhcorpus-train-classifier", cfg.spark)
         meta = train_classifier(read_labeled(spark, args.input), cfg.classifier, args.output,
                                 {"inputs": args.input, "config": asdict(cfg)})

@@ -19,6 +19,7 @@ from typing import ClassVar
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from etl.paths import check_job_paths  # noqa: E402
 from etl.spark import SparkConfig, session  # noqa: E402
 from etl.tokenizer_train import TokenizerConfig, train_tokenizer  # noqa: E402
 from jobs import cli  # noqa: E402
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg = load_config(TrainTokenizerConfig, args.config, args.overrides)
+        check_job_paths(args.input, args.output)  # before any work: the input is never written
         spark = session("zhcorpus-train-tokenizer", cfg.spark)
         meta = train_tokenizer(spark.read.parquet(*args.input), cfg.tokenizer, args.output,
                                {"inputs": args.input, "config": asdict(cfg)})
