@@ -19,7 +19,8 @@ BigCode job first (warm JVM, Python workers started, as a cluster's long-lived e
 then --repeats rounds, each running job, bigcode and datasketch in turn (so a change of the
 shared machine's load hits all three alike), medians reported; MLlib and text-dedup (minutes
 each) run --slow-repeats times after them. Each run also records the CPU seconds of the whole
-process tree (driver, JVM, Python workers) and the 1-minute load average before it. For the job,
+process tree (driver, JVM, Python workers; ``dedup_methods.CpuMeter`` samples each process, so
+workers that exit mid-run still count) and the 1-minute load average before it. For the job,
 the Spark jobs it started, grouped by phase ("dedup: <phase>" job descriptions), with their
 seconds, and the driver's wall seconds per phase.
 
@@ -118,9 +119,10 @@ def ground_truth(ids: list[str], texts: list[str], fam: set[Pair], reported: lis
 
 def measure(fn) -> tuple[float | None, set[Pair], dict, float, float]:
     """(seconds, pairs, facts, CPU seconds of the process tree, 1-minute load before) of one run."""
-    load, cpu0 = os.getloadavg()[0], dm.tree_cpu()
-    seconds, pairs, facts = fn()
-    return seconds, pairs, facts, dm.tree_cpu() - cpu0, load
+    load = os.getloadavg()[0]
+    with dm.CpuMeter() as cpu:
+        seconds, pairs, facts = fn()
+    return seconds, pairs, facts, cpu.seconds, load
 
 
 def runners(spark, cfg: DedupConfig, corpus: Path, out: Path, mllib_limit_s: float) -> dict:

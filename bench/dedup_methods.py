@@ -33,9 +33,8 @@ TEXT_DEDUP_PYTHON = Path("build/text-dedup-venv/bin/python")
 Pair = tuple[str, str]
 
 
-def tree_cpu() -> float:
-    """CPU seconds used so far by this process and all its descendants (the JVM, Python workers):
-    a load-independent companion to wall time on a shared machine (Linux /proc)."""
+def _tree_times() -> dict[int, float]:
+    """CPU seconds (user + system) of this process and each of its descendants, by pid (/proc)."""
     tick, parents, me = os.sysconf("SC_CLK_TCK"), {}, os.getpid()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -45,12 +44,46 @@ def tree_cpu() -> float:
         fields = stat[stat.rindex(")") + 2:].split()
         parents.setdefault(int(fields[1]), []).append((int(pid), fields))
     own = Path(f"/proc/{me}/stat").read_text()
-    total, stack = sum(int(x) for x in own[own.rindex(")") + 2:].split()[11:15]), [me]
+    times, stack = {me: sum(int(x) for x in own[own.rindex(")") + 2:].split()[11:13]) / tick}, [me]
     while stack:
         for pid, fields in parents.get(stack.pop(), []):
-            total += sum(int(x) for x in fields[11:15])
+            times[pid] = sum(int(x) for x in fields[11:13]) / tick
             stack.append(pid)
-    return total / tick
+    return times
+
+
+class CpuMeter:
+    """CPU seconds used by this process tree (driver, JVM, Python workers) while the block runs,
+    sampled every ``interval`` s per process, so a worker that exits mid-run keeps what it used
+    up to its last sample (a difference of two totals would lose it): a load-independent
+    companion to wall time on a shared machine (Linux /proc)."""
+
+    def __init__(self, interval: float = 0.5):
+        self.interval, self.seconds = interval, 0.0
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._stop = threading.Event()
+
+    def _sample(self) -> None:
+        for pid, t in _tree_times().items():
+            self._first.setdefault(pid, 0.0 if self._last else t)  # a process born mid-run counts from 0
+            self._last[pid] = t
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> "CpuMeter":
+        self._sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.seconds = sum(self._last[p] - self._first[p] for p in self._last)
 
 
 def spark_jobs(spark, first_job: int) -> list[dict]:
