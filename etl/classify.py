@@ -40,6 +40,9 @@ class ClassifyConfig:
     quality_threshold: float = -1.0  # < 0 = the model's chosen threshold
     pareto_alpha: float = 9.0  # GPT-3 App. A
     pareto_seed: int = 0
+    # Segmentation engine for preprocessing (filters.segment): "" = the default (rjieba), "jieba" =
+    # the pure-Python reference. A model recording another engine loads only if the parity holds.
+    segment_engine: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -63,21 +66,21 @@ def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> _Shipped:
         if not path:
             shipped[kind] = ("", "")
             continue
-        model = TextClassifier(path, pin or None)
+        model = TextClassifier(path, pin or None, cfg.segment_engine or None)
         sha = model.meta["sha256"]
         shipped[kind] = (ship_directory(spark, path, f"zhcorpus-{kind}-{sha[:16]}"), sha)
     return _Shipped(*shipped["spam"], *shipped["quality"], cfg)
 
 
-_loaded: dict[tuple[str, str], TextClassifier] = {}
+_loaded: dict[tuple[str, str, str], TextClassifier] = {}
 
 
-def _model(name: str, sha: str) -> TextClassifier | None:
+def _model(name: str, sha: str, engine: str) -> TextClassifier | None:
     if not name:
         return None
-    key = (name, sha)
+    key = (name, sha, engine)
     if key not in _loaded:
-        _loaded[key] = TextClassifier(SparkFiles.get(name), sha)
+        _loaded[key] = TextClassifier(SparkFiles.get(name), sha, engine or None)
     return _loaded[key]
 
 
@@ -122,8 +125,8 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
 def classify_stage(df: DataFrame, shipped: _Shipped) -> DataFrame:
     """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns."""
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        spam = _model(shipped.spam_dir, shipped.spam_sha256)
-        quality = _model(shipped.quality_dir, shipped.quality_sha256)
+        spam = _model(shipped.spam_dir, shipped.spam_sha256, shipped.cfg.segment_engine)
+        quality = _model(shipped.quality_dir, shipped.quality_sha256, shipped.cfg.segment_engine)
         for batch in batches:
             yield classify_batch(batch, spam, quality, shipped.cfg)
 

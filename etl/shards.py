@@ -72,24 +72,27 @@ class ShippedTokenizer:
     sha256: str
     vocab_size: int
     eod_id: int
+    engine: str | None = None  # segmentation engine (filters.segment); None = the default
 
 
-def ship_tokenizer(spark: SparkSession, tokenizer_dir: str) -> ShippedTokenizer:
-    """Verify on the driver (``filters.classify.ModelError`` if wrong), then distribute under a
-    name that carries the sha256 (``etl.ship``)."""
-    tok = ZhTokenizer.load(tokenizer_dir)
+def ship_tokenizer(spark: SparkSession, tokenizer_dir: str, engine: str | None = None) -> ShippedTokenizer:
+    """Verify on the driver (``filters.classify.ModelError`` if wrong, or if ``engine`` is not
+    the one the tokenizer records and fails the parity check), then distribute under a name that
+    carries the sha256 (``etl.ship``)."""
+    tok = ZhTokenizer.load(tokenizer_dir, engine=engine)
     name = ship_directory(spark, tokenizer_dir, f"zhcorpus-tokenizer-{tok.sha256[:16]}")
-    return ShippedTokenizer(name, tok.sha256, tok.vocab_size, tok.eod_id)
+    return ShippedTokenizer(name, tok.sha256, tok.vocab_size, tok.eod_id, engine)
 
 
-_loaded: dict[str, ZhTokenizer] = {}
+_loaded: dict[tuple[str, str | None], ZhTokenizer] = {}
 
 
 def _tokenizer(shipped: ShippedTokenizer) -> ZhTokenizer:
     """Once per Python worker."""
-    if shipped.sha256 not in _loaded:
-        _loaded[shipped.sha256] = ZhTokenizer.load(SparkFiles.get(shipped.name), shipped.sha256)
-    return _loaded[shipped.sha256]
+    key = (shipped.sha256, shipped.engine)
+    if key not in _loaded:
+        _loaded[key] = ZhTokenizer.load(SparkFiles.get(shipped.name), shipped.sha256, shipped.engine)
+    return _loaded[key]
 
 
 def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> DataFrame:
