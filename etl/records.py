@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
@@ -50,6 +51,7 @@ FILE_TOO_LARGE = "file_too_large"  # over Spark's binaryFile limit on a file sys
 UNSUPPORTED_FORMAT = "unsupported_format"
 
 UTF8_BOM = b"\xef\xbb\xbf"
+log = logging.getLogger("zhcorpus")
 HEAD_BYTES = 4096
 
 
@@ -204,6 +206,9 @@ def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None) -> 
         yield from _read_range(rng, cfg, content, state)
     except OSError as e:  # the file vanished or a disk failed: this file's error, not the run's
         state.file_error(UNREADABLE, f"{type(e).__name__}: {e}", rng.end - rng.start, rng.start)
+    except Exception as e:  # noqa: BLE001 - never the run's failure; the rows so far are counted
+        log.warning("reader failed in %s [%d, %d)", rng.path, rng.start, rng.end, exc_info=True)
+        state.file_error(READER_EXCEPTION, f"{type(e).__name__}: {e}", rng.end - rng.start, rng.start)
     yield file_row(rng.path, state.stats())
 
 

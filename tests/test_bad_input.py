@@ -143,6 +143,17 @@ def test_utf16_jsonl_is_one_file_error_not_many_records(encoding):
         assert [(e["reason"], e["bytes"]) for e in stats["errors"]] == [("utf16_unsupported", len(data))], name
 
 
+def test_a_file_that_cannot_be_opened_is_one_unreadable_error(tmp_path):
+    from etl.records import Range, parse_range
+
+    (tmp_path / "dir.jsonl").mkdir()
+    for name in ("gone.jsonl", "dir.jsonl"):
+        path = str(tmp_path / name)
+        rows = list(parse_range(Range(path, "jsonl", 100, 0, 100, path), ReaderConfig()))
+        stats = json.loads(rows[-1]["file_stats"])
+        assert len(rows) == 1 and [(e["reason"], e["bytes"]) for e in stats["errors"]] == [("unreadable", 100)]
+
+
 # --- 8. types and the BOM ----------------------------------------------------------------------
 
 def test_utf8_bom_costs_no_record():
