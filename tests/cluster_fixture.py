@@ -1,0 +1,271 @@
+"""Helpers for the cluster tests (tests/test_cluster.py): processes started in sessions of their
+own and stopped by pid, listening sockets of those processes read from /proc, free ports, and the
+README's table of the binds that may leave loopback.
+
+Every daemon a test starts runs in a new session (``setsid``); everything it forks (executors,
+Ray workers, agents) stays in that session unless it calls ``setsid`` itself, which none of them
+does. ``Sessions.stop`` sends SIGTERM to every pid of those sessions, waits, then SIGKILLs what is
+left, so a test never touches processes it did not start (no ``ray stop``, no ``pkill`` by name).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ipaddress
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def short_dir() -> Path:
+    """A new directory with a short path: Ray's Unix sockets live under --temp-dir and an AF_UNIX
+    path may not exceed 107 bytes (pytest's tmp_path is too deep). The caller removes it."""
+    return Path(tempfile.mkdtemp(prefix="zhc-", dir="/tmp"))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks one from its ephemeral range)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def session_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[3])  # after "(comm)": state ppid pgrp session
+
+
+def session_pids(sid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and session_of(int(entry.name)) == sid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The pids that still run (zombies count as gone)."""
+    out = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(pid)
+    return out
+
+
+class Sessions:
+    """The sessions (and so the processes) this test module started."""
+
+    def __init__(self):
+        self.sids: list[int] = []
+        self.children: list[subprocess.Popen] = []
+        atexit.register(self.stop, 0)  # also when pytest dies between tests
+
+    def popen(self, argv: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT) -> subprocess.Popen:
+        """Start ``argv`` as the leader of a new session, output to ``log``."""
+        with open(log, "ab") as out:
+            p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        self.children.append(p)
+        self.sids.append(p.pid)
+        return p
+
+    def adopt(self, sid: int) -> None:
+        """A session started by a script (deploy/ray-node.sh writes its id to TEMP_DIR/node.sid)."""
+        self.sids.append(sid)
+
+    def pids(self) -> list[int]:
+        """Every process of the sessions, and the leaders we started ourselves."""
+        members = {pid for sid in self.sids for pid in session_pids(sid)}
+        return sorted(members | {p.pid for p in self.children if p.poll() is None})
+
+    def stop(self, grace: float = 10.0) -> list[int]:
+        """SIGTERM every process of every session, SIGKILL what is left after ``grace`` seconds;
+        returns the pids that had to be killed."""
+        pids = alive(self.pids())
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while alive(pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        killed = alive(pids)
+        for pid in killed:
+            _signal(pid, signal.SIGKILL)
+        for p in self.children:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        return killed
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+# --- listening sockets, from /proc ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Listener:
+    component: str   # what the process is (see component())
+    pid: int
+    proto: str       # tcp | udp
+    address: str
+    port: int
+
+    @property
+    def kind(self) -> str:
+        """loopback | wildcard | address (a specific non-loopback address)"""
+        ip = ipaddress.ip_address(self.address)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback:
+            return "loopback"
+        return "wildcard" if ip.is_unspecified else "address"
+
+
+def _decode(hex_addr: str) -> tuple[str, int]:
+    addr, port = hex_addr.split(":")
+    raw = bytes.fromhex(addr)
+    if len(raw) == 4:
+        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+    else:  # four little-endian 32-bit words
+        ip = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return ip, int(port, 16)
+
+
+def _bound_sockets() -> dict[int, tuple[str, str, int]]:
+    """inode -> (proto, address, port) of every listening TCP and bound, unconnected UDP socket."""
+    out = {}
+    for proto, listen_state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
+        lines = Path(f"/proc/net/{proto}").read_text().splitlines()[1:]
+        for line in lines:
+            f = line.split()
+            if f[3] == listen_state and (proto.startswith("tcp") or f[2].endswith(":0000")):
+                ip, port = _decode(f[1])
+                out[int(f[9])] = (proto[:3], ip, port)
+    return out
+
+
+def component(pid: int) -> str:
+    """A name for what process ``pid`` is, from its command line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    cmd = " ".join(a.decode(errors="replace") for a in argv if a)
+    rules = [("gcs_server", "gcs_server"), ("/raylet/raylet", "raylet"), ("dashboard/dashboard.py", "dashboard"),
+             ("autoscaler/_private/monitor.py", "monitor"), ("log_monitor.py", "log_monitor"),
+             ("ray.util.client.server", "client server"), ("ray::DashboardAgent", "dashboard agent"),
+             ("ray::RuntimeEnvAgent", "runtime env agent"), ("dashboard/agent.py", "dashboard agent"),
+             ("ray::", "ray worker"), ("default_worker.py", "ray worker"),
+             ("deploy.master.Master", "spark master"), ("deploy.worker.Worker", "spark worker"),
+             ("CoarseGrainedExecutorBackend", "spark executor"), ("deploy.SparkSubmit", "spark driver"),
+             ("pyspark.daemon", "pyspark worker"), ("jobs/build_corpus.py", "spark driver (python)"),
+             ("jobs.train_lm", "ray job driver")]
+    for needle, name in rules:
+        if needle in cmd:
+            return name
+    return Path(argv[0].decode(errors="replace")).name or "?"
+
+
+def listeners(pids: list[int]) -> set[Listener]:
+    """The listening sockets held by ``pids``."""
+    bound = _bound_sockets()
+    out = set()
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        name = None
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            m = re.fullmatch(r"socket:\[(\d+)\]", target)
+            if m and int(m[1]) in bound:
+                name = name or component(pid)
+                proto, ip, port = bound[int(m[1])]
+                out.add(Listener(name, pid, proto, ip, port))
+    return out
+
+
+class Sampler:
+    """Listening sockets of a set of sessions, sampled every ``every`` seconds while a command
+    runs (short-lived processes such as executors and training workers are caught too)."""
+
+    def __init__(self, sessions: Sessions):
+        self.sessions, self.seen = sessions, set()
+        self.sid_of: dict[int, int | None] = {}  # every pid seen -> its session
+
+    def sample(self) -> None:
+        pids = self.sessions.pids()
+        for pid in pids:
+            self.sid_of.setdefault(pid, session_of(pid))
+        self.seen |= listeners(pids)
+
+    def run(self, argv: list[str], every: float = 1.0, **kwargs) -> subprocess.CompletedProcess:
+        """``subprocess.run(argv, **kwargs)`` while sampling (captures output, text mode)."""
+        timeout = kwargs.pop("timeout", None)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+        if kwargs.get("start_new_session"):
+            self.sessions.adopt(p.pid)  # stopped at teardown if it outlives a failed test
+        deadline = time.monotonic() + timeout if timeout else None
+        while True:
+            self.sample()
+            try:  # a retried communicate() loses nothing and returns all the output
+                out, err = p.communicate(timeout=every)
+                break
+            except subprocess.TimeoutExpired:
+                if deadline and time.monotonic() > deadline:
+                    p.kill()
+                    out, err = p.communicate()
+                    raise subprocess.TimeoutExpired(argv, timeout, out, err)
+        self.sample()
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
+# --- the README's account of non-loopback binds -------------------------------------------------
+
+KINDS = {"all interfaces": "wildcard", "the node's address": "address"}
+
+
+def readme_binds(readme: Path = ROOT / "README.md") -> set[tuple[str, str]]:
+    """(component, kind) pairs from the README table whose header starts ``| Ray process``: the
+    binds beyond loopback it names for a Ray cluster that other nodes join."""
+    rows, in_table = set(), False
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| Ray process"):
+            in_table = True
+            continue
+        if in_table:
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if set(cells[0]) <= set("-: "):
+                continue
+            for where in re.split(r"\s*(?:,| and )\s*", cells[2]):
+                if where in KINDS:
+                    rows.add((cells[0].strip("`"), KINDS[where]))
+    return rows
