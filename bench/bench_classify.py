@@ -4,8 +4,10 @@ the same documents in one plain Python process (the anchor), in one run.
     python -m bench.bench_classify --documents out/demo/corpus/documents \\
         --spam-model out/demo/models/spam --quality-model out/demo/models/quality
 
-Documents per second per core for each, their ratio, and the models' held-out precision/recall
-(from their metadata.json). Medians over --repeats; compare ratios, not seconds.
+Documents per second per core for each, their ratio, the segmentation engine, and the models'
+held-out precision/recall (from their metadata.json). Medians over --repeats; compare ratios, not
+seconds. Any documents directory with doc_id and text works; for a before/after comparison run
+the same command in a checkout of the older commit (PYTHONPATH pointing at it).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         "spark_docs_s": round(n / t_spark, 1),
         "spark_docs_s_per_core": round(n / t_spark / args.cores, 1),
         "ratio_spark_per_core_vs_plain": round(t_plain / t_spark / args.cores, 3),
+        "segmenter": spam.segmenter.info(),
         "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam, quality)},
     }, indent=2))
     return 0
