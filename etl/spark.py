@@ -4,6 +4,7 @@ spark-submit master otherwise; secure defaults either way."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -40,6 +41,29 @@ LOCAL_DEFAULTS = {
 }
 
 
+LOOPBACK_MASTER = re.compile(r"spark://(127\.[0-9.]+|localhost|\[::1\])(:[0-9]+)?")
+
+
+def cluster_defaults(master: str) -> dict[str, str]:
+    """For a driver of a cluster (not ``local``), what it gets unless spark-submit's settings
+    (--conf, --properties-file, spark-defaults.conf) or SPARK_LOCAL_IP say otherwise: no web UI
+    (it has no login, and binds to every interface), and, for a master on this host's loopback,
+    the driver's RPC on 127.0.0.1 too (else Spark binds it to the LAN address)."""
+    from pyspark import SparkConf, SparkContext
+
+    if master.startswith("local"):
+        return {}
+    given: dict[str, str] = {}
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM is up and holds its settings
+        SparkContext._ensure_initialized()
+        given = dict(SparkConf().getAll())
+    master = master or given.get("spark.master", "")
+    out = {} if "spark.ui.enabled" in given else {"spark.ui.enabled": "false"}
+    if LOOPBACK_MASTER.fullmatch(master) and not os.environ.get("SPARK_LOCAL_IP"):
+        out.update({k: "127.0.0.1" for k in ("spark.driver.host", "spark.driver.bindAddress") if k not in given})
+    return out
+
+
 def session(app_name: str, cfg: SparkConfig) -> SparkSession:
     """The session a job described by ``cfg`` runs in."""
     spark = get_spark(app_name, cfg.master or None)
@@ -62,7 +86,9 @@ def get_spark(app_name: str, master: str | None = None, conf: dict[str, str] | N
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             for key, value in LOCAL_DEFAULTS.items():
                 builder = builder.config(key, value)
-    for key, value in {**SECURE_DEFAULTS, **(conf or {})}.items():
+    else:
+        master = ""
+    for key, value in {**SECURE_DEFAULTS, **cluster_defaults(master), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

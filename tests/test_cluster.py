@@ -294,3 +294,18 @@ def test_wrong_secret_fails_fast_with_authentication_failed(cluster):
     # driver at the first refused handshake (JVM and Python start-up included).
     assert elapsed < 45, f"took {elapsed:.0f} s"
 
+
+
+def test_a_session_defaults_to_no_driver_ui_on_a_cluster(cluster):
+    """etl.spark.get_spark under spark-submit, with settings that leave the UI to it."""
+    conf = cluster.root / "no-ui-setting.conf"
+    conf.write_text("\n".join(line for line in (ROOT / "jobs/configs/spark-cluster.conf").read_text().splitlines()
+                              if not line.startswith("spark.ui.enabled")))
+    app = cluster.root / "session.py"
+    app.write_text("import sys\nsys.path.insert(0, %r)\nfrom etl.spark import get_spark\n"
+                   "spark = get_spark('probe')\nprint('ui', spark.sparkContext.uiWebUrl, spark.range(3).count())\n" % str(ROOT))
+    sampler = Sampler(cluster.sessions)
+    run = submit(cluster, str(app), sampler=sampler, env={**cluster.env, "SPARK_CLUSTER_CONF": str(conf)}, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "ui None 3" in run.stdout
+    assert not [s for s in sampler.seen if s.kind != "loopback"]
