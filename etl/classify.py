@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from etl import records as rec
 from etl.ship import ship_directory
-from filters.classify import TextClassifier, pareto_keep, preprocess_batch
+from filters.classify import TextClassifier, pareto_keep, preprocess, preprocess_batch
+from filters.segment import REFERENCE, Segmenter, audit_failure, audited, get_segmenter
 
 CLASSIFY_STAGE = "classify"
 SPAM, LOW_QUALITY = "spam", "low_quality"
@@ -43,6 +44,9 @@ class ClassifyConfig:
     # Segmentation engine for preprocessing (filters.segment): "" = the default (rjieba), "jieba" =
     # the pure-Python reference. A model recording another engine loads only if the parity holds.
     segment_engine: str = ""
+    # ~1 document in N (by doc_id hash) is also preprocessed with jieba; any difference stops the
+    # job (filters.segment.audited; ~1 % more time at 1,000). 0 = no audit.
+    segment_audit_every: int = 1000
 
     @property
     def enabled(self) -> bool:
@@ -98,6 +102,7 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
         return batch
     texts = batch.column("text").take(pa.array(live)).to_pylist()
     lines = preprocess_batch(texts, segmenter=(spam or quality).segmenter)  # once, for both models
+    _audit(batch, live, texts, lines, (spam or quality).segmenter, cfg.segment_audit_every)
     spam_p = spam.positive_prob(lines, preprocessed=True) if spam else None
     quality_p = quality.positive_prob(lines, preprocessed=True) if quality else None
     spam_t = cfg.spam_threshold if cfg.spam_threshold >= 0 else (spam.threshold if spam else 1.0)
@@ -120,6 +125,19 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
     return pa.RecordBatch.from_arrays(
         [pa.array(cols[f.name], type=f.type) if f.name in cols else batch.column(f.name) for f in schema],
         schema=schema)
+
+
+def _audit(batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: list[str], segmenter: Segmenter,
+           every: int) -> None:
+    """The audited documents' preprocessing again with the jieba engine: equal, or the job stops."""
+    if not every or segmenter.engine == REFERENCE:
+        return
+    reference = get_segmenter(REFERENCE, segmenter.hmm)
+    for j, key in enumerate(batch.column("doc_id").take(pa.array(live)).to_pylist()):
+        if key is not None and audited(key, every):
+            expected = preprocess(texts[j], segmenter=reference)
+            if expected != lines[j]:
+                raise audit_failure("classification", key, expected, lines[j], segmenter)
 
 
 def classify_stage(df: DataFrame, shipped: _Shipped) -> DataFrame:

@@ -49,7 +49,8 @@ from etl.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
 from etl.publish import put_file
 from etl.ship import ship_directory
 from filters.classify import sha256_file
-from filters.tokenizer import ZhTokenizer
+from filters.segment import REFERENCE, audit_failure, audited, get_segmenter
+from filters.tokenizer import ZhTokenizer, presegment
 
 log = logging.getLogger("zhcorpus")
 
@@ -73,15 +74,19 @@ class ShippedTokenizer:
     vocab_size: int
     eod_id: int
     engine: str | None = None  # segmentation engine (filters.segment); None = the default
+    # ~1 document in N (by doc_id hash) is also pre-segmented with jieba; any difference stops
+    # the job (filters.segment.audited). 0 = no audit.
+    audit_every: int = 1000
 
 
-def ship_tokenizer(spark: SparkSession, tokenizer_dir: str, engine: str | None = None) -> ShippedTokenizer:
+def ship_tokenizer(spark: SparkSession, tokenizer_dir: str, engine: str | None = None,
+                   audit_every: int = 1000) -> ShippedTokenizer:
     """Verify on the driver (``filters.classify.ModelError`` if wrong, or if ``engine`` is not
     the one the tokenizer records and fails the parity check), then distribute under a name that
     carries the sha256 (``etl.ship``)."""
     tok = ZhTokenizer.load(tokenizer_dir, engine=engine)
     name = ship_directory(spark, tokenizer_dir, f"zhcorpus-tokenizer-{tok.sha256[:16]}")
-    return ShippedTokenizer(name, tok.sha256, tok.vocab_size, tok.eod_id, engine)
+    return ShippedTokenizer(name, tok.sha256, tok.vocab_size, tok.eod_id, engine, audit_every)
 
 
 _loaded: dict[tuple[str, str | None], ZhTokenizer] = {}
@@ -106,12 +111,26 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tok = _tokenizer(shipped)
         for b in batches:
-            ids = tok.encode_batch([t or "" for t in b.column("text").to_pylist()])
+            texts = [t or "" for t in b.column("text").to_pylist()]
+            audit_presegmentation(tok, b.column("doc_id").to_pylist(), texts, shipped.audit_every)
+            ids = tok.encode_batch(texts)
             tokens, n_tokens = token_arrays(ids)
             yield pa.RecordBatch.from_arrays([b.column("doc_id"), b.column("source"), tokens, n_tokens],
                                              schema=TOKENS_SCHEMA)
 
     return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
+
+
+def audit_presegmentation(tok: ZhTokenizer, doc_ids: list[str | None], texts: list[str], every: int) -> None:
+    """The audited documents' pre-segmentation again with the jieba engine: equal, or the job stops."""
+    if not every or tok.segmenter.engine == REFERENCE:
+        return
+    reference = get_segmenter(REFERENCE, tok.hmm)
+    for key, text in zip(doc_ids, texts):
+        if key is not None and audited(key, every):
+            expected, got = presegment(text, tok.hmm, reference), tok.presegment(text)
+            if expected != got:
+                raise audit_failure("tokenization", key, expected, got, tok.segmenter)
 
 
 def token_arrays(ids: list[list[int]]) -> tuple[pa.ListArray, pa.Int32Array]:

@@ -30,6 +30,7 @@ import functools
 import logging
 import random
 import re
+import zlib
 from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any, Sequence
@@ -243,6 +244,21 @@ def require_parity(recorded: dict[str, Any] | None, segmenter: Segmenter, what: 
         raise SegmentationMismatch(f"{what} was built with {built}; {report.summary()}. Use the engine it was "
                                    f"built with (engine={(recorded or {}).get('engine', REFERENCE)!r}) or rebuild it")
     log.info("%s was built with %s; %s: using %s", what, built, report.summary(), segmenter)
+
+
+def audited(key: str, every: int) -> bool:
+    """Whether the document ``key`` (a doc_id) is one of the ~1/``every`` that a stage also
+    segments with the reference (0 = none), fixed by a hash of the key."""
+    return every > 0 and zlib.crc32(key.encode("utf-8")) % every == 0
+
+
+def audit_failure(what: str, key: str, reference: str, engine_out: str, segmenter: Segmenter) -> SegmentationMismatch:
+    """The error a stage raises when its engine and jieba part on a real document."""
+    i = next((k for k, (a, b) in enumerate(zip(reference, engine_out)) if a != b), min(len(reference), len(engine_out)))
+    return SegmentationMismatch(
+        f"{what}: {segmenter} and jieba {_dist_version(REFERENCE)} segment document {key!r} differently "
+        f"(jieba ...{reference[max(0, i - 20):i + 20]!r}... vs ...{engine_out[max(0, i - 20):i + 20]!r}...); "
+        f"rerun with engine 'jieba' (the reference: classify.segment_engine, ship_tokenizer(engine=)) and report it")
 
 
 # --- the built-in parity sample ----------------------------------------------------------------

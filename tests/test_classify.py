@@ -313,3 +313,27 @@ def test_classify_batch_marks_what_the_row_version_marked(small_model, seed_data
         reasons = new.column("reason").to_pylist()
         assert {"spam", "low_quality"} <= set(reasons) and None in reasons
     assert classify_batch(batch, None, None, ClassifyConfig()).equals(batch)
+
+
+def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, monkeypatch):
+    """~1 in N documents (by doc_id) is preprocessed again with jieba; a difference is an error."""
+    import pyarrow as pa
+
+    from etl.classify import ClassifyConfig, classify_batch
+    from etl.clean import ARROW_CLEANED
+    from filters import segment
+
+    root, texts = small_model
+    rows = [{f.name: None for f in ARROW_CLEANED} | {"kind": "record", "doc_id": f"d{i}", "text": t}
+            for i, t in enumerate(texts[:50])]
+    batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_CLEANED)
+    model = TextClassifier(root)
+    assert segment.audited("d7", 1) and sum(segment.audited(f"d{i}", 10) for i in range(1000)) in range(60, 140)
+    classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=1))  # rjieba = jieba: passes
+    broken = segment.Segmenter("rjieba", True)
+    real = broken._cut
+    monkeypatch.setattr(broken, "_cut", lambda t: real(t)[:-1])
+    model.segmenter = broken
+    with pytest.raises(segment.SegmentationMismatch, match="classification.*document 'd0'"):
+        classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=1))
+    classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=0))  # no audit: no error

@@ -241,3 +241,19 @@ def test_token_arrays_match_arrow_on_nested_lists(tok, varied_texts):
         tokens, n_tokens = token_arrays(ids)
         assert tokens.equals(pa.array(ids, type=TOKENS_SCHEMA.field("tokens").type))
         assert n_tokens.equals(pa.array([len(x) for x in ids], type=pa.int32()))
+
+
+def test_tokenize_audit_stops_on_a_difference(tok_dir, varied_texts, monkeypatch):
+    from etl.shards import audit_presegmentation
+    from filters import segment
+
+    tok = ZhTokenizer.load(tok_dir)
+    keys = [f"d{i}" for i in range(len(varied_texts))]
+    audit_presegmentation(tok, keys, varied_texts, 1)  # the same words: passes
+    broken = segment.Segmenter("rjieba", False)
+    real = broken._cut
+    monkeypatch.setattr(broken, "_cut", lambda t: real(t)[1:])
+    tok.segmenter = broken
+    with pytest.raises(segment.SegmentationMismatch, match="tokenization.*document 'd0'"):
+        audit_presegmentation(tok, keys, varied_texts, 1)
+    audit_presegmentation(tok, keys, varied_texts, 0)
