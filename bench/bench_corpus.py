@@ -79,14 +79,13 @@ def tokenizer_dir(spark, args, overrides: list[str], small_crawl: list[str]) -> 
 
 def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, Any]:
     anchor.reset_peaks()
-    cpu0 = anchor.cpu_seconds()
-    report = build(spark, cfg, inputs, out)
-    cpu = anchor.cpu_seconds() - cpu0
+    with anchor.CpuMeter() as cpu:
+        report = build(spark, cfg, inputs, out)
     mem = anchor.memory_peaks()
     stage = {s: report["job"]["stage_seconds"][s] for s in CHAIN_STAGES}
     run = {"mb": report["input"]["bytes"] / 1e6, "records": report["input"]["records"],
            "documents": report["documents"], "rejected": report["rejected"], "duplicates": report["duplicates"],
-           "tokens": report["shards"]["total_tokens"], "elapsed_s": report["job"]["elapsed_s"], "cpu_s": round(cpu, 1),
+           "tokens": report["shards"]["total_tokens"], "elapsed_s": report["job"]["elapsed_s"], "cpu_s": round(cpu.seconds, 1),
            "stage_s": stage, "memory": mem}
     if split:
         rc = spark_read_clean(spark, cfg, inputs)

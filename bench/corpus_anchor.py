@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -167,18 +168,49 @@ def _processes() -> dict[str, list[int]]:
             "driver": [os.getpid()]}
 
 
-def cpu_seconds() -> float:
-    """CPU seconds used so far by this process and every process under it (the JVM, the Python
-    workers and the workers they reaped): the chain's cost in core-seconds, which contention on a
-    shared machine inflates far less than wall time."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0
+def _cpu_by_pid() -> dict[int, float]:
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
     for pid in [os.getpid(), *_descendants(os.getpid())]:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    return total / tick
+        out[pid] = sum(int(x) for x in fields[11:13]) / tick  # utime + stime, all threads
+    return out
+
+
+class CpuMeter:
+    """CPU seconds used by this process and every process under it (the JVM, the Python workers)
+    while the ``with`` block runs: the chain's cost in core-seconds, which contention on a shared
+    machine inflates far less than wall time. Sampled every ``interval`` s, so a worker that
+    starts and ends between two samples is missed (Spark reuses its workers)."""
+
+    def __init__(self, interval: float = 0.5):
+        self.interval, self.seconds = interval, 0.0
+        self._stop = threading.Event()
+
+    def _sample(self, seen: dict[int, float], first: dict[int, float]) -> None:
+        for pid, cpu in _cpu_by_pid().items():
+            first.setdefault(pid, cpu if self._started_before.get(pid) else 0.0)
+            seen[pid] = cpu
+
+    def __enter__(self) -> "CpuMeter":
+        self._started_before = {pid: True for pid in _cpu_by_pid()}
+        self._seen, self._first = {}, {}
+        self._sample(self._seen, self._first)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample(self._seen, self._first)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample(self._seen, self._first)
+        self.seconds = sum(self._seen[p] - self._first[p] for p in self._seen)
 
 
 def reset_peaks() -> None:
