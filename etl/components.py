@@ -61,15 +61,18 @@ def components_spark(edges: DataFrame, checkpoints: Checkpoints) -> tuple[DataFr
     """((node, component), rounds) for edges (a, b) with a > b, by alternating large-star /
     small-star (Kiveris et al., "Connected Components in MapReduce and Beyond", SoCC 2014) until
     every edge points at a root and every node has one parent. Per round: one checkpoint (the
-    lineage would otherwise grow with the rounds) and one action for the test."""
-    e = edges.select("a", "b")
+    lineage would otherwise grow with the rounds) and one action for the test, under the Spark
+    job description "dedup: components round N"."""
+    e, sc = edges.select("a", "b"), edges.sparkSession.sparkContext
     for rnd in range(1, MAX_CC_ROUNDS + 1):
+        sc.setJobDescription(f"dedup: components round {rnd}")  # the caller's phase() clears it
         e = checkpoints.checkpoint(_small_star(_large_star(e)))
         children = e.select(F.col("a").alias("b")).distinct()
         unfinished = (e.join(children, "b").select(F.lit(1).alias("x"))  # an edge pointing at a child
                       .unionByName(e.groupBy("a").count().where("count > 1").select(F.lit(1).alias("x"))))
         log.info("connected components: round %d", rnd)
         if not unfinished.limit(1).collect():
+            sc.setJobDescription(None)
             roots = e.select(F.col("b").alias("node"), F.col("b").alias("component")).distinct()
             return e.select(F.col("a").alias("node"), F.col("b").alias("component")).unionByName(roots), rnd
     raise RuntimeError(f"connected components did not converge in {MAX_CC_ROUNDS} rounds")
