@@ -94,7 +94,8 @@ def prepare_dev(spark: SparkSession, dev: DataFrame, counts: dict[str, int], doc
     from etl.shards import write_shards
 
     index = index_training(spark, documents, cfg, f"{root}/index")
-    dedup_phase(dev, cfg, index, Staging(LocalStorage(), f"{root}/dedup"))
+    _summary, deduplicated = dedup_phase(dev, cfg, index, Staging(LocalStorage(), f"{root}/dedup"))
+    deduplicated.survivors.select("doc_id", "text").write.parquet(f"{root}/dedup/documents")
     dups = spark.read.parquet(f"{root}/dedup/duplicates")
     overlap = F.col("duplicate_of").startswith(DEV_PREFIX)
     by = {r["internal"]: r["count"] for r in dups.groupBy((overlap).alias("internal")).count().collect()}

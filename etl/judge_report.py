@@ -103,8 +103,8 @@ def assemble(*, seeds: list[int], overrides: dict[str, dict[str, Any]], builds: 
         variants[name] = {
             "overrides": keys, "report": f"variants/{name}/report.json",
             "input_records": b["input"]["records"], "documents": b["documents"], "rejected": b["rejected"],
-            "duplicates": b.get("duplicates", 0), "tokens": b["shards"]["total_tokens"],
-            "train_tokens": c["tokens"], "epochs": c["epochs"], "reason_counts": reason_counts(b),
+            "duplicates": b.get("duplicates", 0), "tokens": c["tokens"], "epochs": c["epochs"],
+            "reason_counts": reason_counts(b),
             "ledger_moves": moves.get(name, []),
             **_seed_stats([r for r in results if r["variant"] == name], seeds)}
     for v in variants.values():

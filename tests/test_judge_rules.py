@@ -25,6 +25,15 @@ V = 64        # the synthetic vocabulary
 SHA = "a" * 64  # the synthetic tokenizer's "sha256"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _no_ray_left():
+    """Whatever Ray this module starts (2 CPUs) goes with it: test_train_lm needs its own."""
+    yield
+    import ray
+
+    ray.shutdown()
+
+
 # --- variants file and keys ---------------------------------------------------------------------
 
 def test_variants_file_adds_the_baseline_first_and_flattens_nested_tables(tmp_path):
@@ -208,8 +217,6 @@ def _judge(inputs: list[str], variants: str, dev: str, out: Path, extra: list[st
 
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory):
-    import ray
-
     from demo.crawl import build_demo_crawl
     from demo.dev_set import write as write_dev
 
@@ -219,9 +226,8 @@ def judged(spark, tmp_path_factory):
     inputs = [str(root / "crawl" / d) for d in ("warc", "wet", "jsonl")]
     variants = _variants(root / "variants.toml", {"rules_off": RULES_OFF})
     assert _judge(inputs, variants, str(root / "dev" / "dev.jsonl"), root / "out") == 0
-    yield {"root": root, "out": root / "out", "inputs": inputs, "variants": variants, "dev": dev,
-           "report": json.loads((root / "out" / "judge.json").read_text(encoding="utf-8"))}
-    ray.shutdown()  # test_train_lm starts its own Ray with more CPUs
+    return {"root": root, "out": root / "out", "inputs": inputs, "variants": variants, "dev": dev,
+            "report": json.loads((root / "out" / "judge.json").read_text(encoding="utf-8"))}
 
 
 @pytest.mark.slow
