@@ -94,8 +94,8 @@ def read_variants(path: str | Path) -> dict[str, dict[str, Any]]:
         keys = _flatten(table)
         for key in keys:
             if key.split(".")[0] not in VARIANT_SECTIONS:
-                why = ("one tokenizer for all variants: set tokenizer.* for all with --set" if key.startswith("tokenizer.")
-                       else f"a variant changes only {', '.join(VARIANT_SECTIONS)} keys")
+                why = (f"a variant changes only {', '.join(VARIANT_SECTIONS)} keys" if not key.startswith("tokenizer.")
+                       else "one tokenizer for all variants: set tokenizer.* for all with --set")
                 raise JudgeError(f"variant {name}: {key} is not allowed ({why})")
         variants[name] = keys
     return variants

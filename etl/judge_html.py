@@ -96,10 +96,11 @@ def _ranking_table(report: dict[str, Any]) -> str:
         v = report["variants"][name]
         vs = v["vs_baseline"] or {}
         rank = str(i) if name in report["ranking"] else "–"
-        rows.append(f"<tr><td>{rank}</td><td>{html.escape(name)}</td>" + _cell(f"{name}:mean_dev_ppl", v["mean_dev_ppl"])
-                    + _cell(f"{name}:spread_dev_ppl", v["spread_dev_ppl"]) + _cell(f"{name}:diff", vs.get("diff"), "signed")
-                    + _cell(f"{name}:exceeds_spread", vs.get("exceeds_spread")) + _cell(f"{name}:documents", v["documents"])
-                    + _cell(f"{name}:tokens", v["tokens"]) + _cell(f"{name}:epochs", v["epochs"]) + "</tr>")
+        cells = [_cell(f"{name}:{k}", v[k]) for k in ("mean_dev_ppl", "spread_dev_ppl")]
+        cells += [_cell(f"{name}:diff", vs.get("diff"), "signed"),
+                  _cell(f"{name}:exceeds_spread", vs.get("exceeds_spread"))]
+        cells += [_cell(f"{name}:{k}", v[k]) for k in ("documents", "tokens", "epochs")]
+        rows.append(f"<tr><td>{rank}</td><td>{html.escape(name)}</td>{''.join(cells)}</tr>")
     return f'<table id="ranking">{head}{"".join(rows)}</table>'
 
 
@@ -136,10 +137,11 @@ def _variant_section(name: str, v: dict[str, Any]) -> str:
 
 
 def render(report: dict[str, Any]) -> str:
-    title = f"Rule judge: {len(report['variants'])} variants, best: {report['ranking'][0] if report['ranking'] else 'none'}"
+    best = report["ranking"][0] if report["ranking"] else "none"
+    title = f"Rule judge: {len(report['variants'])} variants, best: {best}"
     figures = [_ppl_plot(report), _curves_plot(report), _tokens_plot(report)]
-    failed = "".join(f"<li class='bad'>{html.escape(f['variant'])} seed {f['seed']}: {html.escape(str(f['error']))}</li>"
-                     for f in report["failed_runs"])
+    failed = "".join(f"<li class='bad'>{html.escape(f['variant'])} seed {f['seed']}: "
+                     f"{html.escape(str(f['error']))}</li>" for f in report["failed_runs"])
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>Proxy: {report['proxy']['parameters']:,} parameters, {report['budget']['tokens']:,} tokens per run "

@@ -123,7 +123,8 @@ def assemble(*, seeds: list[int], overrides: dict[str, dict[str, Any]], builds: 
 
 def ranking_lines(report: dict[str, Any]) -> list[str]:
     """The ranking as a few human lines (driver log, ``make judge-demo``)."""
-    lines = [f"ranking by dev perplexity ({len(report['seeds'])} seeds, {report['budget']['tokens']:,} tokens per run):"]
+    lines = [f"ranking by dev perplexity ({len(report['seeds'])} seeds, "
+             f"{report['budget']['tokens']:,} tokens per run):"]
     for i, name in enumerate(report["ranking"], 1):
         v = report["variants"][name]
         seeds = ", ".join(f"{p:.2f}" for p in v["dev_ppl"])

@@ -162,7 +162,8 @@ def test_what_cannot_give_comparable_runs_is_refused_before_training(shards, cor
 @pytest.fixture(scope="module")
 def trained(shards):
     cfg = _proxy()
-    return {(k, s): train_one(cfg, ProxyRun(k, s, shards[k], shards["dev"])) for k in ("clean", "noise") for s in (0, 1)}
+    return {(k, s): train_one(cfg, ProxyRun(k, s, shards[k], shards["dev"]))
+            for k in ("clean", "noise") for s in (0, 1)}
 
 
 def test_the_proxy_sees_data_quality_beyond_the_seed_spread(trained):
@@ -329,7 +330,8 @@ def small_input(judged):
     """Twelve news articles as one JSONL input, and the first run's tokenizer: builds in seconds."""
     root = judged["root"] / "small"
     root.mkdir()
-    docs = [json.loads(line) for line in (judged["root"] / "dev" / "dev.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = (judged["root"] / "dev" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
+    docs = [json.loads(line) for line in lines]
     (root / "in.jsonl").write_text("".join(json.dumps({"id": f"in-{i}", "text": d["text"]}, ensure_ascii=False) + "\n"
                                            for i, d in enumerate(docs[:12])), encoding="utf-8")
     return {"root": root, "input": str(root / "in.jsonl"), "docs": docs[:12],
@@ -340,7 +342,8 @@ def small_input(judged):
 def test_a_variant_that_keeps_nothing_is_refused_before_training(small_input, caplog):
     root = small_input["root"]
     variants = _variants(root / "empty.toml", {"keeps_nothing": {"rules.length.min_chars": 10**9}})
-    code = _judge([small_input["input"]], variants, small_input["input"], root / "out-empty", [small_input["tokenizer"]])
+    code = _judge([small_input["input"]], variants, small_input["input"], root / "out-empty",
+                  [small_input["tokenizer"]])
     assert code == 2 and "variant keeps_nothing kept no documents" in caplog.text
     assert not (root / "out-empty").exists() and "proxy run" not in caplog.text
 

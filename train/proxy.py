@@ -110,8 +110,8 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
         m = read_manifest(path, verify=False)
         tokenizers.setdefault((m.get("tokenizer_sha256"), m.get("vocab_size")), []).append(who)
     if len(tokenizers) > 1:
-        raise ProxyError("tokenizer mismatch: the variants and the dev set must share one tokenizer; "
-                         + "; ".join(f"{sha and sha[:12]} (vocabulary {v}): {', '.join(w)}" for (sha, v), w in tokenizers.items()))
+        raise ProxyError("tokenizer mismatch: the variants and the dev set must share one tokenizer; " + "; ".join(
+            f"{sha and sha[:12]} (vocabulary {v}): {', '.join(w)}" for (sha, v), w in tokenizers.items()))
     variants: dict[str, Any] = {}
     for r in runs:
         if r.variant in variants:
@@ -134,7 +134,8 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
         raise ProxyError(f"the dev set has {sum(windows.values())} windows of {cfg.data.seq_len} tokens, fewer "
                          f"than one global batch ({cfg.train.global_batch}): give a larger dev set")
     dev_tokens = batches * cfg.train.global_batch * cfg.data.seq_len
-    return {"variants": variants, "vocab_size": next(iter(tokenizers))[1], "tokenizer_sha256": next(iter(tokenizers))[0],
+    (sha, vocab), = tokenizers
+    return {"variants": variants, "vocab_size": vocab, "tokenizer_sha256": sha,
             "dev": {"tokens": sum(dev.tokens_per_source.values()), "documents": int(len(dev.documents())),
                     "eval_batches": batches, "eval_tokens": dev_tokens}}
 
@@ -219,8 +220,9 @@ def run_proxies(cfg: ProxyConfig, runs: list[ProxyRun],
             results[i] = ray.get(done[0])
         except Exception as e:  # noqa: BLE001 -- RayTaskError, WorkerCrashedError, ...: reported per run
             cause = getattr(e, "cause", None) or e
+            lines = str(cause).strip().splitlines() or [""]
             results[i] = {"variant": runs[i].variant, "seed": runs[i].seed, "status": "failed",
-                          "error": f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1] if str(cause).strip() else ''}"}
+                          "error": f"{type(cause).__name__}: {lines[0][:300]}"}
             log.warning("proxy run %s seed %d failed: %s", runs[i].variant, runs[i].seed, results[i]["error"])
         if on_result is not None:
             on_result(results[i])
