@@ -57,6 +57,32 @@ start() {  # start EXTRA_ENV... -- ray start options
         "$temp_dir" ray start --temp-dir "$temp_dir" --disable-usage-stats "$@" < /dev/null
 }
 
+option() {  # option NAME DEFAULT ARGS...: the value of --NAME in ARGS (--NAME V or --NAME=V), else DEFAULT
+    local name=$1 value=$2; shift 2
+    while (($#)); do
+        case $1 in
+            "--$name") value=${2:-}; shift ;;
+            "--$name="*) value=${1#*=} ;;
+        esac
+        shift
+    done
+    printf '%s\n' "$value"
+}
+
+check_ports() {  # check_ports "NAME DEFAULT" ... -- ARGS: refuse ports another process already serves
+    local specs=() spec port
+    while [[ $1 != -- ]]; do specs+=("$1"); shift; done
+    shift
+    for spec in "${specs[@]}"; do
+        port=$(option ${spec% *} ${spec#* } "$@")
+        if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+            # Ray would start anyway and fail later (an agent that cannot bind: "No available agent").
+            echo "ray-node: port $port (--${spec% *}) is taken, by another Ray on this host perhaps: pass --${spec% *}=FREE_PORT" >&2
+            return 1
+        fi
+    done
+}
+
 session_pids() {  # the pids of session $1
     ps -eo pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'
 }
@@ -76,6 +102,11 @@ stop() {
     rm -f "$temp_dir/node.sid"
 }
 
+HEAD_PORTS=("port 6379" "dashboard-port 8265" "ray-client-server-port 10001" "dashboard-agent-listen-port 52365")
+case $mode in
+    head|cluster-head) check_ports "${HEAD_PORTS[@]}" -- "$@" ;;
+    join) check_ports "dashboard-agent-listen-port 52365" -- "$@" ;;
+esac
 case $mode in
     head) start RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 -- --head --node-ip-address=127.0.0.1 \
               --dashboard-host=127.0.0.1 "$@" ;;
