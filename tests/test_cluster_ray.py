@@ -61,7 +61,10 @@ def ray_env(root: Path) -> dict[str, str]:
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "DASHBOARD_", "AUTOSCALER_"))}
     env.update(HOME=str(home), PATH=f"{VENV_BIN}:{env.get('PATH', '')}", DASHBOARD_METRIC_PORT=str(free_port()),
-               AUTOSCALER_METRIC_PORT=str(free_port()), RAY_NODE_STOP_GRACE="10")
+               AUTOSCALER_METRIC_PORT=str(free_port()), RAY_NODE_STOP_GRACE="10",
+               # The test machine is shared: other work filling its memory must not make Ray's
+               # memory monitor kill these few small workers (it acts at 95 % of the machine).
+               RAY_memory_monitor_refresh_ms="0")
     return env
 
 
