@@ -1,6 +1,6 @@
 """The first phase of every corpus job: read → clean → classify, as marked rows.
 
-Rows are marked, never removed: every input record comes out as one row with ``reason`` null
+Rows are marked, never removed (a repeated input ``id`` is renamed, ``etl/ids.py``, never merged): every input record comes out as one row with ``reason`` null
 (a document) or set (a rejection, with its ``stage``), plus one ``kind="file"`` row per input file
 with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS`` and
 ``REJECTED_COLUMNS`` are the output contract of ``documents/`` and ``rejected/``.
@@ -17,15 +17,16 @@ from pyspark.sql import functions as F
 from etl import records as rec
 from etl.classify import ClassifyConfig, classify_stage, ship_models
 from etl.clean import clean_stage
+from etl.ids import unique_ids
 from etl.pii import PiiConfig, pii_stage
 from etl.progress import Counters
 from etl.readers import read_raw
 from filters.config import RulesConfig
 
 DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
-                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", "source_file")
+                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", "source_file", "renamed_from")
 REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
-                    "source_file", "offset")
+                    "source_file", "offset", "renamed_from")
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Marked:
     rows: DataFrame
     files: list[str]
     models: dict  # the models scored with: {"spam": {"dir", "sha256"}, "quality": {...}} (empty: none)
+    cached: DataFrame  # what is persisted (``rows`` may add the doc_id renaming on top of it)
 
     def records(self) -> DataFrame:
         return self.rows.where(F.col("kind") == rec.RECORD)
@@ -46,7 +48,7 @@ class Marked:
         return self.records().where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS)
 
     def unpersist(self) -> None:
-        self.rows.unpersist()
+        self.cached.unpersist()
 
 
 def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.ReaderConfig, rules: RulesConfig,
@@ -61,4 +63,5 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
     models = {} if shipped is None else {
         "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
         "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}
-    return Marked(marked.persist(StorageLevel.MEMORY_AND_DISK), files, models)
+    cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    return Marked(unique_ids(cached), files, models, cached)  # repeated input ids made unique (etl/ids.py)

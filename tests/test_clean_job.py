@@ -110,3 +110,21 @@ def test_output_is_atomic_and_rerun_identical(cleaned, spark):
         assert a.drop(columns=["sensitive_hits"], errors="ignore").equals(b.drop(columns=["sensitive_hits"], errors="ignore"))
     strip = lambda r: {k: v for k, v in r.items() if k not in ("job",)}  # noqa: E731
     assert strip(report) == strip(cleaned["report"])
+
+
+def test_repeated_input_ids_are_renamed_not_merged(spark, tmp_path):
+    """Two files numbered from the same ids (and 1 next to "1"): every record keeps a unique doc_id,
+    the later copies say which id they had, and the ledger counts them."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name, ids, offset in (("a.jsonl", ["x", 1, "y"], 0), ("b.jsonl", ["x", "1", "z"], 3)):
+        rows = [json.dumps({"id": i, "text": crawl_fixture.doc(k + offset, k + offset + 2)}, ensure_ascii=False)
+                for k, i in enumerate(ids)]
+        (src / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    report = run(CleanConfig(), [str(src)], str(tmp_path / "out"), spark=spark)
+    docs = spark.read.parquet(str(tmp_path / "out" / "documents")).toPandas()
+    assert len(docs) == len(set(docs.doc_id)) == 6 == report["documents"]
+    renamed = docs[docs.renamed_from.notna()]
+    assert sorted(renamed.renamed_from) == ["1", "x"] and set(renamed.source_file.map(lambda f: Path(f).name)) == {"b.jsonl"}
+    assert all(d.startswith(f"{r}~") for d, r in zip(renamed.doc_id, renamed.renamed_from))
+    assert report["input"]["duplicate_ids"]["records_renamed"] == 2
