@@ -21,7 +21,7 @@
 # host's LAN address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which this sets (its only other
 # effect: no node can join). `cluster-head` and `join` cannot stay on loopback: GCS, raylets and
 # workers listen on all interfaces, agents on the node's address, and three metrics endpoints on
-# 0.0.0.0 without authentication. Firewall them (README, "Ray on one host or several").
+# 0.0.0.0 without authentication. Firewall them (README, "Ray on several nodes, and what it exposes").
 set -euo pipefail
 
 usage() { sed -n '5,8p' "$0" | sed 's/^# *//' >&2; exit 2; }
