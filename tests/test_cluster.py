@@ -234,12 +234,18 @@ def same_output(got: Path, want: Path) -> None:
 
 
 def ledger(out: Path) -> dict:
-    """report.json without what differs by where it ran: the job's timings and master, and the
-    spark section of the config (the cluster run's checkpoint directory)."""
+    """report.json without what differs by where and how fast it ran: the job's timings and
+    master, every "seconds" (per phase), and the spark section of the config (the cluster run's
+    checkpoint directory)."""
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "seconds"}
+        return [strip(v) for v in node] if isinstance(node, list) else node
+
     report = json.loads((out / "report.json").read_text())
     report.pop("job")
     report["config"].pop("spark")
-    return report
+    return strip(report)
 
 
 def test_cluster_build_equals_local_build(cluster, cluster_build, request):
