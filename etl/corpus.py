@@ -28,7 +28,7 @@ from etl.dedup import DedupConfig
 from etl.documents import Marked, read_clean_classify
 from etl.failpoints import failpoint
 from etl.ledger import build_ledger
-from etl.phases import dedup_phase, distributions, shards_phase
+from etl.phases import KEYS, dedup_phase, distributions, shards_phase
 from etl.pii import PiiConfig, pii_summary
 from etl.progress import Counters, report_progress
 from etl.publish import HadoopStorage, publish_dir
@@ -126,6 +126,7 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
             parts.dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
                                  "appended_run": index.append(*parts.kept_keys, index_run)}
             failpoint("build:index_appended")
+        out.delete(KEYS)
         report = assemble(parts.ledger, job=_job("build_corpus", inputs, laps, spark), config=asdict(cfg),
                           resources={**res, **({"models": marked.models} if marked.models else {})},
                           dedup=parts.dedup, dropped_after_dedup=parts.dropped_after_dedup, shards=parts.shards,
@@ -156,7 +157,7 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     ledger = build_ledger(marked.rows, marked.files)
     extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii)}
     laps.lap("read_clean_classify")
-    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out)
+    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir)
     laps.lap("dedup")
     documents, contaminated, extra["decontaminate"] = decontaminate_phase(deduped.survivors, evals, out)
     rejected = marked.rejected()
@@ -191,12 +192,13 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
         docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
-        summary, deduped = dedup_phase(docs, cfg, index, out)
+        summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir)
         deduped.survivors.write.parquet(out.path("documents"))
         summary.documents_written = spark.read.parquet(out.path("documents")).count()
         if index is not None:
             summary.index = {"dir": index_dir, "batches_before": len(index.committed()),
                              "appended_run": index.append(deduped.bands, deduped.exact)}
+        out.delete(KEYS)
         laps.lap("dedup")
         ledger = {"input": {"files": len(inputs), "records": n_in, "documents": n_in, "bytes": 0,
                             "skipped_non_document_records": {}, "file_errors": []},

@@ -12,7 +12,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from etl.dedup import DedupConfig, dedup, largest_clusters, verification_summary
+from etl.dedup import DedupConfig, dedup, largest_clusters
 from etl.report import DedupSummary, ShardSummary
 from etl.report_stats import cluster_sizes, log_histogram
 from etl.tokenizer_train import TokenizerConfig, train_tokenizer
@@ -27,23 +27,33 @@ log = logging.getLogger("zhcorpus")
 NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a source_file column
 
 
+KEYS = "_dedup_keys"  # survivors' band and exact keys, staged until the index appends them
+
+
 @dataclass
 class Deduplicated:
-    """The dedup phase's frames: the survivors (``docs``' columns; not yet written, a later phase
-    may still drop some), and their band and exact keys (what a dedup index appends)."""
+    """The dedup phase's frames, all read from files under the staging directory (the phase's
+    checkpoints are gone when it returns): the survivors (``docs``' columns, not yet written: a
+    later phase may still drop some), and their band and exact keys (what a dedup index appends;
+    the caller removes ``KEYS`` before publishing)."""
     survivors: DataFrame
     bands: DataFrame
     exact: DataFrame
 
 
-def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None",
-                out: "Staging") -> tuple[DedupSummary, Deduplicated]:
-    """Writes ``duplicates/``; the summary's ``documents_written`` is filled by whoever writes
-    ``documents/``."""
+def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", out: "Staging",
+                checkpoint_dir: str = "") -> tuple[DedupSummary, Deduplicated]:
+    """Writes ``duplicates/`` (and the survivors' keys under ``KEYS``); the summary's
+    ``documents_written`` is filled by whoever writes ``documents/``. ``checkpoint_dir``: the
+    ``spark.checkpoint_dir`` for reliable checkpoints on a cluster (``etl.checkpoints``)."""
+    from etl.checkpoints import Checkpoints
+
     spark = docs.sparkSession
-    params = cfg.minhash.resolved()
-    result = dedup(docs, params, index, cfg.verify)
-    result.duplicates.write.parquet(out.path("duplicates"))
+    with Checkpoints(spark, checkpoint_dir, "dedup") as cp:
+        result = dedup(docs, cfg, index, checkpoints=cp)
+        result.duplicates.write.parquet(out.path("duplicates"))
+        result.survivor_bands.write.parquet(out.path(f"{KEYS}/bands"))
+        result.survivor_exact.write.parquet(out.path(f"{KEYS}/exact"))
     duplicates = spark.read.parquet(out.path("duplicates"))
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
     rows = (duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
@@ -51,11 +61,15 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None",
     by_file: dict[str, dict[str, int]] = {}
     for r in rows:
         by_file.setdefault(r.source_file, {})[r.kind] = r["count"]
-    verification = None
-    if result.verified is not None:
-        verification = {"mode": cfg.verify, **verification_summary(result.verified, params.threshold)}
-    summary = DedupSummary(by_file, -1, asdict(params), largest_clusters(duplicates), verification)
-    return summary, Deduplicated(result.survivors, result.survivor_bands, result.survivor_exact)
+    report = dict(result.report)
+    verification = report.pop("verification", None)
+    if verification is not None:
+        verification = {"mode": cfg.verify, **verification}
+    summary = DedupSummary(by_file, -1, asdict(cfg.minhash.resolved()), largest_clusters(duplicates), verification,
+                           run=report)
+    survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
+    return summary, Deduplicated(survivors, spark.read.parquet(out.path(f"{KEYS}/bands")),
+                                 spark.read.parquet(out.path(f"{KEYS}/exact")))
 
 
 def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "Staging"):

@@ -21,6 +21,7 @@ class DedupSummary:
     largest_clusters: list[dict]
     verification: dict[str, Any] | None = None
     index: dict[str, Any] | None = None
+    run: dict[str, Any] | None = None  # how the stage ran: candidate edges, where components ran, seconds per phase
 
 
 @dataclass

@@ -132,3 +132,17 @@ def test_personal_data_is_redacted_in_documents_and_counted(built):
     assert "联系电话：<PHONE>，" in page.text and dict(page.pii_redacted) == {"mobile": 1}
     assert r["pii"]["kinds"]["mobile"]["spans"] == 1 and r["transforms"]["pii_mobile_spans_redacted"] == 1
     assert not any(PHONE in t.replace(" ", "") for t in docs.text)
+
+
+def test_dedup_job_on_the_built_documents(built, tmp_path, caplog):
+    """jobs.dedup end to end: deduplicated documents stay as they are; an old key is refused."""
+    from jobs import dedup as dedup_job
+
+    docs = str(built["out"] / "documents")
+    assert dedup_job.main(["--input", docs, "--output", str(tmp_path / "d"), "--set", "dedup.verify=enforce"]) == 0
+    report = json.loads((tmp_path / "d" / "report.json").read_text(encoding="utf-8"))
+    assert report["balanced"] and report["documents"] == len(built["docs"]) and report["duplicates"] == 0
+    assert report["dedup"]["verification"]["mode"] == "enforce"
+    assert not (tmp_path / "d" / "_dedup_keys").exists()
+    assert dedup_job.main(["--input", docs, "--output", str(tmp_path / "e"), "--set", "verify=off"]) == 2
+    assert "verify was renamed: use dedup.verify" in caplog.text and not (tmp_path / "e").exists()
