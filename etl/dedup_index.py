@@ -21,6 +21,8 @@ from dataclasses import asdict
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl.publish import HadoopStorage, write_atomic
+
 from filters.minhash import MinHashParams
 
 FORMAT_VERSION = 1
@@ -37,6 +39,7 @@ class DedupIndex:
         self.root = self._Path(root)
         self.fs = self.root.getFileSystem(spark._jsc.hadoopConfiguration())
         self.params = params.resolved()
+        self.storage = HadoopStorage(spark)
         self._check_settings()
 
     def _check_settings(self) -> None:
@@ -112,14 +115,7 @@ class DedupIndex:
             stream.close()
 
     def _write_atomic(self, path, text: str) -> None:
-        tmp = self._Path(path.getParent(), f".{path.getName()}.tmp")
-        out = self.fs.create(tmp, True)
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
-        if not self.fs.rename(tmp, path):
-            raise OSError(f"could not commit {path}")
+        write_atomic(path.toString(), text, self.storage)
 
 
 def touched_prior_rows(prior: DataFrame, new_rows: DataFrame) -> DataFrame:
