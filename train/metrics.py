@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from etl.publish import write_atomic  # stdlib only: no Spark in train/
+
 from train.model import ModelConfig
 from train.planner import flops_per_iteration
 
@@ -107,9 +109,7 @@ class MetricsWriter:
             return
         rows = [line for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip() and json.loads(line)["step"] <= step]
-        tmp = path.with_name(METRICS + ".tmp")
-        tmp.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, "".join(r + "\n" for r in rows))
 
     def _starts(self) -> int:
         path = self.run_dir / EVENTS
