@@ -35,10 +35,10 @@ import pytest
 
 from tests import crawl_fixture
 from tests.cluster_fixture import ROOT, VENV_BIN, Sampler, Sessions, alive, free_port
+from tests.deploy_fixture import load_deploy_module
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-sys.path.insert(0, str(ROOT / "deploy"))
-import spark_package  # noqa: E402
+spark_package = load_deploy_module("spark_package")
 
 AUTH_FAILED = 77
 NOT_WIRED = "needs a reliable checkpoint directory"  # etl.checkpoints.CheckpointConfigError

@@ -92,7 +92,8 @@ def test_dag_runs_refresh_then_train_through_the_recipe(fake_dag):
 def test_dag_loads_in_real_airflow(tmp_path, monkeypatch):
     monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
     monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-    pytest.importorskip("airflow", reason="apache-airflow is not installed (see the module docstring)")
+    airflow = pytest.importorskip("airflow", reason="apache-airflow is not installed (see the module docstring)")
+    assert getattr(airflow, "__file__", None), f"'airflow' is a bare directory on sys.path: {list(airflow.__path__)}"
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(DAG_FILE.parent))  # examples are off through the environment

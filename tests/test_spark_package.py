@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.deploy_fixture import load_deploy_module
+
 ROOT = Path(__file__).resolve().parent.parent
 
-sys.path.insert(0, str(ROOT / "deploy"))
-import spark_package  # noqa: E402
+spark_package = load_deploy_module("spark_package")
 
 
 def _names(reqs: list[str]) -> set[str]:
