@@ -102,7 +102,7 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            norms = [mh.normalise(t or "") for t in batch.column("text").to_pylist()]
+            norms = mh.normalise_batch([t or "" for t in batch.column("text").to_pylist()])
             exact = [mh.exact_key(x, normalised=True) for x in norms]
             keys = [mh.batch_band_keys(mh.batch_signatures(part, p.shingle, p.num_perm, p.seed), p.bands, p.rows)
                     for part in _by_chars(norms, BATCH_CHARS)]

@@ -85,6 +85,49 @@ def normalise(text: str) -> str:
     return s.lower()
 
 
+_DROPPED = np.uint32(0xFFFFFFFF)  # in ``_normal_table``: not a content character
+
+
+@lru_cache(maxsize=1)
+def _normal_table() -> np.ndarray:
+    """Per code point, what ``normalise`` makes of it: ``_DROPPED`` (not a content character),
+    its image when that is one character whatever its neighbours (the full-width map, then lower
+    case, of a character NFKC leaves alone in any context: ``filters.text.FOLD`` unset), else 0
+    (the text needs ``normalise``). Built once per process."""
+    from filters.text import FOLD, char_table
+
+    fold = char_table() & FOLD
+    table = np.full(len(fold), _DROPPED, dtype=np.uint32)
+    every = "".join(map(chr, range(len(fold))))
+    for m in re.finditer(r"[^\W_]", every):  # one character each (\s is within \W)
+        cp = m.start()
+        h = _FULLWIDTH.get(cp, cp)
+        low = chr(h).lower()
+        # capital sigma lower-cases by context (final form); the rest of str.lower is per character
+        table[cp] = ord(low) if not fold[h] and h != 0x3A3 and len(low) == 1 else 0
+    return table
+
+
+def normalise_batch(texts: list[str]) -> list[str]:
+    """``[normalise(t) for t in texts]`` in a few numpy calls per batch: every character mapped
+    by table (``_normal_table``); a text holding a character whose image depends on its
+    neighbours goes through ``normalise`` (``tests/test_minhash.py`` checks every code point)."""
+    if not texts:
+        return []
+    cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)  # where each text starts, then the end
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=bounds[1:])
+    image = _normal_table()[cps]
+    dropped = image == _DROPPED
+    bounds -= np.searchsorted(np.flatnonzero(dropped), bounds)  # now in kept characters
+    kept = image[~dropped]
+    joined, edges = kept.tobytes().decode("utf-32-le"), bounds.tolist()
+    norms = [joined[a:b] for a, b in zip(edges, edges[1:])]
+    for i in set(np.searchsorted(bounds, np.flatnonzero(kept == 0), side="right").tolist()):
+        norms[i - 1] = normalise(texts[i - 1])
+    return norms
+
+
 def exact_key(text: str, normalised: bool = False) -> str:
     norm = text if normalised else normalise(text)
     return hashlib.blake2b(norm.encode("utf-8"), digest_size=16).hexdigest()
@@ -172,6 +215,18 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+def _mix_in_place(x: np.ndarray) -> np.ndarray:
+    """``_splitmix64(x)`` written over ``x`` (an array the caller owns), with one temporary."""
+    tmp = np.empty_like(x)
+    with np.errstate(over="ignore"):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            x ^= np.right_shift(x, np.uint64(shift), out=tmp)
+            x *= np.uint64(mult)
+        x ^= np.right_shift(x, np.uint64(31), out=tmp)
+    return x
+
+
 def _batch_shingles(norms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
     """(doc index, shingle hash) of every character n-gram of every text, duplicates kept: the
     polynomial runs over the texts' code points concatenated, and windows that cross a text's
@@ -179,16 +234,19 @@ def _batch_shingles(norms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
     cps = np.frombuffer("".join(norms).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     doc_parts, hash_parts = [], []
-    if len(cps) >= n:
-        starts = np.cumsum(lengths) - lengths
-        doc_of = np.repeat(np.arange(len(norms)), lengths)[: len(cps) - n + 1]
-        valid = np.arange(len(cps) - n + 1) - starts[doc_of] <= lengths[doc_of] - n
+    windows = len(cps) - n + 1
+    if windows > 0:
+        h = cps[:windows].copy()
         with np.errstate(over="ignore"):
-            h = np.zeros(len(cps) - n + 1, dtype=np.uint64)
-            for k in range(n):
-                h = h * _POLY + cps[k: len(cps) - n + 1 + k]
-            doc_parts.append(doc_of[valid])
-            hash_parts.append(_splitmix64(h[valid]))
+            for k in range(1, n):
+                h *= _POLY
+                h += cps[k: windows + k]
+        valid = np.ones(windows, dtype=bool)
+        ends = np.cumsum(lengths)
+        crossing = (ends[:, None] - np.arange(1, n)).ravel()  # the n - 1 windows before each end
+        valid[crossing[(crossing >= 0) & (crossing < windows)]] = False
+        doc_parts.append(np.repeat(np.arange(len(norms)), lengths)[:windows][valid])
+        hash_parts.append(_mix_in_place(h[valid]))
     short = np.flatnonzero((lengths > 0) & (lengths < n))
     for i in short:  # rare: a normalised text of fewer than n characters
         doc_parts.append(np.array([i]))
@@ -207,10 +265,11 @@ def batch_signatures(norms: list[str], n: int, num_perm: int, seed: int) -> np.n
     docs, hashes = _batch_shingles(norms, n)
     sig = np.full(len(norms) * num_perm, _EMPTY, dtype=np.uint32)
     filled = np.zeros(len(norms) * num_perm, dtype=bool)
-    with np.errstate(over="ignore"):
-        h = _splitmix64(hashes ^ _seed_mix(seed))
-        cell = docs * num_perm + (h % np.uint64(num_perm)).astype(np.int64)
-        np.minimum.at(sig, cell, (h >> np.uint64(32)).astype(np.uint32))
+    hashes ^= _seed_mix(seed)
+    h = _mix_in_place(hashes)
+    bins = h & np.uint64(num_perm - 1) if num_perm & (num_perm - 1) == 0 else h % np.uint64(num_perm)
+    cell = docs * num_perm + bins.astype(np.int64)
+    np.minimum.at(sig, cell, (h >> np.uint64(32)).astype(np.uint32))
     filled[cell] = True
     sig, filled = sig.reshape(len(norms), num_perm), filled.reshape(len(norms), num_perm)
     some = filled.any(axis=1)  # a text without shingles keeps the all-ones signature

@@ -105,6 +105,21 @@ def test_normalise_equals_plain_nfkc():
     assert mh.normalise("ＡＢ１２，ａｂ") == "ab12ab"
 
 
+def test_normalise_batch_equals_normalise_on_every_code_point():
+    """The table path of ``normalise_batch`` against ``normalise``: every code point between
+    neighbours, runs of consecutive code points, the pairs that compose (Hangul jamo, a letter
+    and a combining mark with punctuation between), context-dependent lower case (final sigma),
+    full-width forms, and mixed random texts; the texts in one batch, so boundaries are tested."""
+    every = [chr(c) for c in range(0x110000)]
+    texts = ["a" + c + "中" for c in every] + ["".join(every[i:i + 9]) for i in range(0, 0x110000, 5)]
+    lead, vowel, trail = [chr(c) for c in range(0x1100, 0x1113)], [chr(c) for c in range(0x1161, 0x1176)], "\u11a8\u11c2"
+    texts += [x + y + z for x in lead for y in vowel for z in ("", *trail)] + ["\uac00\u11a8", "ㄱㅏ"]
+    texts += ["ΑΣ", "ΑΣ Β", "Σ", "ΟΔΟΣ，ΟΔΟΣ", "İstanbul", "ǅ", "ﬁ", "Ⅻ①㍿", "e\u0301", "e，\u0301", "ＡＢ１２，ａｂ"]
+    texts += _random_texts(random.Random(11), 300)
+    assert mh.normalise_batch(texts) == [mh.normalise(t) for t in texts]
+    assert mh.normalise_batch([]) == [] and mh.normalise_batch([""]) == [""]
+
+
 @pytest.mark.parametrize("n,num_perm,seed", [(5, 128, 1), (3, 64, 7), (7, 128, 2)])
 def test_batch_signatures_equal_per_document(n, num_perm, seed, monkeypatch):
     """One batch of texts (empty, shorter than n, long enough to be chunked, densified ones)
