@@ -35,11 +35,10 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from etl import records as rec
     from etl.classify import classify_batch
     from etl.clean import clean_batch, get_cleaner
+    from etl.dedup import signature_columns
     from etl.readers import ARROW_RAW
-    from filters import minhash as mh
     from filters.classify import TextClassifier
     from filters.tokenizer import ZhTokenizer
 
@@ -54,14 +53,49 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     classify_batch(clean_batch(pa.RecordBatch.from_pylist([_warm_row(warm)], schema=ARROW_RAW), cleaner),
                    spam, quality, cfg.classify)
     tok.encode_batch([warm])
-    wall: dict[str, float] = defaultdict(float)
-    cpu: dict[str, float] = defaultdict(float)
+    signature_columns([warm], params)
+    lap = _Laps()
+    kept, size = _read_clean_classify(inputs, cfg, cleaner, spam, quality, lap)
+    t = time.perf_counter(), time.process_time()
+    for part in _chunks(kept, BATCH_ROWS):
+        signature_columns(part, params)
+    t = lap("dedup_signatures", t)
+    survivors = pq.read_table(survivors_dir, columns=["text"]).column("text").to_pylist()
+    t = time.perf_counter(), time.process_time()
+    for part in _chunks(survivors, BATCH_ROWS):
+        tok.encode_batch([x or "" for x in part])
+    lap("tokenize", t)
+    wall, cpu = lap.wall, lap.cpu
+    mb, total, total_cpu = size / 1e6, sum(wall.values()), sum(cpu.values())
+    return {"input_mb": round(mb, 2), "seconds": {k: round(wall[k], 2) for k in PLAIN_STAGES},
+            "cpu_seconds": {k: round(cpu[k], 2) for k in PLAIN_STAGES}, "total_s": round(total, 2),
+            "cpu_s": round(total_cpu, 2), "mb_s": round(mb / total, 3), "mb_per_cpu_s": round(mb / total_cpu, 3),
+            "kept_documents": len(kept), "survivors": len(survivors)}
 
-    def lap(stage: str, since: tuple[float, float]) -> tuple[float, float]:
+
+
+class _Laps:
+    """Wall and CPU seconds per stage: ``t = lap(stage, t)`` adds the time since ``t``."""
+
+    def __init__(self):
+        self.wall: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+
+    def __call__(self, stage: str, since: tuple[float, float]) -> tuple[float, float]:
         now = time.perf_counter(), time.process_time()
-        wall[stage] += now[0] - since[0]
-        cpu[stage] += now[1] - since[1]
+        self.wall[stage] += now[0] - since[0]
+        self.cpu[stage] += now[1] - since[1]
         return now
+
+
+def _read_clean_classify(inputs: list[str], cfg, cleaner, spam, quality, lap: _Laps) -> tuple[list[str], int]:
+    """(texts the rules and classifiers kept, input bytes), timed as read / clean / classify."""
+    import pyarrow as pa
+
+    from etl import records as rec
+    from etl.classify import classify_batch
+    from etl.clean import clean_batch
+    from etl.readers import ARROW_RAW
 
     kept: list[str] = []
     size = 0
@@ -80,23 +114,7 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
             t = lap("classify", t)
             kept += [r["text"] for r in scored.select(["kind", "reason", "text"]).to_pylist()
                      if r["kind"] == rec.RECORD and r["reason"] is None]
-    t = time.perf_counter(), time.process_time()
-    for part in _chunks(kept, BATCH_ROWS):
-        norms = [mh.normalise(x) for x in part]
-        [mh.exact_key(x, normalised=True) for x in norms]
-        mh.batch_band_keys(mh.batch_signatures(norms, params.shingle, params.num_perm, params.seed), params.bands, params.rows)
-    t = lap("dedup_signatures", t)
-    survivors = pq.read_table(survivors_dir, columns=["text"]).column("text").to_pylist()
-    t = time.perf_counter(), time.process_time()
-    for part in _chunks(survivors, BATCH_ROWS):
-        tok.encode_batch([x or "" for x in part])
-    lap("tokenize", t)
-    mb, total, total_cpu = size / 1e6, sum(wall.values()), sum(cpu.values())
-    return {"input_mb": round(mb, 2), "seconds": {k: round(wall[k], 2) for k in PLAIN_STAGES},
-            "cpu_seconds": {k: round(cpu[k], 2) for k in PLAIN_STAGES}, "total_s": round(total, 2),
-            "cpu_s": round(total_cpu, 2), "mb_s": round(mb / total, 3), "mb_per_cpu_s": round(mb / total_cpu, 3),
-            "kept_documents": len(kept), "survivors": len(survivors)}
-
+    return kept, size
 
 def _warm_row(text: str) -> dict[str, Any]:
     from etl import records as rec

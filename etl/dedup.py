@@ -102,11 +102,7 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            norms = mh.normalise_batch([t or "" for t in batch.column("text").to_pylist()])
-            exact = [mh.exact_key(x, normalised=True) for x in norms]
-            keys = [mh.batch_band_keys(mh.batch_signatures(part, p.shingle, p.num_perm, p.seed), p.bands, p.rows)
-                    for part in _by_chars(norms, BATCH_CHARS)]
-            flat = np.concatenate(keys).ravel() if keys else np.zeros(0, np.int64)
+            exact, flat = signature_columns(batch.column("text").to_pylist(), p)
             band_keys = pa.ListArray.from_arrays(pa.array(np.arange(0, len(flat) + 1, p.bands, dtype=np.int32)),
                                                  pa.array(flat, pa.int64()))
             yield pa.RecordBatch.from_arrays([batch.column("doc_id"), pa.array(exact, pa.string()), band_keys,
@@ -114,6 +110,16 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 
     return (docs.select("doc_id", "text", quality.alias("quality_score"))
             .mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>, quality_score double"))
+
+
+def signature_columns(texts: list[str | None], p: mh.MinHashParams) -> tuple[list[str], np.ndarray]:
+    """Per text: the exact key, and the band keys (all texts' keys, flat, ``p.bands`` a text);
+    ``p`` resolved. The per-document work of the dedup stage (bench/corpus_anchor.py times it)."""
+    norms = mh.normalise_batch([t or "" for t in texts])
+    exact = [mh.exact_key(x, normalised=True) for x in norms]
+    keys = [mh.batch_band_keys(mh.batch_signatures(part, p.shingle, p.num_perm, p.seed), p.bands, p.rows)
+            for part in _by_chars(norms, BATCH_CHARS)]
+    return exact, np.concatenate(keys).ravel() if keys else np.zeros(0, np.int64)
 
 
 def _by_chars(texts: list[str], limit: int) -> Iterator[list[str]]:
