@@ -63,8 +63,26 @@ def response(uri: str, body: bytes, content_type: str = "text/html", status: str
 
 def build(root: Path) -> dict:
     root.mkdir(parents=True, exist_ok=True)
-    s2t, s2tw = opencc.OpenCC("s2t"), opencc.OpenCC("s2tw")  # Big5 needs Taiwan forms (著, 為)
     expected: dict[str, tuple] = {}
+    truncated = _warc_gz(root, expected)
+    malformed_headers = _plain_warc_and_wet(root, expected)
+    invalid_json = _json_and_parquet(root, expected)
+    (root / "broken.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"this is not deflate data" * 10)
+    (root / "notes.txt").write_text("not an input format\n")
+    # Whole-file failures (issue 16): each is one file error, never records, never a failed run.
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "fake.jsonl.gz").write_bytes(random.Random(8).randbytes(2000))
+    return {"records": expected, "unkeyed": {("read", "malformed_warc_header"): malformed_headers,
+                                             ("read", "invalid_json"): invalid_json,
+                                             ("read", "truncated_record"): truncated},
+            "file_errors": {"broken.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format",
+                            "empty.jsonl": "empty_file", "fake.jsonl.gz": "not_gzip"},
+            "skipped": {"warcinfo": 2, "request": 1}}
+
+
+def _warc_gz(root: Path, expected: dict[str, tuple]) -> int:
+    """crawl-0.warc.gz: encodings, read and clean rejections, a truncated last member (returned: 1)."""
+    s2tw = opencc.OpenCC("s2tw")  # Big5 needs Taiwan forms (著, 為)
     gz_records: list[bytes] = [warc_record("warcinfo", b"software: fixture\r\n", rid="info-1"),
                                warc_record("request", b"GET / HTTP/1.1\r\n\r\n", rid="req-1")]
 
@@ -111,7 +129,12 @@ def build(root: Path) -> dict:
     members[-1] = members[-1][: len(members[-1]) // 2]  # the last member is cut mid-record: its header
     truncated = 1  # is lost too, so it is keyed by offset, not URL
     (root / "crawl-0.warc.gz").write_bytes(b"".join(members))
+    return truncated
 
+
+def _plain_warc_and_wet(root: Path, expected: dict[str, tuple]) -> int:
+    """crawl-1.warc (one malformed header, returned) and crawl-2.warc.wet.gz."""
+    s2t = opencc.OpenCC("s2t")
     plain = [response("http://b.cn/one", html("博物馆", doc(7, 1)).encode()),
              b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: abc\r\n\r\nHTTP/1.1 200 OK\r\n\r\n<p>lost</p>\r\n\r\n",
              response("http://b.cn/nul", html("空字符", doc(0, 3).replace("。", "。\x00")).encode())]
@@ -124,7 +147,12 @@ def build(root: Path) -> dict:
            warc_record("conversion", doc(5, 0).encode(), "http://c.cn/wet")]
     expected.update({"http://c.cn/trad": KEPT, "http://c.cn/wet": KEPT})
     (root / "crawl-2.warc.wet.gz").write_bytes(b"".join(gzip.compress(r, mtime=0) for r in wet))
+    return malformed_headers
 
+
+def _json_and_parquet(root: Path, expected: dict[str, tuple]) -> int:
+    """part-0.jsonl (a ~10 MB line, bad lines: their count returned), part-1.jsonl.gz, part-2.parquet."""
+    s2t = opencc.OpenCC("s2t")
     big = "这是一个很长的单行文档。" * (10 * 1024 * 1024 // 36)  # ~10 MB of UTF-8 on one line
     lines = [json.dumps({"id": "j-ok", "text": doc(6, 2), "source": "news"}, ensure_ascii=False),
              "{not json",
@@ -147,19 +175,7 @@ def build(root: Path) -> dict:
                       "url": ["http://d.cn/1", None, None]})
     pq.write_table(table, root / "part-2.parquet")
     expected.update({"p-ok": KEPT, "p-null": (READ, "missing_text"), "p-short": (CLEAN, "too_short")})
-
-    (root / "broken.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"this is not deflate data" * 10)
-    (root / "notes.txt").write_text("not an input format\n")
-    # Whole-file failures (issue 16): each is one file error, never records, never a failed run.
-    (root / "empty.jsonl").write_bytes(b"")
-    (root / "fake.jsonl.gz").write_bytes(random.Random(8).randbytes(2000))
-    return {"records": expected, "unkeyed": {("read", "malformed_warc_header"): malformed_headers,
-                                             ("read", "invalid_json"): invalid_json,
-                                             ("read", "truncated_record"): truncated},
-            "file_errors": {"broken.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format",
-                            "empty.jsonl": "empty_file", "fake.jsonl.gz": "not_gzip"},
-            "skipped": {"warcinfo": 2, "request": 1}}
-
+    return invalid_json
 
 SIMPLIFIED = {"http://a.cn/big5": doc(7, 4), "http://a.cn/mislabelled": doc(6, 3),
               "http://c.cn/trad": doc(4, 6), "g-trad": doc(1, 5)}
