@@ -19,7 +19,7 @@ BigCode job first (warm JVM, Python workers started, as a cluster's long-lived e
 then --repeats rounds, each running job, bigcode and datasketch in turn (so a change of the
 shared machine's load hits all three alike), medians reported; MLlib and text-dedup (minutes
 each) run --slow-repeats times after them. Each run also records the CPU seconds of the whole
-process tree (driver, JVM, Python workers; ``dedup_methods.CpuMeter`` samples each process, so
+process tree (driver, JVM, Python workers; ``corpus_anchor.CpuMeter`` samples each process, so
 workers that exit mid-run still count) and the 1-minute load average before it. For the job,
 the Spark jobs it started, grouped by phase ("dedup: <phase>" job descriptions), with their
 seconds, and the driver's wall seconds per phase.
@@ -51,6 +51,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench import dedup_methods as dm
+from bench.corpus_anchor import CpuMeter
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
 from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from etl.dedup import DedupConfig
@@ -120,7 +121,7 @@ def ground_truth(ids: list[str], texts: list[str], fam: set[Pair], reported: lis
 def measure(fn) -> tuple[float | None, set[Pair], dict, float, float]:
     """(seconds, pairs, facts, CPU seconds of the process tree, 1-minute load before) of one run."""
     load = os.getloadavg()[0]
-    with dm.CpuMeter() as cpu:
+    with CpuMeter() as cpu:
         seconds, pairs, facts = fn()
     return seconds, pairs, facts, cpu.seconds, load
 

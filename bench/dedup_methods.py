@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import threading
 import time
@@ -31,59 +30,6 @@ MLLIB_TABLES = 10  # PanGu-α's baseline: MinHashLSH with 10 hash tables
 MLLIB_FEATURES = 1 << 24  # HashingTF buckets: ~2,000 shingles a document rarely collide
 TEXT_DEDUP_PYTHON = Path("build/text-dedup-venv/bin/python")
 Pair = tuple[str, str]
-
-
-def _tree_times() -> dict[int, float]:
-    """CPU seconds (user + system) of this process and each of its descendants, by pid (/proc)."""
-    tick, parents, me = os.sysconf("SC_CLK_TCK"), {}, os.getpid()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parents.setdefault(int(fields[1]), []).append((int(pid), fields))
-    own = Path(f"/proc/{me}/stat").read_text()
-    times, stack = {me: sum(int(x) for x in own[own.rindex(")") + 2:].split()[11:13]) / tick}, [me]
-    while stack:
-        for pid, fields in parents.get(stack.pop(), []):
-            times[pid] = sum(int(x) for x in fields[11:13]) / tick
-            stack.append(pid)
-    return times
-
-
-class CpuMeter:
-    """CPU seconds used by this process tree (driver, JVM, Python workers) while the block runs,
-    sampled every ``interval`` s per process, so a worker that exits mid-run keeps what it used
-    up to its last sample (a difference of two totals would lose it): a load-independent
-    companion to wall time on a shared machine (Linux /proc)."""
-
-    def __init__(self, interval: float = 0.5):
-        self.interval, self.seconds = interval, 0.0
-        self._first: dict[int, float] = {}
-        self._last: dict[int, float] = {}
-        self._stop = threading.Event()
-
-    def _sample(self) -> None:
-        for pid, t in _tree_times().items():
-            self._first.setdefault(pid, 0.0 if self._last else t)  # a process born mid-run counts from 0
-            self._last[pid] = t
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._sample()
-
-    def __enter__(self) -> "CpuMeter":
-        self._sample()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-        self.seconds = sum(self._last[p] - self._first[p] for p in self._last)
 
 
 def spark_jobs(spark, first_job: int) -> list[dict]:
