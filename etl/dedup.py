@@ -56,7 +56,6 @@ from filters.minhash import MinHashParams
 log = logging.getLogger("zhcorpus")
 VerifyMode = Literal["off", "measure", "enforce"]
 VERIFY_MODES = typing.get_args(VerifyMode)  # kept for importers; DedupConfig.verify is the Literal
-BATCH_CHARS = 1 << 21  # normalised characters per numpy batch in the signature pass (~80 MB of temporaries)
 
 
 @dataclass(frozen=True)
@@ -115,23 +114,12 @@ def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
 def signature_columns(texts: list[str | None], p: mh.MinHashParams) -> tuple[list[str], np.ndarray]:
     """Per text: the exact key, and the band keys (all texts' keys, flat, ``p.bands`` a text);
     ``p`` resolved. The per-document work of the dedup stage (bench/corpus_anchor.py times it)."""
-    norms = mh.normalise_batch([t or "" for t in texts])
-    exact = [mh.exact_key(x, normalised=True) for x in norms]
-    keys = [mh.batch_band_keys(mh.batch_signatures(part, p.shingle, p.num_perm, p.seed), p.bands, p.rows)
-            for part in _by_chars(norms, BATCH_CHARS)]
+    exact, keys = [], []
+    for part in mh.by_chars([t or "" for t in texts]):  # bounds the numpy temporaries
+        norms = mh.normalise_batch(part)
+        exact += [mh.exact_key(x, normalised=True) for x in norms]
+        keys.append(mh.batch_band_keys(mh.batch_signatures(norms, p.shingle, p.num_perm, p.seed), p.bands, p.rows))
     return exact, np.concatenate(keys).ravel() if keys else np.zeros(0, np.int64)
-
-
-def _by_chars(texts: list[str], limit: int) -> Iterator[list[str]]:
-    """Consecutive slices of ``texts`` of at most ``limit`` characters (or one text)."""
-    start, size = 0, 0
-    for i, t in enumerate(texts):
-        if size and size + len(t) > limit:
-            yield texts[start:i]
-            start, size = i, 0
-        size += len(t)
-    if start < len(texts):
-        yield texts[start:]
 
 
 def band_rows(keys: DataFrame) -> DataFrame:

@@ -20,6 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Iterator
 
 import numpy as np
 
@@ -108,10 +109,32 @@ def _normal_table() -> np.ndarray:
     return table
 
 
+BATCH_CHARS = 1 << 21  # characters per numpy batch (normalisation ~17, signatures ~40 bytes a character)
+
+
+def by_chars(texts: list[str], limit: int | None = None) -> Iterator[list[str]]:
+    """Consecutive slices of ``texts`` of at most ``limit`` (default ``BATCH_CHARS``) characters
+    (or one text)."""
+    limit = limit or BATCH_CHARS
+    start, size = 0, 0
+    for i, t in enumerate(texts):
+        if size and size + len(t) > limit:
+            yield texts[start:i]
+            start, size = i, 0
+        size += len(t)
+    if start < len(texts):
+        yield texts[start:]
+
+
 def normalise_batch(texts: list[str]) -> list[str]:
-    """``[normalise(t) for t in texts]`` in a few numpy calls per batch: every character mapped
-    by table (``_normal_table``); a text holding a character whose image depends on its
-    neighbours goes through ``normalise`` (``tests/test_minhash.py`` checks every code point)."""
+    """``[normalise(t) for t in texts]`` in a few numpy calls per ``BATCH_CHARS`` characters:
+    every character mapped by table (``_normal_table``); a text holding a character whose image
+    depends on its neighbours goes through ``normalise`` (``tests/test_minhash.py`` checks every
+    code point)."""
+    return [norm for part in by_chars(texts) for norm in _normalise_slice(part)]
+
+
+def _normalise_slice(texts: list[str]) -> list[str]:
     if not texts:
         return []
     cps = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)

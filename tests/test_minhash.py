@@ -120,6 +120,17 @@ def test_normalise_batch_equals_normalise_on_every_code_point():
     assert mh.normalise_batch([]) == [] and mh.normalise_batch([""]) == [""]
 
 
+def test_batches_are_bounded_in_characters(monkeypatch):
+    """Normalisation and signatures run in slices of at most BATCH_CHARS characters (a text
+    longer than that is a slice of its own); the results do not depend on the slicing."""
+    texts = _random_texts(random.Random(12), 200)
+    ref = [mh.normalise(t) for t in texts]
+    monkeypatch.setattr(mh, "BATCH_CHARS", 500)
+    slices = list(mh.by_chars(texts))
+    assert sum(slices, []) == texts and all(sum(map(len, s)) <= 500 or len(s) == 1 for s in slices)
+    assert len(slices) > 20 and mh.normalise_batch(texts) == ref
+
+
 @pytest.mark.parametrize("n,num_perm,seed", [(5, 128, 1), (3, 64, 7), (7, 128, 2)])
 def test_batch_signatures_equal_per_document(n, num_perm, seed, monkeypatch):
     """One batch of texts (empty, shorter than n, long enough to be chunked, densified ones)
