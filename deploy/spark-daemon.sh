@@ -12,6 +12,11 @@
 # SPARK_LOCAL_IP, which defaults to the --host given, else 127.0.0.1. Without it Spark binds the
 # UI to 0.0.0.0 even when --host is 127.0.0.1.
 #
+# Ports: a --port or --webui-port (given, else Spark's default: master 7077 and 8080, worker UI 8081)
+# that another process already serves on that address is refused, naming the option. Spark itself
+# would silently take the next port (7078, ...), and a worker pointed at :7077 would then knock at
+# another cluster's master.
+#
 # The secret reaches the JVM in _SPARK_AUTH_SECRET (see spark-auth.sh): no copy of it is written
 # anywhere, so nothing is left behind when the daemon exits or is killed.
 set -euo pipefail
@@ -27,13 +32,30 @@ case $role in
 esac
 
 host=""
+if [[ $role == master ]]; then
+    port=${SPARK_MASTER_PORT:-7077} ui=${SPARK_MASTER_WEBUI_PORT:-8080}
+else
+    port=${SPARK_WORKER_PORT:-0} ui=${SPARK_WORKER_WEBUI_PORT:-8081}  # 0: a random RPC port
+fi
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     case ${args[i]} in
         --host|-h|--ip|-i) host=${args[i + 1]:-} ;;
+        --port|-p) port=${args[i + 1]:-} ;;
+        --webui-port) ui=${args[i + 1]:-} ;;
     esac
 done
 export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-${host:-127.0.0.1}}
+
+for spec in "--port $port" "--webui-port $ui"; do
+    p=${spec#* }
+    [[ $p =~ ^[1-9][0-9]*$ ]] || continue
+    if timeout 2 bash -c 'exec 3<> "/dev/tcp/$1/$2"' _ "$SPARK_LOCAL_IP" "$p" 2> /dev/null; then
+        echo "spark-daemon: port $p (${spec% *}) on $SPARK_LOCAL_IP is taken, by another Spark on this host" \
+             "perhaps: pass ${spec% *} FREE_PORT" >&2
+        exit 1
+    fi
+done
 
 _SPARK_AUTH_SECRET=$(spark_auth_secret)
 export _SPARK_AUTH_SECRET

@@ -5,6 +5,7 @@ default, and deploy/spark-submit.sh is run against a stub spark-submit."""
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -273,18 +274,38 @@ printf '%s' "${SPARK_LOCAL_IP:-}" > "$STUB_DIR/local_ip"
 """
 
 
-@pytest.mark.parametrize("args, local_ip", [(["master", "--host", "10.1.2.3", "--port", "7077"], "10.1.2.3"),
-                                            (["worker", "spark://127.0.0.1:7077"], "127.0.0.1")])
-def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_submit, args, local_ip):
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+@pytest.fixture
+def stub_class(stub_submit):
     tmp, env = stub_submit
     (tmp / "bin").mkdir()
     stub = tmp / "bin" / "spark-class"
     stub.write_text(CLASS_STUB)
     stub.chmod(0o755)
-    env = {k: v for k, v in env.items() if k not in ("SPARK_HOME", "SPARK_LOCAL_IP")}
+    env = {k: v for k, v in env.items() if not k.startswith(("SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_MASTER_",
+                                                              "SPARK_WORKER_"))}
     env["PATH"] = f"{tmp / 'bin'}:{env['PATH']}"
-    run = subprocess.run([str(ROOT / "deploy" / "spark-daemon.sh"), *args], env=env, capture_output=True,
-                         text=True, timeout=30)
+    return tmp, env
+
+
+def _daemon(env, *args):
+    return subprocess.run([str(ROOT / "deploy" / "spark-daemon.sh"), *args], env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
+# 127.0.0.2 is loopback too (ports checked fast), yet not the default SPARK_LOCAL_IP
+@pytest.mark.parametrize("args, local_ip", [
+    (["master", "--host", "127.0.0.2", "--port", "PORT", "--webui-port", "PORT"], "127.0.0.2"),
+    (["worker", "spark://127.0.0.1:7077", "--webui-port", "PORT"], "127.0.0.1")])
+def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_class, args, local_ip):
+    tmp, env = stub_class
+    args = [_free_port() if a == "PORT" else a for a in args]  # Spark's defaults may be taken on this host
+    run = _daemon(env, *args)
     assert run.returncode == 0, run.stderr
     argv = (tmp / "argv").read_text().splitlines()
     assert argv[1:3] == ["--properties-file", str(ROOT / "jobs" / "configs" / "spark-cluster.conf")]
@@ -294,6 +315,21 @@ def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_submit, args
     leftovers = [p for p in tmp.rglob("*") if p.is_file() and "ab" * 32 in p.read_text(errors="replace")
                  and p.name not in ("secret", "secret_env")]
     assert not leftovers, leftovers  # no copy of the secret: nothing to leave behind in TMPDIR
+
+
+@pytest.mark.parametrize("role, option", [("master", "--port"), ("master", "--webui-port"), ("worker", "--webui-port")])
+def test_spark_daemon_refuses_a_port_another_process_serves(stub_class, role, option):
+    tmp, env = stub_class
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        ports = {"--port": _free_port(), "--webui-port": _free_port(), option: port}
+        target = [] if role == "master" else ["spark://127.0.0.1:7077"]
+        run = _daemon(env, role, *target, *(a for kv in ports.items() for a in kv))
+    # Spark would silently move to the next port; a worker pointed at :7077 would find another master
+    assert run.returncode != 0 and f"port {port} ({option}) on 127.0.0.1 is taken" in run.stderr
+    assert not (tmp / "argv").exists()  # spark-class never ran
 
 
 @pytest.mark.parametrize("master, local_ip", [("spark://127.0.0.1:7077", "127.0.0.1"), ("local[2]", "127.0.0.1"),
