@@ -52,7 +52,8 @@ demo: demo-crawl demo-models $(DEMO_EVALS)/MANIFEST.json
 
 # Rule judge (issue 17): four cleaning-rule variants of a smaller demo crawl (2,000 source pages, so
 # People's Daily articles are left over for a held-out dev set), a proxy GPT per variant and seed,
-# ranked by dev perplexity. Report: out/judge-demo/judge.html.
+# ranked by dev perplexity. Report: out/judge-demo/judge.html. A 2,000-token vocabulary (about one
+# token per character): the proxy's output layer is most of its cost on CPU.
 JUDGE_CRAWL := data/judge_crawl
 JUDGE_DEV   := data/judge_dev
 
@@ -66,7 +67,7 @@ judge-demo: $(JUDGE_DEV)/dev.jsonl demo-models
 	$(PY) -m jobs.judge_rules --input $(JUDGE_CRAWL)/warc $(JUDGE_CRAWL)/wet $(JUDGE_CRAWL)/jsonl \
 	    --variants demo/judge_variants.toml --dev $(JUDGE_DEV)/dev.jsonl --output out/judge-demo --overwrite \
 	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality \
-	    --set tokenizer.vocab_size=8000
+	    --set tokenizer.vocab_size=2000 --set tokenizer.character_coverage=0.98
 	@echo "report: out/judge-demo/judge.html"
 
 # The report.html test renders the page in headless Chromium (Debian's chromium + chromedriver).
