@@ -138,6 +138,7 @@ def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
     from ray.train.torch import TorchTrainer
 
     from train.loop import train_loop
+    from train.rendezvous import BoundStoreTorchConfig
 
     use_gpu = cfg.ray.use_gpu
     if use_gpu == "auto":
@@ -146,6 +147,7 @@ def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
     return TorchTrainer(
         loop or train_loop,
         train_loop_config={"job": job},
+        torch_config=BoundStoreTorchConfig(),  # torch's store on the master address only, not *:port
         scaling_config=ScalingConfig(num_workers=cfg.parallel.world_size, use_gpu=use_gpu,
                                      resources_per_worker=resources),
         run_config=RunConfig(name=RAY_NAME, storage_path=str(Path(job.run_dir) / "ray"),
