@@ -46,6 +46,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from etl.checkpoints import Checkpoints
+from etl import dedup_local as dl
 from etl.components import components_local, components_spark
 from etl.dedup_index import DedupIndex, exact_prior_matches, touched_prior_rows
 from etl.dedup_verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,
@@ -78,6 +79,11 @@ class DedupConfig:
     # A candidate component up to this many documents is verified in one task (its texts in
     # memory, each shingle set computed once); with a larger one every edge joins its two texts.
     group_max_docs: int = 50_000
+    # Inputs of up to this many documents collect their keys (~230 bytes a document in Arrow,
+    # ~60 MB and a few hundred MB of numpy temporaries at the bound) and find exact groups and
+    # candidate edges on the driver (``etl.dedup_local``) instead of in Spark windows: a nightly
+    # increment or a 64 MB benchmark saves a dozen Spark jobs. Larger inputs stay distributed.
+    driver_max_docs: int = 250_000
 
 
 @dataclass
@@ -159,14 +165,19 @@ def candidate_edges(rows: DataFrame, all_pairs_max: int = 8, with_nodes: bool = 
     return edges.select(*ends, "a_node", "b_node") if with_nodes else edges.select(*ends)
 
 
-def _resolve_on_driver(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: MinHashParams,
-                       report: dict) -> tuple[DataFrame, DataFrame | None]:
-    """(near duplicates: doc_id, duplicate_of; verified edges or None) with the candidate edges
-    collected: verification by candidate component, components and keepers on the driver."""
+def _collect_edges(edges: DataFrame, report: dict) -> pa.Table:
+    """The candidate edges (``candidate_edges(with_nodes=True)``) as a driver edge table."""
+    with phase(edges.sparkSession, "collect candidate edges", report["seconds"]):
+        return edges.select("a", "b", "a_node.quality_score", "a_node.prior", "b_node.quality_score",
+                            "b_node.prior").toArrow().rename_columns(dl.EDGE_COLUMNS)
+
+
+def _resolve_on_driver(docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinHashParams,
+                       report: dict) -> tuple[pa.Table, DataFrame | None]:
+    """(near duplicates: doc_id, duplicate_of; verified edges or None) from the candidate edges
+    ``tbl`` (``etl.dedup_local.EDGE_COLUMNS``): verification by candidate component, components
+    and keepers on the driver."""
     spark, seconds = docs.sparkSession, report["seconds"]
-    with phase(spark, "collect candidate edges", seconds):
-        tbl = edges.select("a", "b", "a_node.quality_score", "a_node.prior", "b_node.quality_score",
-                           "b_node.prior").toArrow().rename_columns(["a", "b", "qa", "pa", "qb", "pb"])
     verified = None
     if cfg.verify != "off":
         candidates = components_local(tbl.column("a"), tbl.column("b"))
@@ -186,7 +197,7 @@ def _resolve_on_driver(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: M
     with phase(spark, "components + keepers (driver)", seconds):
         near = _keepers_local(tbl)
     report["components"] = {"where": "driver", "edges": len(tbl)}
-    return spark.createDataFrame(near, "doc_id string, duplicate_of string"), verified
+    return near, verified
 
 
 def _keepers_local(tbl: pa.Table) -> pa.Table:
@@ -283,6 +294,12 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     cp = checkpoints or Checkpoints(spark, "", "dedup")
     report: dict = {"seconds": {}}
     keys = cp.persist(signatures(docs, p).withColumn("prior", F.lit(False)))
+    if cfg.driver_max_docs > 0:
+        with phase(spark, "signatures", report["seconds"]):
+            n_docs = keys.count()
+        if n_docs <= cfg.driver_max_docs:
+            return _dedup_local(docs, keys, cfg, p, index, cp, report)
+    report["grouping"] = "spark"
     exact_dups, unique = _exact(keys, index)
     rows = band_rows(unique).select("band", "key", "doc_id", "quality_score", "prior")
     prior_bands = index.bands() if index else None
@@ -294,7 +311,8 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     with phase(spark, "signatures + exact + candidate edges", report["seconds"]):
         report["candidate_edges"] = n_edges = edges.count()
     if n_edges <= cfg.driver_max_edges:
-        near, verified = _resolve_on_driver(docs, edges, cfg, p, report)
+        near, verified = _resolve_on_driver(docs, _collect_edges(edges, report), cfg, p, report)
+        near = spark.createDataFrame(near, "doc_id string, duplicate_of string")
     else:
         near, verified = _resolve_on_spark(docs, edges, cfg, p, cp, report)
     # an exact copy of a document that is itself a near duplicate points at the final keeper
@@ -305,4 +323,32 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
     kept = unique.join(near.select("doc_id"), "doc_id", "left_anti")
     return DedupResult(survivors, duplicates, band_rows(kept).select("band", "key", "doc_id"),
+                       kept.select("exact_key", "doc_id"), verified, report)
+
+
+def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashParams, index: DedupIndex | None,
+                 cp: Checkpoints, report: dict) -> DedupResult:
+    """``dedup`` for an input of at most ``driver_max_docs`` documents: its keys (persisted,
+    counted) collected, exact groups and candidate edges found on the driver."""
+    spark = docs.sparkSession
+    report["grouping"] = "driver"
+    with phase(spark, "exact + candidate edges (driver)", report["seconds"]):
+        exact, unique = dl.exact_local(keys.select("doc_id", "exact_key", "band_keys", "quality_score").toArrow())
+        if index is not None:
+            seen = dl.exact_prior_local(unique, index)
+            exact = pa.concat_tables([exact, seen.cast(exact.schema)])
+            unique = unique.filter(pc.invert(pc.is_in(unique.column("doc_id"), value_set=seen.column("doc_id"))))
+        rows = dl.band_table(unique, p.bands)
+        prior = dl.touched_prior_local(rows, index) if index is not None else None
+        tbl = dl.candidate_edges_local(rows, unique.select(["doc_id", "quality_score"]), prior, cfg.all_pairs_max)
+    report["candidate_edges"] = len(tbl)
+    if len(tbl) <= cfg.driver_max_edges:
+        near, verified = _resolve_on_driver(docs, tbl, cfg, p, report)
+    else:
+        near_frame, verified = _resolve_on_spark(docs, dl.edges_frame(spark, tbl), cfg, p, cp, report)
+        near = near_frame.toArrow()
+    duplicates = spark.createDataFrame(dl.exact_duplicates(exact, near), "doc_id string, duplicate_of string, kind string")
+    gone = F.broadcast(duplicates.select("doc_id"))
+    kept = keys.join(gone, "doc_id", "left_anti")
+    return DedupResult(docs.join(gone, "doc_id", "left_anti"), duplicates, band_rows(kept).select("band", "key", "doc_id"),
                        kept.select("exact_key", "doc_id"), verified, report)

@@ -46,9 +46,10 @@ NOT_WIRED = "needs a reliable checkpoint directory"  # etl.checkpoints.Checkpoin
 # gzip and plain, WET, JSONL gzip, Parquet and a corrupt gzip, ~25 KB.
 INPUTS = ["crawl-0.warc.gz", "crawl-1.warc", "crawl-2.warc.wet.gz", "part-1.jsonl.gz", "part-2.parquet",
           "broken.warc.gz"]
-# dedup.driver_max_edges=0: connected components on Spark, one reliable checkpoint per round.
+# dedup.driver_max_docs=0, driver_max_edges=0: groups, candidate edges and connected components on
+# Spark, one reliable checkpoint per components round.
 OVERRIDES = ["tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98", "shards.num_shards=3",
-             "dedup.driver_max_edges=0"]
+             "dedup.driver_max_edges=0", "dedup.driver_max_docs=0"]
 # Two executors of one core on the one worker; the local test session's shuffle partitions.
 CONF = ["spark.executor.cores=1", "spark.executor.memory=768m", "spark.sql.shuffle.partitions=4"]
 # Executors' Python: the venv's, with the packages deploy/spark_package.py leaves out of their env

@@ -72,25 +72,32 @@ def _check_fixture(rows, families):
         assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
 
 
-DISTRIBUTED = 0  # driver_max_edges: every candidate graph takes the distributed path
+# Where the work runs: groups and candidate edges (driver_max_docs), components and keepers
+# (driver_max_edges); 0 sends that part to Spark.
+DRIVER = {}
+DISTRIBUTED = {"driver_max_docs": 0, "driver_max_edges": 0}
+PATHS = {"driver": DRIVER, "spark groups, driver components": {"driver_max_docs": 0},
+         "driver groups, spark components": {"driver_max_edges": 0}, "distributed": DISTRIBUTED}
 
 
-def _clusters(spark, rows, partitions, index=None, verify="off", driver_max_edges=DedupConfig.driver_max_edges):
+def _clusters(spark, rows, partitions, index=None, verify="off", paths=DRIVER):
     docs = spark.createDataFrame(rows, "doc_id string, text string, quality_score double").repartition(partitions)
-    cfg = DedupConfig(verify=verify, driver_max_edges=driver_max_edges)
+    cfg = DedupConfig(verify=verify, **paths)
     with Checkpoints(spark, "", "dedup") as cp:
         result = dedup(docs, cfg, index, checkpoints=cp)
         d = {r.doc_id: r.duplicate_of for r in result.duplicates.collect()}
         kept = {r.doc_id for r in result.survivors.select("doc_id").collect()}
-    assert result.report["components"]["where"] == ("spark" if driver_max_edges == DISTRIBUTED else "driver")
+    assert result.report["grouping"] == ("spark" if paths.get("driver_max_docs") == 0 else "driver")
+    assert result.report["components"]["where"] == ("spark" if paths.get("driver_max_edges") == 0 else "driver")
     return d, kept
 
 
-@pytest.mark.parametrize("verify,driver_max_edges", [("off", DedupConfig.driver_max_edges), ("enforce", DedupConfig.driver_max_edges),
-                                                     ("enforce", DISTRIBUTED)])
-def test_families_are_exactly_the_clusters(spark, corpus, verify, driver_max_edges):
+@pytest.mark.parametrize("verify,paths", [("off", "driver"), ("enforce", "driver"), ("enforce", "distributed"),
+                                          ("enforce", "spark groups, driver components"),
+                                          ("off", "driver groups, spark components")])
+def test_families_are_exactly_the_clusters(spark, corpus, verify, paths):
     rows, families = corpus
-    dups, kept = _clusters(spark, rows, 4, verify=verify, driver_max_edges=driver_max_edges)
+    dups, kept = _clusters(spark, rows, 4, verify=verify, paths=PATHS[paths])
     quality = {doc_id: q for doc_id, _, q in rows}
     assert len(kept) == len(families) and len(kept) + len(dups) == len(rows)
     for fam in families:
@@ -106,7 +113,7 @@ def test_partitioning_and_rerun_do_not_change_the_result(spark, corpus):
     first = _clusters(spark, rows, 1)
     assert _clusters(spark, rows, 7) == first
     assert _clusters(spark, rows, 7) == first
-    assert _clusters(spark, rows, 3, driver_max_edges=DISTRIBUTED) == first
+    assert _clusters(spark, rows, 3, paths=DISTRIBUTED) == first
 
 
 def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
@@ -121,12 +128,13 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
     params = MinHashParams().resolved()
     edges = candidate_edges(signatures(docs, params))
     assert edges.count() <= n * params.bands
-    for driver_max_edges in (DedupConfig.driver_max_edges, DISTRIBUTED):
-        result = dedup(docs, DedupConfig(params, "off", driver_max_edges=driver_max_edges))
+    for paths in PATHS.values():
+        result = dedup(docs, DedupConfig(params, "off", **paths))
         assert result.survivors.count() == 1 and result.duplicates.count() == n - 1
 
 
-def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path):
+@pytest.mark.parametrize("paths", ["driver", "distributed"])
+def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path, paths):
     from etl.dedup_index import DedupIndex, IndexSettingsMismatch
 
     rows, families = corpus
@@ -141,9 +149,9 @@ def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path):
     assert a and b
     at_once = _clusters(spark, renamed, 3)
     index = DedupIndex(spark, str(tmp_path / "index"), MinHashParams())
-    dups_a, kept_a = _clusters(spark, a, 3, index)
+    dups_a, kept_a = _clusters(spark, a, 3, index, paths=PATHS[paths])
     index.append(*_survivor_keys(spark, a, dups_a))
-    dups_b, kept_b = _clusters(spark, b, 3, DedupIndex(spark, str(tmp_path / "index"), MinHashParams()))
+    dups_b, kept_b = _clusters(spark, b, 3, DedupIndex(spark, str(tmp_path / "index"), MinHashParams()), paths=PATHS[paths])
     assert {**dups_a, **dups_b} == at_once[0]
     assert kept_a | kept_b == at_once[1]
     with pytest.raises(IndexSettingsMismatch, match="shingle"):
@@ -159,8 +167,8 @@ def _survivor_keys(spark, rows, dups):
     return band_rows(keys), keys.select("exact_key", "doc_id")
 
 
-@pytest.mark.parametrize("driver_max_edges", [DedupConfig.driver_max_edges, DISTRIBUTED])
-def test_verification_measures_and_enforces_precision(spark, corpus, driver_max_edges):
+@pytest.mark.parametrize("paths", ["driver", "distributed"])
+def test_verification_measures_and_enforces_precision(spark, corpus, paths):
     """A permissive banding (64 bands x 2 rows) makes a pair at Jaccard ~0.5 a candidate: ``measure``
     reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it; on either path."""
     from etl.dedup import verification_summary
@@ -176,7 +184,7 @@ def test_verification_measures_and_enforces_precision(spark, corpus, driver_max_
     assert 0.2 < expected < 0.7
 
     def run(verify):
-        return dedup(docs, DedupConfig(params, verify, driver_max_edges=driver_max_edges))
+        return dedup(docs, DedupConfig(params, verify, **PATHS[paths]))
 
     assert run("off").duplicates.count() == 1
     measured = run("measure")

@@ -1,7 +1,8 @@
-"""The two ways dedup resolves its candidate graph, against each other and a plain union-find:
-connected components on the driver (scipy) and on Spark (large-star / small-star), and
-verification by candidate component against verification by edge; and the checkpoints that
-make the Spark path survive a lost executor on a cluster."""
+"""The two ways dedup does each step, against each other: exact groups and candidate edges on
+the driver (numpy) and in Spark windows; connected components on the driver (scipy) and on
+Spark (large-star / small-star), both against a plain union-find; verification by candidate
+component and by edge; and the checkpoints that make the Spark path survive a lost executor on
+a cluster."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import random
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from etl.checkpoints import CheckpointConfigError, Checkpoints, is_local_master
 from etl.components import components_local, components_spark
@@ -91,6 +93,59 @@ def test_verification_by_component_equals_verification_by_edge(spark):
             for x, y in edges}
     assert {(r.a, r.b): r.jaccard for r in by_comp.collect()} == want
     assert {(r.a, r.b): r.jaccard for r in by_edge.collect()} == want
+
+
+def _random_buckets(seed: int):
+    """Band rows of new and indexed documents: buckets of 1 to 20 rows (all-pairs and star
+    buckets, ids that sort differently as strings and as numbers), qualities with ties and nulls."""
+    rng = random.Random(seed)
+    new = [f"d{rng.randrange(10 ** rng.randint(1, 4))}-{i}" for i in range(rng.randint(30, 120))]
+    prior = [f"p{i}" for i in range(rng.randint(0, 15))]
+    quality = {d: rng.choice([None, 0.5, round(rng.random(), 2)]) for d in new}
+    rows = []
+    for band in range(rng.randint(1, 4)):
+        for key in range(rng.randint(5, 40)):
+            size = rng.choice([1, 1, 2, 3, 8, 9, 20])
+            rows += [(band, key - 20, d, False) for d in rng.sample(new + prior, min(size, len(new + prior)))]
+    return rows, quality
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("all_pairs_max", [2, 8])
+def test_driver_candidate_edges_equal_the_spark_windows(spark, seed, all_pairs_max):
+    from etl import dedup_local as dl
+    from etl.dedup import candidate_edges
+
+    rows, quality = _random_buckets(seed)
+    table = [(b, k, d, quality.get(d), d.startswith("p")) for b, k, d, _ in rows]
+    frame = spark.createDataFrame(table, "band int, key bigint, doc_id string, quality_score double, prior boolean")
+    want = {(r.a, r.b, r.a_node.quality_score, r.a_node.prior, r.b_node.quality_score, r.b_node.prior)
+            for r in candidate_edges(frame, all_pairs_max, with_nodes=True).collect()}
+    new = [r for r in table if not r[4]]
+    got = dl.candidate_edges_local(
+        pa.table({"band": pa.array([r[0] for r in new], pa.int32()), "key": [r[1] for r in new], "doc_id": [r[2] for r in new]}),
+        pa.table({"doc_id": list(quality), "quality_score": pa.array(list(quality.values()), pa.float64())}),
+        pa.table({"band": pa.array([r[0] for r in table if r[4]], pa.int32()), "key": pa.array([r[1] for r in table if r[4]], pa.int64()),
+                  "doc_id": pa.array([r[2] for r in table if r[4]], pa.string())}), all_pairs_max)
+    assert len(got) == len(want) and set(zip(*[got.column(c).to_pylist() for c in dl.EDGE_COLUMNS])) == want
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_driver_exact_groups_equal_the_spark_window(spark, seed):
+    """Keeper of each exact key: highest quality (nulls last), then smallest doc_id."""
+    from etl import dedup_local as dl
+    from etl.dedup import _exact
+
+    rng = random.Random(seed)
+    rows = [(f"d{rng.randrange(1000)}-{i}", f"k{rng.randrange(12)}", rng.choice([None, 0.5, 0.25, rng.random()]))
+            for i in range(rng.randint(1, 80))]
+    keys = spark.createDataFrame(rows, "doc_id string, exact_key string, quality_score double").withColumn("prior", F.lit(False))
+    dups, unique = _exact(keys, None)
+    exact, kept = dl.exact_local(pa.table({"doc_id": [r[0] for r in rows], "exact_key": [r[1] for r in rows],
+                                           "quality_score": pa.array([r[2] for r in rows], pa.float64())}))
+    assert dict(zip(exact.column("doc_id").to_pylist(), exact.column("duplicate_of").to_pylist())) == \
+        {r.doc_id: r.duplicate_of for r in dups.collect()}
+    assert sorted(kept.column("doc_id").to_pylist()) == sorted(r.doc_id for r in unique.collect())
 
 
 class _FakeSpark:
