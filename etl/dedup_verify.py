@@ -52,7 +52,7 @@ def jaccard_by_component(spark: SparkSession, docs: DataFrame, edges: pa.Table, 
         is_doc = pc.is_valid(part.column("doc_id"))
         docs_part, edges_part = part.filter(is_doc), part.filter(pc.invert(is_doc))
         norms = mh.normalise_batch([t or "" for t in docs_part.column("text").to_pylist()])
-        sets = {d: mh.shingle_hashes(x, shingle) for d, x in zip(docs_part.column("doc_id").to_pylist(), norms)}
+        sets = dict(zip(docs_part.column("doc_id").to_pylist(), mh.shingle_sets(norms, shingle)))
         a, b = edges_part.column("a").to_pylist(), edges_part.column("b").to_pylist()
         jac = [mh.jaccard(sets[x], sets[y]) if x in sets and y in sets else None for x, y in zip(a, b)]
         yield pa.RecordBatch.from_arrays([edges_part.column("a").combine_chunks(), edges_part.column("b").combine_chunks(),

@@ -175,7 +175,7 @@ def shingle_hashes(norm: str, n: int) -> np.ndarray:
         h = np.zeros(len(cps) - n + 1, dtype=np.uint64)
         for k in range(n):
             h = h * _POLY + cps[k: len(cps) - n + 1 + k]
-        return np.unique(_splitmix64(h))
+        return _sorted_distinct(_splitmix64(h))
 
 
 @lru_cache(maxsize=8)
@@ -231,10 +231,16 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
 
 
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    """Exact Jaccard of two shingle-hash sets."""
+    """Exact Jaccard of two shingle-hash sets, each sorted and distinct (as ``shingle_hashes``
+    and ``shingle_sets`` give them): the smaller one looked up in the larger by binary search."""
     if len(a) == 0 and len(b) == 0:
         return 1.0
-    inter = len(np.intersect1d(a, b, assume_unique=True))
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    inter = 0
+    if len(small):
+        at = np.searchsorted(large, small)
+        at[at == len(large)] = len(large) - 1
+        inter = int(np.count_nonzero(large[at] == small))
     return inter / (len(a) + len(b) - inter)
 
 
@@ -277,6 +283,28 @@ def _batch_shingles(norms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
     if not doc_parts:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64)
     return np.concatenate(doc_parts), np.concatenate(hash_parts)
+
+
+def _sorted_distinct(x: np.ndarray) -> np.ndarray:
+    """``np.unique(x)``: numpy 2's unique hashes first and sorts after, about 4x slower on a
+    text's few thousand shingles than one sort and a mask."""
+    x = np.sort(x)
+    keep = np.ones(len(x), dtype=bool)
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
+
+
+def shingle_sets(norms: list[str], n: int) -> list[np.ndarray]:
+    """``[shingle_hashes(x, n) for x in norms]``, the hashing done for a ``BATCH_CHARS`` slice of
+    texts at once (dedup verification: ~3x less CPU than text by text)."""
+    sets: list[np.ndarray] = []
+    for part in by_chars(norms):
+        docs, hashes = _batch_shingles(part, n)
+        order = np.argsort(docs, kind="stable")  # texts shorter than n come last
+        cuts = np.searchsorted(docs[order], np.arange(len(part) + 1)).tolist()
+        hashes = hashes[order]
+        sets += [_sorted_distinct(hashes[a:b]) for a, b in zip(cuts, cuts[1:])]
+    return sets
 
 
 def batch_signatures(norms: list[str], n: int, num_perm: int, seed: int) -> np.ndarray:

@@ -144,3 +144,21 @@ def test_batch_signatures_equal_per_document(n, num_perm, seed, monkeypatch):
     bands, rows = num_perm // 8, 8
     assert np.array_equal(mh.batch_band_keys(batch, bands, rows),
                           np.stack([mh.band_keys(s, bands, rows) for s in ref]))
+    monkeypatch.setattr(mh, "BATCH_CHARS", 5000)  # several slices
+    sets = mh.shingle_sets(norms, n)
+    assert len(sets) == len(norms) and all(np.array_equal(x, mh.shingle_hashes(y, n)) for x, y in zip(sets, norms))
+
+
+def test_jaccard_equals_set_jaccard():
+    """Exact Jaccard of sorted distinct hash arrays against Python sets: empty, disjoint, equal,
+    nested, overlapping, values at both ends of uint64."""
+    rng = random.Random(4)
+    top = np.iinfo(np.uint64).max
+    cases = [(set(), set()), (set(), {1}), ({1, 2}, {1, 2}), ({1, 2, 3}, {2}), ({0, top}, {top}), ({5}, {6})]
+    for _ in range(200):
+        pool = [rng.choice([0, top, rng.randrange(1 << 64)]) for _ in range(rng.randint(1, 60))]
+        cases.append((set(rng.sample(pool, rng.randint(0, len(pool)))), set(rng.sample(pool, rng.randint(0, len(pool))))))
+    for x, y in cases:
+        want = 1.0 if not x | y else len(x & y) / len(x | y)
+        arr = [np.array(sorted(s), dtype=np.uint64) for s in (x, y)]
+        assert mh.jaccard(*arr) == want and mh.jaccard(*arr[::-1]) == want, (x, y)
