@@ -18,7 +18,6 @@ import json
 import multiprocessing
 import os
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 

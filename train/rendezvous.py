@@ -25,6 +25,7 @@ import socket
 from dataclasses import dataclass
 from datetime import timedelta
 
+import ray
 import torch.distributed as dist
 from ray.train._internal.worker_group import WorkerGroup as V1WorkerGroup
 from ray.train.torch.config import TorchConfig, _is_backend_nccl, _set_torch_distributed_env_vars, _TorchBackend
@@ -77,8 +78,6 @@ def init_world(backend: str, rank: int, world_size: int, host: str, port: int, t
 
 def _bind_on_rank0() -> tuple[str, int]:
     """On rank 0's worker: bind the store's socket to this node's address; (address, port)."""
-    import ray
-
     host = ray.util.get_node_ip_address()
     while _BOUND:  # from a setup that failed before its rendezvous
         _BOUND.pop().close()
@@ -101,8 +100,6 @@ class _BoundStoreBackend(_TorchBackend):
     """Ray Train's torch backend, with the store on the master address only (module docstring)."""
 
     def on_start(self, worker_group, backend_config: "BoundStoreTorchConfig") -> None:
-        import ray
-
         backend = backend_config.backend
         if backend is None:  # TorchTrainer fills it in from ScalingConfig.use_gpu; Ray's fallback
             backend = "nccl" if worker_group.get_resources_per_worker().get("GPU", 0) > 0 else "gloo"
