@@ -1,7 +1,10 @@
 """Exact and MinHash-LSH fuzzy deduplication on Spark.
 
 1. One pass over the texts (``mapInArrow``, numpy over whole batches): normalised-text hash
-   (exact key), MinHash signature and band keys per document; persisted, not recomputed.
+   (exact key), MinHash signature and band keys per document; persisted, not recomputed, and
+   counted. An input of at most ``driver_max_docs`` documents has its keys collected and steps 2
+   and 3 done on the driver (``etl.dedup_local``, numpy; same answers, tested), saving about a
+   dozen Spark jobs; a larger one does them in Spark windows.
 2. Exact: one document per exact key (``filters.minhash.exact_key``).
 3. Candidate edges: one row per (band, key, doc_id); a small bucket (<= ``all_pairs_max``
    members) gives all its pairs, a larger one links its members to its smallest doc_id (star
