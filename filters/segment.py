@@ -9,7 +9,10 @@ Engines (``ENGINES``):
   characters outside U+4E00..U+9FD5 as Han: 8 % of review and forum pages differ), so HMM on is
   built here from three rjieba primitives that are jieba's: the dictionary route (HMM-off cut),
   ``has_word``, and the Viterbi tagger on a pure-Han run (an instance with an empty dictionary),
-  glued by jieba's own rule (``_JiebaHmm``).
+  glued by jieba's own rule (``_JiebaHmm``). Where a stretch of text holds only Han of jieba's
+  range and separators (punctuation and the space, outside both engines' blocks), rjieba's own HMM
+  cut *is* jieba's and runs on it directly; the glue takes the separator-bounded segments that
+  hold anything else.
 * ``jieba`` (0.42.1, pure Python): the reference, ~8-20x slower.
 
 Parity (tests/test_segment.py, bench/bench_segment.py): identical word lists in both HMM modes on
@@ -107,6 +110,14 @@ _BLOCK_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _HAN_LO, _HAN_HI = "\u4e00", "\u9fd5"
 _HAN_RUNS = re.compile(f"([{_HAN_LO}-{_HAN_HI}]+)")
 _FINALSEG_SKIP = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
+# Characters outside the blocks of jieba and of rjieba alike (CJK and ASCII punctuation, the
+# space): both engines cut blocks at them, so text cut at them is cut at block boundaries. A
+# segment between separators that holds anything but Han of jieba's range (ASCII, digits, rare
+# Han, other scripts, other whitespace) is where rjieba's own HMM mode may part from jieba's;
+# elsewhere it does not (tests/test_segment.py).
+_SEPARATORS = re.escape(" ,:;!?()，。、；：？！“”‘’（）《》【】…—·「」『』")
+_MIXED_SEGMENT = re.compile(  # anchored at a segment's start; possessive: linear in the text
+    f"(?<![^{_SEPARATORS}])[{_HAN_LO}-{_HAN_HI}]*+[^{_SEPARATORS}{_HAN_LO}-{_HAN_HI}][^{_SEPARATORS}]*+")
 
 
 class _JiebaHmm:
@@ -119,7 +130,9 @@ class _JiebaHmm:
     and digits come out merged (jieba's HMM-off rule; the dictionary holds no all-alphanumeric
     word, so a multi-character alphanumeric word is always such a run). So: words of one block
     character, or alphanumeric runs, go to the buffer; any other word (a dictionary word, a
-    character outside jieba's blocks: whitespace, punctuation, rare Han) flushes it."""
+    character outside jieba's blocks: whitespace, punctuation, rare Han) flushes it. A call runs
+    that glue on the mixed segments (``_MIXED_SEGMENT``) only; between them rjieba's own HMM cut
+    is jieba's and runs natively (on plain Chinese text most characters are there)."""
 
     def __init__(self):
         import rjieba
@@ -129,8 +142,23 @@ class _JiebaHmm:
         # no dictionary: every character is its own route step, so a pure-Han run goes
         # straight to the Viterbi tagger (jieba's finalseg.__cut)
         self.viterbi = functools.partial(rjieba.Jieba.empty().cut, hmm=True)
+        self.native = functools.partial(rjieba.cut, hmm=True)
 
     def __call__(self, text: str) -> list[str]:
+        """rjieba's own HMM cut between mixed segments, the glue on them."""
+        out: list[str] = []
+        pos = 0
+        for m in _MIXED_SEGMENT.finditer(text):
+            start, end = m.span()
+            if start > pos:
+                out += self.native(text[pos:start])
+            out += self.glue(text[start:end])
+            pos = end
+        if pos < len(text):
+            out += self.native(text[pos:])
+        return out
+
+    def glue(self, text: str) -> list[str]:
         out: list[str] = []
         buf: list[str] = []
         for w in self.route(text):
