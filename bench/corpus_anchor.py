@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-PLAIN_STAGES = ("read", "clean", "classify", "dedup_signatures", "tokenize")
+PLAIN_STAGES = ("read", "clean", "pii", "classify", "dedup_signatures", "decontaminate", "tokenize")
 BATCH_ROWS = 1024
 
 
@@ -30,15 +30,20 @@ def _chunks(items: list, n: int) -> Iterator[list]:
 def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) -> dict[str, Any]:
     """Seconds per stage of the chain's per-document functions, one process, wall clock (and the
     process's CPU seconds): parse (``etl.records.parse_file`` + Arrow batches), ``clean_batch``,
-    ``classify_batch``, the MinHash signatures and band keys dedup computes per document (not its
-    joins and components), and SentencePiece encoding of the documents the build kept."""
+    ``pii_batch``, ``classify_batch``, the MinHash signatures and band keys dedup computes per
+    document (not its joins and components), the decontamination matcher and SentencePiece
+    encoding of the documents the build kept (pii and decontaminate only where ``cfg`` turns
+    them on, as the build does)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from etl.classify import classify_batch
     from etl.clean import clean_batch, get_cleaner
+    from etl.decontaminate import load_eval_sets
     from etl.dedup import signature_columns
+    from etl.pii import get_scrubber, pii_batch
     from etl.readers import ARROW_RAW
+    from filters import decontam as dc
     from filters.classify import TextClassifier
     from filters.tokenizer import ZhTokenizer
 
@@ -47,21 +52,31 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     quality = TextClassifier(cfg.classify.quality_model) if cfg.classify.quality_model else None
     params = cfg.dedup.minhash.resolved()
     tok = ZhTokenizer.load(tokenizer_dir)
+    scrubber = get_scrubber(cfg.pii.resolved(), cfg.pii.public_ips_only) if cfg.pii.enabled else None
+    dcfg = cfg.decontaminate
+    matcher = (dc.Matcher(dc.EvalIndex(load_eval_sets(dcfg.eval_sets), dcfg.ngram, dcfg.min_chars, dcfg.t2s))
+               if dcfg.effective_mode != "off" else None)
     # what each worker does once (tables, dictionaries, models) stays outside the timing
     warm = "预热：首页 | 新闻\n这是一段用来预热的中文文本，包含全角字符ＡＢＣ。"
     cleaner(warm)
-    classify_batch(clean_batch(pa.RecordBatch.from_pylist([_warm_row(warm)], schema=ARROW_RAW), cleaner),
-                   spam, quality, cfg.classify)
+    cleaned = clean_batch(pa.RecordBatch.from_pylist([_warm_row(warm)], schema=ARROW_RAW), cleaner)
+    classify_batch(pii_batch(cleaned, scrubber) if scrubber else cleaned, spam, quality, cfg.classify)
+    if matcher is not None:
+        matcher.hits(warm)
     tok.encode_batch([warm])
     signature_columns([warm], params)
     lap = _Laps()
-    kept, size = _read_clean_classify(inputs, cfg, cleaner, spam, quality, lap)
+    kept, size = _read_clean_classify(inputs, cfg, cleaner, scrubber, spam, quality, lap)
     t = time.perf_counter(), time.process_time()
     for part in _chunks(kept, BATCH_ROWS):
         signature_columns(part, params)
     t = lap("dedup_signatures", t)
     survivors = pq.read_table(survivors_dir, columns=["text"]).column("text").to_pylist()
     t = time.perf_counter(), time.process_time()
+    if matcher is not None:
+        for text in survivors:
+            matcher.hits(text or "")
+    t = lap("decontaminate", t)
     for part in _chunks(survivors, BATCH_ROWS):
         tok.encode_batch([x or "" for x in part])
     lap("tokenize", t)
@@ -88,13 +103,15 @@ class _Laps:
         return now
 
 
-def _read_clean_classify(inputs: list[str], cfg, cleaner, spam, quality, lap: _Laps) -> tuple[list[str], int]:
-    """(texts the rules and classifiers kept, input bytes), timed as read / clean / classify."""
+def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, spam, quality,
+                         lap: _Laps) -> tuple[list[str], int]:
+    """(texts the rules and classifiers kept, input bytes), timed as read / clean / pii / classify."""
     import pyarrow as pa
 
     from etl import records as rec
     from etl.classify import classify_batch
     from etl.clean import clean_batch
+    from etl.pii import pii_batch
     from etl.readers import ARROW_RAW
 
     kept: list[str] = []
@@ -110,6 +127,9 @@ def _read_clean_classify(inputs: list[str], cfg, cleaner, spam, quality, lap: _L
             t = lap("read", t)
             cleaned = clean_batch(batch, cleaner)
             t = lap("clean", t)
+            if scrubber is not None:
+                cleaned = pii_batch(cleaned, scrubber)
+            t = lap("pii", t)
             scored = classify_batch(cleaned, spam, quality, cfg.classify)
             t = lap("classify", t)
             kept += [r["text"] for r in scored.select(["kind", "reason", "text"]).to_pylist()

@@ -51,6 +51,30 @@ def test_garbage_and_latin1_mojibake_are_rejected():
     assert decode.quality_problem(TEXT, LIMITS) is None and decode.quality_problem(TRAD, LIMITS) is None
 
 
+def test_rare_han_share_is_counted_per_character():
+    """The per-code-point table gives the rare-ideograph verdict of a set test per character,
+    at the threshold's edge, on every Han range, with astral ideographs and a lone surrogate."""
+    import random
+
+    from filters.text import HAN_RANGES
+
+    common = sorted(decode.common_han())
+    rare = [chr(c) for lo, hi in HAN_RANGES for c in range(lo, hi + 1, 97) if chr(c) not in decode.common_han()]
+    rng = random.Random(14)
+    limits = decode.QualityLimits(max_replacement_ratio=1.0, max_rare_han_ratio=0.25, min_han_for_rare_check=8)
+    seen = set()
+    for _ in range(3000):
+        n_common, n_rare = rng.randint(0, 40), rng.randint(0, 14)
+        chars = rng.choices(common, k=n_common) + rng.choices(rare, k=n_rare) + rng.choices("ab 1,。\ud800", k=5)
+        rng.shuffle(chars)
+        text = "".join(chars)
+        han = n_common + n_rare
+        expected = decode.MOJIBAKE if han >= 8 and n_rare > 0.25 * han else None
+        assert decode.quality_problem(text, limits) == expected, (n_common, n_rare, text)
+        seen.add(expected)
+    assert seen == {None, decode.MOJIBAKE}
+
+
 def test_html_extraction_drops_scripts_styles_and_boilerplate():
     page = html("标题", TEXT).replace("<body>", "<body><nav><a href='/'>首页</a><a href='/n'>新闻</a></nav>")
     title, text = decode.html_to_text(page, main_content=True)
