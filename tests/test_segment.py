@@ -66,14 +66,17 @@ def documents() -> list[str]:
 def code_point_texts() -> list[str]:
     """Every code point of the ranges where the engines' character classes could part (ASCII and
     Latin, punctuation and symbols, CJK symbols and kana, the end of the URO, compatibility
-    ideographs, full-width forms, emoji) and samples of Extension A/B, each between Han, Latin and
-    digits, 16 code points a text."""
+    ideographs, full-width forms, emoji) and samples of Extensions A-F and the compatibility
+    supplement, each between Han, Latin and digits, 16 code points a text; and each again between
+    separators, alone with Han, letters and digits (where the HMM mode runs rjieba's own cut)."""
     ranges = [(0x0, 0x3400), (0x9F00, 0xA000), (0xF900, 0xFB00), (0xFE00, 0x10000), (0x1F000, 0x1FB00)]
     cps = [c for lo, hi in ranges for c in range(lo, hi) if not 0xD800 <= c < 0xE000]
-    cps += list(range(0x3400, 0x4DC0, 37)) + list(range(0x20000, 0x2A6E0, 101))
+    cps += list(range(0x3400, 0x4DC0, 37)) + list(range(0x20000, 0x2EBF0, 101)) + list(range(0x2F800, 0x2FA20, 7))
     texts = []
     for i in range(0, len(cps), 16):
-        texts.append("".join(f"中国{c}人民a{c}1{c}{c}的.{c}x" for c in map(chr, cps[i:i + 16])))
+        chunk = list(map(chr, cps[i:i + 16]))
+        texts.append("".join(f"中国{c}人民a{c}1{c}{c}的.{c}x" for c in chunk))
+        texts.append("".join(f"中国{c}人民，北京{c}{c}大学 a1{c}的。" for c in chunk))
     return texts
 
 
