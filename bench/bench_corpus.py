@@ -8,8 +8,10 @@ figure, so Spark's fixed costs neither hide nor flatter the per-record cost.
 Inputs (made once, cached under --out): the demo-shaped crawl (``demo.scaled_crawl``: copy 0 is
 the demo crawl, the large one has --crawl-copies copies) and plain Chinese text in one JSONL file
 (``demo.plain_text``) at the two --plain-mb sizes. The build runs as ``make demo`` runs it: both
-demo classifiers (``make demo-models``), dedup with verification, tokenization and shards, with a
-fixed tokenizer trained once (cached) so every timed run only encodes.
+demo classifiers (``make demo-models``), personal-data redaction, dedup with verification,
+decontamination against the demo's evaluation sets (``demo.eval_set``, made once under --out),
+tokenization and shards, with a fixed tokenizer trained once (cached) so every timed run only
+encodes.
 
 Per run: seconds and MB/s per core of each stage (report.json ``job.stage_seconds``); read+clean
 and classify are one fused pass in the build, so read+clean is also run alone into Spark's no-op
@@ -145,6 +147,16 @@ def inputs_for(args) -> dict[str, tuple[list[str], list[str]]]:
     return {"crawl": (crawl[:3], crawl), "plain": ([plain[0]], [plain[1]])}
 
 
+def eval_sets(out: Path) -> list[str]:
+    """The demo's evaluation sets (``demo.eval_set``, seed 0), made once under ``out``."""
+    from demo.eval_set import write
+
+    root = out / "eval_sets"
+    manifest = root / "MANIFEST.json"
+    benchmarks = (json.loads(manifest.read_text()) if manifest.exists() else write(root, 0))["benchmarks"]
+    return [str(root / b["file"]) for b in benchmarks.values()]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small inputs (a capped demo crawl, 2 and 16 MB of text)")
@@ -168,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     t_start, load_start = time.perf_counter(), os.getloadavg()
     inputs = inputs_for(args)
     overrides = [f"tokenizer.vocab_size={args.vocab}", f"classify.spam_model={args.models}/spam",
-                 f"classify.quality_model={args.models}/quality"]
+                 f"classify.quality_model={args.models}/quality",
+                 f"decontaminate.eval_sets={json.dumps(eval_sets(args.out))}"]
     spark = session("bench-corpus", SparkConfig(master=f"local[{args.cores}]"))
     tok = tokenizer_dir(spark, args, overrides, inputs["crawl"][0])
     cfg = load_build_config(overrides + [f"tokenizer.model={tok}"])
