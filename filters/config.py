@@ -28,9 +28,14 @@ class NavbarConfig:
     min_items: int = 3
     max_item_chars: int = 8
     max_keyword_line_chars: int = 40
+    # Items split by whitespace alone (no menu separator) must average at most this many
+    # characters: menu entries are words ("国内新闻", 4), a chapter title's halves are phrases
+    # ("蔡夫人议献荆州", 7). Ours (issue 23: the rule deleted real chapter titles). Chapter and
+    # section headings ("第四十回", "卷之一") and lines with a parenthetical gloss are never menus.
+    max_spaced_item_chars: int = 5
     keywords: tuple[str, ...] = (
         "首页", "当前位置", "您的位置", "你的位置", "您现在的位置", "返回顶部", "网站导航", "网站地图",
-        "上一页", "下一页", "上一篇", "下一篇", "设为首页", "加入收藏", "联系我们", "关于我们",
+        "上一页", "下一页", "上一篇", "下一篇", "上一章", "下一章", "返回目录", "返回列表", "设为首页", "加入收藏", "联系我们", "关于我们",
     )
 
 

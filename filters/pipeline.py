@@ -64,7 +64,7 @@ class Cleaner:
         if cfg.navbar.enabled:
             n = cfg.navbar
             text, nav = tx.remove_navigation_lines(text, n.keywords, n.min_items, n.max_item_chars,
-                                                   n.max_keyword_line_chars)
+                                                   n.max_keyword_line_chars, n.max_spaced_item_chars)
         dups = 0
         if cfg.paragraphs.enabled:
             text, dups = tx.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)

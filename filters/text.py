@@ -164,8 +164,8 @@ def _has_decorative_run(s: CharScan, min_run: int) -> bool:
 
 
 def remove_special_symbols(text: str, min_decorative_run: int, scanned: CharScan | None = None) -> tuple[str, int]:
-    """Drop control/format/private-use/surrogate code points and runs of decorative symbols;
-    normalise line ends to ``\\n``. Returns (text, characters removed). ``scanned`` (this
+    """Drop control/format/private-use/surrogate code points and runs of decorative symbols (but a
+    two-character box-drawing dash, ``_DASH``); normalise line ends to ``\\n``. Returns (text, characters removed). ``scanned`` (this
     text's ``scan``) lets a text with nothing to remove skip the regexes."""
     s = scanned if scanned is not None else scan(text)
     before = len(text)
@@ -175,8 +175,17 @@ def remove_special_symbols(text: str, min_decorative_run: int, scanned: CharScan
         removed_re, _ = _symbol_patterns()
         text = removed_re.sub("", text)
     if s.flags & DECORATIVE and (s.flags & REMOVED or _has_decorative_run(s, min_decorative_run)):
-        text = _decorative_run(min_decorative_run).sub("", text)
+        text = _decorative_run(min_decorative_run).sub(_unless_dash, text)
     return text, before - len(text)
+
+
+# Two box-drawing horizontals stand for a dash ("他说──不，他喊道"), as "——" does: punctuation,
+# not decoration (issue 23). Longer runs are rules drawn across a page and go.
+_DASH = re.compile("[\u2500\u2501]{2}")
+
+
+def _unless_dash(m: re.Match[str]) -> str:
+    return m.group() if _DASH.fullmatch(m.group()) else ""
 
 
 # A line that can be neither blank-line run nor needs stripping: the text is already normalised.
@@ -223,6 +232,12 @@ def _keyword_re(keywords: tuple[str, ...]) -> re.Pattern[str]:
 
 
 NAV_SEPARATORS = re.compile(r"\s*(?:>>|»|›|>|\||｜|/|·|•|→)\s*")
+# A chapter or section heading ("第四十回", "第三章", "卷之一", "第一百二十条"): a title, never a
+# menu, however its parts are spaced ("三国演义 第四十回 蔡夫人议献荆州　诸葛亮火烧新野").
+_NUMERAL = "0-9０-９一二三四五六七八九十百千万零〇两壹贰叁肆伍陆柒捌玖拾佰仟"
+HEADING = re.compile(f"第[{_NUMERAL}]+[回章节卷部篇集条款编幕折则]|卷[之第]?[{_NUMERAL}]+|^[{_NUMERAL}]+[、.．]\\S")
+# A parenthetical gloss ("大体/小体（dàtǐ/xiǎotǐ）", "清（1644—1911）"): menus carry none.
+GLOSS = re.compile(r"（[^）]+）|\([^)]+\)")
 
 
 @lru_cache(maxsize=8)
@@ -233,26 +248,34 @@ def _long_item(max_item_chars: int) -> re.Pattern[str]:
 
 
 def is_navigation_line(line: str, keywords: tuple[str, ...], min_items: int, max_item_chars: int,
-                       max_keyword_line_chars: int) -> bool:
+                       max_keyword_line_chars: int, max_spaced_item_chars: int = 5) -> bool:
     """A menu-like line: 'A | B | C', '首页 > 新闻 > 正文', '新闻 体育 娱乐 财经', or a short
-    line holding a navigation keyword ('当前位置', '返回顶部', ...)."""
+    line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings
+    and lines with a parenthetical gloss are text, not menus. Items separated by whitespace only
+    must average at most ``max_spaced_item_chars`` characters: menu entries are words ('国内新闻'),
+    a chapter title's halves are phrases ('蔡夫人议献荆州')."""
     line = line.strip()
     if not line or SENTENCE_PUNCT.search(line):
         return False
     if len(line) <= max_keyword_line_chars and _keyword_re(keywords).search(line):
         return True
+    if HEADING.search(line) or GLOSS.search(line):
+        return False
     explicit = NAV_SEPARATORS.search(line) is not None
     items = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]
     needed = min_items if explicit else min_items + 1
     if len(items) < needed or any(len(s) > max_item_chars for s in items):
         return False
-    # Whitespace-separated items must be mostly Han, or an English sentence would look like a menu.
-    # (a short line: regexes beat the numpy scan's fixed cost here)
-    return explicit or sum(map(len, HAN_RUN.findall(line))) >= 0.5 * sum(map(len, items))
+    if explicit:
+        return True
+    # Whitespace-separated items must be short and mostly Han, or an English sentence or a
+    # spaced title would look like a menu (a short line: regexes beat the numpy scan's fixed cost)
+    n = sum(map(len, items))
+    return n <= max_spaced_item_chars * len(items) and sum(map(len, HAN_RUN.findall(line))) >= 0.5 * n
 
 
 def remove_navigation_lines(text: str, keywords: tuple[str, ...], min_items: int, max_item_chars: int,
-                            max_keyword_line_chars: int) -> tuple[str, int]:
+                            max_keyword_line_chars: int, max_spaced_item_chars: int = 5) -> tuple[str, int]:
     """Lines with sentence punctuation, or with an item too long for a menu and no navigation
     keyword, are kept after one regex call each; only the others are judged item by item."""
     long_item, keyword = _long_item(max_item_chars), _keyword_re(keywords)
@@ -262,7 +285,8 @@ def remove_navigation_lines(text: str, keywords: tuple[str, ...], min_items: int
         if SENTENCE_PUNCT.search(line) or (long_item.search(line) and not (
                 len(line.strip()) <= max_keyword_line_chars and keyword.search(line))):
             out.append(line)
-        elif is_navigation_line(line, keywords, min_items, max_item_chars, max_keyword_line_chars):
+        elif is_navigation_line(line, keywords, min_items, max_item_chars, max_keyword_line_chars,
+                                max_spaced_item_chars):
             removed += 1
         else:
             out.append(line)

@@ -66,6 +66,13 @@ def test_special_symbols_are_removed():
     assert ruled == "标题\n\n正文"
 
 
+def test_box_drawing_dash_is_punctuation():
+    """"──" written for "——" stays; a longer run of it is a rule drawn across the page."""
+    assert tx.remove_special_symbols("他说──不，他喊道", 2) == ("他说──不，他喊道", 0)
+    assert tx.remove_special_symbols("上文\n──────\n下文", 2) == ("上文\n\n下文", 6)
+    assert tx.remove_special_symbols("甲──乙★★丙", 2) == ("甲──乙丙", 2)
+
+
 def test_duplicate_paragraphs_are_removed():
     text = "第一段。\n第二段。\n 第一段。 \n第三段。\n第二段。"
     assert tx.remove_duplicate_paragraphs(text, 1) == ("第一段。\n第二段。\n第三段。", 2)
@@ -79,6 +86,8 @@ def test_duplicate_paragraphs_are_removed():
     "上一页 下一页 返回顶部",
     "新闻 体育 娱乐 财经 科技",
     "Home | News | Sports",
+    "网站首页 关于我们 新闻动态 产品展示 在线留言",
+    "上一章 目录 下一章",
 ])
 def test_navigation_lines_are_detected(line):
     assert tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
@@ -89,6 +98,14 @@ def test_navigation_lines_are_detected(line):
     "记者从市政府获悉，新建的首页山隧道将于明年通车。",  # a keyword inside a sentence
     "The quick brown fox jumps over the lazy dog",  # English words, no separators
     "2026年11月21日",
+    # issue 23: titles and glossary lines the rule used to delete
+    "三国演义 第四十回 蔡夫人议献荆州　诸葛亮火烧新野",
+    "第一回　宴桃园豪杰三结义　斩黄巾英雄首立功",
+    "卷之一 宴桃园豪杰三结义",
+    "大体/小体（dàtǐ/xiǎotǐ）",
+    "第一百二十条 法律责任",
+    "一、总则 适用范围 基本原则",
+    "蔡夫人议献荆州 诸葛亮火烧新野 刘玄德携民渡江 赵子龙单骑救主",
 ])
 def test_ordinary_lines_are_not_navigation(line):
     assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
