@@ -1,0 +1,298 @@
+"""Label-free document statistics for Chinese (issue 23, item 1): the line rules of C4 and
+RefinedWeb, Gopher's repetition and stop-word statistics (Rae et al. 2021, App. A), and character
+ratios, defined on characters and rjieba words (HMM off), never on whitespace tokens. They carry
+no thresholds: a Spark stage derives those from a reference corpus, FineWeb-2 style.
+
+Units (each statistic's docstring in ``SIGNALS`` uses them):
+
+- *visible character*: a character that is not whitespace (``str.isspace``), as in
+  ``filters.text``; every character is exactly one of Han (``filters.text.HAN_RANGES``), Latin
+  letter (a letter whose Unicode name has LATIN: ASCII, full-width, pinyin with tones), other
+  letter (kana, Hangul, …, and combining marks), digit (Unicode N*: ASCII, full-width, ①, 〇),
+  punctuation (Unicode P*), symbol (everything else visible: S*, private use, unassigned, format
+  characters, variation selectors and enclosing marks: emoji, ※★◆, box drawing, ``|``).
+- *line*: a piece of the text between ``"\\n"`` characters (``"\\r"`` is whitespace), stripped;
+  empty lines are not lines. A line's characters are its visible characters.
+- *paragraph*: a block of consecutive lines between empty lines; a text with fewer than two such
+  blocks has its lines as paragraphs.
+- *word*: a token of ``rjieba.cut(text, hmm=False)`` (``filters.segment``, engine rjieba, HMM
+  off) holding at least one Han, letter or digit character; punctuation, symbol and whitespace
+  tokens are not words. A word's characters are ``len(word)``.
+
+Empty and whitespace-only texts (no lines, words or visible characters) get 0.0 for every
+statistic; no statistic is ever NaN.
+
+Speed: a batch is processed as one text (documents joined by ``"\\n"``, in chunks of
+``CHUNK_CHARS``): one numpy gather of a per-code-point table classifies every character, line and
+word statistics come from cumulative sums at line and word boundaries, repetition from sorts of
+64-bit keys over the whole chunk (``filters.quality_repeat``), contact ids from a few regular
+expressions over the chunk (``filters.quality_contact``). No Python loop runs per character or
+per word; per document there is the segmenter call."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import unicodedata
+from functools import lru_cache
+from typing import Literal, NamedTuple, Sequence
+
+import numpy as np
+
+from filters import quality_repeat as rep
+from filters.quality_contact import contact_counts
+from filters.quality_words import FUNCTION_WORD_ID
+from filters.segment import get_segmenter
+from filters.text import HAN_RANGES
+
+SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
+SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
+MENU_MIN_ITEMS = 3  # "首页 > 新闻 > 正文": at least 3 items …
+MENU_MAX_ITEM_CHARS = 8  # … none longer than 8 characters (cf. the navigation rule's max_item_chars)
+MAX_CLOSERS = 3  # closing quotes/brackets skipped after sentence-final punctuation: 。”）
+CHUNK_CHARS = 1 << 20  # characters per internal chunk: bounds the numpy arrays (~40 bytes per character)
+
+SENTENCE_FINAL = "。｡．.！!？?…‥⋯；;：:"
+CLOSERS = "”’\"'」』）)】]》〉〕｝}］〗〙＂＇"
+SEPARATORS = "|｜¦‖_＿>＞<＜»«›‹·•・‧∙⋅/／\\＼-－—–―─━═~～→←⇒⇐▶►▸◀◆◇■□●○★☆▪▫*＊=＝+＋#＃"
+
+# Exclusive character categories: bits 0-2 of the table.
+SPACE, HAN, LATIN, LETTER, DIGIT, PUNCT, SYMBOL = range(7)
+N_CATS = 8
+_CAT = 7
+END = 8  # SENTENCE_FINAL
+CLOSE = 16  # CLOSERS
+SEP = 32  # SEPARATORS
+
+
+class Signal(NamedTuple):
+    name: str
+    bad_when: Literal["high", "low"]  # which tail of the reference distribution a rule would cut
+    description: str
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal("line_punct_frac", "low", "lines whose last character is in SENTENCE_FINAL, or that end in 1-3 CLOSERS "
+           "right after such a character (。” ！」 。）), over lines"),
+    Signal("short_line_frac", "high", f"lines with fewer than SHORT_LINE_CHARS ({SHORT_LINE_CHARS}) characters, "
+           "over lines"),
+    Signal("separator_line_frac", "high", "separator lines over lines; a separator line (a) has SEPARATORS plus "
+           "inner whitespace >= 30 % of its stripped length (whitespace included), or (b) holds >= 2 separators and "
+           "no other punctuation, and its runs of other visible characters number >= 3, each <= 8 characters"),
+    Signal("dup_line_char_frac", "high", "characters of lines that repeat an earlier line (stripped, exact) of the "
+           "same text, over visible characters (Gopher)"),
+    Signal("dup_para_char_frac", "high", "characters of paragraphs that repeat an earlier paragraph, over visible "
+           "characters (Gopher)"),
+    *(Signal(f"top{n}_word_cov", "high", f"characters of the words covered by the most frequent word {n}-gram "
+             "occurring >= 2 times (ties: more characters, then first), overlaps once, over characters in words; "
+             "0 if no n-gram repeats (Gopher)") for n in rep.TOP_NS),
+    *(Signal(f"dup{n}_word_cov", "high", f"characters of the words covered by word {n}-grams occurring >= 2 times, "
+             "overlaps once, over characters in words (Gopher)") for n in rep.DUP_NS),
+    Signal("function_word_ratio", "low", "words in quality_words.FUNCTION_WORDS, over words (Gopher's stop-word "
+           "rule, modern and classical Chinese)"),
+    Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
+    Signal("symbol_ratio", "high", "symbol characters over visible characters"),
+    Signal("digit_ratio", "high", "digit characters over visible characters"),
+    Signal("latin_ratio", "high", "Latin letters over visible characters"),
+    Signal("punct_ratio", "low", "punctuation characters over visible characters (prose needs it; keyword lists "
+           "and word salad lack it; heavy decoration shows in symbol_ratio and separator_line_frac)"),
+    Signal("contact_density", "high", "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
+           "e-mail, obfuscations included) per 1,000 visible characters"),
+    Signal("han_ratio", "low", "Han characters over visible characters (filters.text.han_ratio)"),
+)
+SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
+
+
+@lru_cache(maxsize=None)
+def char_table() -> np.ndarray:
+    """uint8 per code point: the category (bits 0-2) and the END, CLOSE, SEP flags (~0.3 s, once
+    per process)."""
+    table = np.full(sys.maxunicode + 1, SYMBOL, dtype=np.uint8)  # planes 4-16: unassigned or private use
+    for cp in itertools.chain(range(0x40000), range(0xE0000, 0xE0200)):
+        c = chr(cp)
+        if c.isspace():
+            table[cp] = SPACE
+            continue
+        cat = unicodedata.category(c)
+        if cat[0] == "L":
+            table[cp] = LATIN if "LATIN" in unicodedata.name(c, "") else LETTER
+        elif cat[0] == "N":
+            table[cp] = DIGIT
+        elif cat[0] == "P":
+            table[cp] = PUNCT
+        elif cat in ("Mn", "Mc") and not (0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF):
+            table[cp] = LETTER  # combining marks belong to their letter; variation selectors to their emoji
+    for lo, hi in HAN_RANGES:
+        table[lo:hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
+    for chars, flag in ((SENTENCE_FINAL, END), (CLOSERS, CLOSE), (SEPARATORS, SEP)):
+        table[[ord(c) for c in chars]] |= flag
+    return table
+
+
+def _seg_sum(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per segment [start, end): how many True in ``mask``."""
+    c = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
+    return c[ends] - c[starts]
+
+
+def _frac(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.zeros(len(den)), where=den > 0)
+
+
+class _Lines(NamedTuple):
+    doc: np.ndarray  # document of each non-empty line
+    chars: np.ndarray  # its visible characters
+    index: np.ndarray  # its index among all lines of the chunk (text.split("\n") of the joined text)
+    is_first: np.ndarray  # first non-empty line of a paragraph block (before the one-block rule)
+
+
+def _line_signals(t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, n_docs: int,
+                  out: dict[str, np.ndarray]) -> _Lines:
+    """line_punct_frac, short_line_frac, separator_line_frac into ``out``; the non-empty lines."""
+    n = len(t)
+    line_ends = np.append(line_starts[1:] - 1, n)
+    cat = t & _CAT
+    vis = cat != SPACE
+    chars = _seg_sum(vis, line_starts, line_ends)
+    ne = np.flatnonzero(chars > 0)
+    ls, le, doc, chars = line_starts[ne], line_ends[ne], line_doc[ne], chars[ne]
+    idx = np.arange(n)
+    last_vis = np.maximum.accumulate(np.where(vis, idx, -1))
+    first_vis = np.minimum.accumulate(np.where(vis, idx, n)[::-1])[::-1]
+    first, last = first_vis[ls], last_vis[le - 1]
+    # sentence-final punctuation, possibly followed by up to MAX_CLOSERS closing quotes/brackets
+    pos, ended = last.copy(), (t[last] & END) != 0
+    for _ in range(MAX_CLOSERS):
+        step = ~ended & ((t[pos] & CLOSE) != 0) & (pos > first)
+        pos[step] = last_vis[pos[step] - 1]
+        ended |= step & ((t[pos] & END) != 0)
+    stripped = last - first + 1
+    sep = _seg_sum((t & SEP) != 0, ls, le)
+    share = (sep + stripped - chars) >= SEPARATOR_SHARE * stripped
+    other_punct = _seg_sum((cat == PUNCT) & ((t & SEP) == 0), ls, le)
+    share |= (sep >= 2) & (other_punct == 0) & _menu_items(t, vis, line_starts, ne)
+    lines = np.bincount(doc, minlength=n_docs)
+    out["line_punct_frac"] = _frac(np.bincount(doc, ended, n_docs), lines)
+    out["short_line_frac"] = _frac(np.bincount(doc, chars < SHORT_LINE_CHARS, n_docs), lines)
+    out["separator_line_frac"] = _frac(np.bincount(doc, share, n_docs), lines)
+    prev_empty = np.ones(len(ne), dtype=bool)
+    prev_empty[1:] = (ne[1:] - ne[:-1] > 1) | (doc[1:] != doc[:-1])
+    return _Lines(doc, chars, ne, prev_empty)
+
+
+def _menu_items(t: np.ndarray, vis: np.ndarray, line_starts: np.ndarray, ne: np.ndarray) -> np.ndarray:
+    """For the non-empty lines ``ne``: whether the line's runs of visible non-separator characters
+    number >= MENU_MIN_ITEMS and none is longer than MENU_MAX_ITEM_CHARS."""
+    item = vis & ((t & SEP) == 0)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], item.view(np.int8), [0]))))
+    run_start, run_len = edges[::2], edges[1::2] - edges[::2]
+    run_line = np.searchsorted(line_starts, run_start, side="right") - 1  # runs never cross "\n"
+    items = np.bincount(run_line, minlength=len(line_starts))[ne]
+    long_items = np.bincount(run_line[run_len > MENU_MAX_ITEM_CHARS], minlength=len(line_starts))[ne]
+    return (items >= MENU_MIN_ITEMS) & (long_items == 0)
+
+
+def _repeated_line_signals(joined: str, lines: _Lines, n_docs: int, visible: np.ndarray,
+                           out: dict[str, np.ndarray]) -> None:
+    """dup_line_char_frac and dup_para_char_frac into ``out``."""
+    all_lines = joined.split("\n")
+    text_of = map(str.strip, map(all_lines.__getitem__, lines.index.tolist()))
+    hashes = np.fromiter(map(hash, text_of), dtype=np.int64, count=len(lines.index))
+    keys = rep.doc_keys(hashes, lines.doc)
+    dup = rep.first_occurrence(keys)
+    out["dup_line_char_frac"] = _frac(np.bincount(lines.doc[dup], lines.chars[dup], n_docs), visible)
+    blocks = np.bincount(lines.doc, lines.is_first, n_docs)
+    is_first = lines.is_first | (blocks[lines.doc] < 2)  # one block: its lines are the paragraphs
+    starts = np.flatnonzero(is_first)
+    para_doc, para_chars = lines.doc[starts], np.add.reduceat(lines.chars, starts) if len(starts) else starts
+    dup = rep.first_occurrence(rep.doc_keys(rep.block_keys(keys, is_first), para_doc))
+    out["dup_para_char_frac"] = _frac(np.bincount(para_doc[dup], para_chars[dup], n_docs), visible)
+
+
+def _word_signals(words: list[list[str]], t: np.ndarray, n_docs: int, out: dict[str, np.ndarray]) -> None:
+    """Word n-gram coverage and function words into ``out``. ``words``: each document's cut; the
+    cuts joined with "\\n" words in between spell the chunk whose table values are ``t``."""
+    flat: list[str] = []
+    for cut in words:
+        flat += cut
+        flat.append("\n")
+    flat.pop()
+    lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
+    bounds = np.concatenate(([0], np.cumsum(lengths)))
+    if bounds[-1] != len(t):
+        raise ValueError("words do not spell their texts (each cut must join to its text)")
+    cat = t & _CAT
+    word_char = (cat != SPACE) & (cat != PUNCT) & (cat != SYMBOL)
+    kept = _seg_sum(word_char, bounds[:-1], bounds[1:]) > 0
+    per_doc = np.fromiter(map(len, words), dtype=np.int64, count=n_docs) + 1
+    doc = np.repeat(np.arange(n_docs), per_doc)[:len(flat)][kept]
+    lengths = lengths[kept]
+    kept_words = list(itertools.compress(flat, kept.tolist()))
+    hashes = np.fromiter(map(hash, kept_words), dtype=np.int64, count=len(kept_words))
+    word_chars = np.bincount(doc, lengths, n_docs)
+    for n, covered in rep.ngram_coverage(hashes, lengths, doc, n_docs).items():
+        name = f"top{n}_word_cov" if n in rep.TOP_NS else f"dup{n}_word_cov"
+        out[name] = _frac(covered, word_chars)
+    fw = np.fromiter(map(FUNCTION_WORD_ID.get, kept_words, itertools.repeat(-1)), dtype=np.int64,
+                     count=len(kept_words))
+    is_fw = fw >= 0
+    out["function_word_ratio"] = _frac(np.bincount(doc, is_fw, n_docs), np.bincount(doc, minlength=n_docs))
+    pairs = np.unique(doc[is_fw] * len(FUNCTION_WORD_ID) + fw[is_fw])
+    out["function_word_distinct"] = np.bincount(pairs // len(FUNCTION_WORD_ID), minlength=n_docs).astype(float)
+
+
+def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np.ndarray]:
+    """Every signal for ``texts`` (one chunk), ``words[i]`` being the cut of ``texts[i]``."""
+    n_docs = len(texts)
+    joined = "\n".join(texts)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n_docs)
+    doc_starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    t = char_table()[codes]
+    char_doc = np.repeat(np.arange(n_docs), lengths + 1)[:len(codes)]  # a joining "\n" goes with the text before it
+    counts = np.bincount(char_doc * N_CATS + (t & _CAT), minlength=n_docs * N_CATS).reshape(n_docs, N_CATS)
+    visible = counts[:, 1:].sum(axis=1)
+    out: dict[str, np.ndarray] = {}
+    line_starts = np.concatenate(([0], np.flatnonzero(codes == 10) + 1))
+    line_doc = np.searchsorted(doc_starts, line_starts, side="right") - 1
+    lines = _line_signals(t, line_starts, line_doc, n_docs, out)
+    _repeated_line_signals(joined, lines, n_docs, visible, out)
+    _word_signals(words, t, n_docs, out)
+    for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),
+                      ("punct_ratio", PUNCT), ("han_ratio", HAN)):
+        out[name] = _frac(counts[:, cat], visible)
+    out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts), visible)
+    return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}
+
+
+def _chunks(texts: Sequence[str]) -> list[slice]:
+    """Consecutive slices of ``texts`` of about CHUNK_CHARS characters (a longer text alone)."""
+    out, start, size = [], 0, 0
+    for i, text in enumerate(texts):
+        if size and size + len(text) > CHUNK_CHARS:
+            out.append(slice(start, i))
+            start, size = i, 0
+        size += len(text) + 1
+    out.append(slice(start, len(texts)))
+    return out
+
+
+def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Every signal of ``SIGNALS`` for each text: {name: float32 array of len(texts)}, in
+    ``SIGNALS`` order. Each text is segmented once (rjieba, HMM off); ``doc_signals`` gives the
+    same values one text at a time."""
+    texts = list(texts)
+    if not texts:
+        return {name: np.zeros(0, dtype=np.float32) for name in SIGNAL_NAMES}
+    cut = get_segmenter("rjieba", hmm=False).cut
+    parts = [_chunk_signals(texts[s], [cut(x) for x in texts[s]]) for s in _chunks(texts)]
+    return {name: np.concatenate([p[name] for p in parts]) for name in SIGNAL_NAMES}
+
+
+def doc_signals(text: str, words: list[str] | None = None) -> dict[str, float]:
+    """Every signal of ``SIGNALS`` for one text. ``words``: the text's rjieba HMM-off cut, when the
+    caller has it (``"".join(words) == text``; otherwise ValueError)."""
+    if words is None:
+        words = get_segmenter("rjieba", hmm=False).cut(text)
+    values = _chunk_signals([text], [list(words)])
+    return {name: float(values[name][0]) for name in SIGNAL_NAMES}
