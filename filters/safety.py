@@ -1,0 +1,409 @@
+"""Per-category safety scoring (issue 23 item 4): gambling, instant-loan, pornography and fraud
+promotions, including pages written without a single word of the PanGu-α sensitive-word lists.
+
+Each category has a lexicon (``sensitive_words/safety/<category>.txt``, the format of
+``sensitive_words/*.txt``) and a file of regular expressions (``<category>.patterns``, one a line,
+the same header comments). A pattern describes a construction of such pages (``(不用|无需|免)
+(抵押|担保)``, ``(首充|首存)(送|返)\\d+``) rather than a fixed word, so new wordings of the same
+offer still match.
+
+The score of a category is, on the NFKC + lower-case text (``filters.keywords.normalise``):
+
+    distinct lexicon terms found + patterns that match at least once
+
+A pattern scores one point however many times and however differently it matches: topic words are
+grouped into one pattern (``投注|下注|押注``), so a news report that names five casino games
+scores one point for them, while a promotion page scores on many distinct constructions (an offer,
+a payout claim, a call to action...). The bundled lists keep lexicon terms and patterns disjoint
+(no term contains a match of its category's patterns), so one phrase counts once.
+
+Patterns of a category run as one compiled regex (an alternation of the patterns, each in its own
+capturing group so the match says which pattern it was): matches are leftmost and do not overlap,
+so where two patterns of a category would match the same characters, the one listed first counts.
+
+Build a ``SafetyScorer`` once per worker (it holds one Aho-Corasick automaton over every lexicon
+and the compiled regexes); ``scores`` is pure and thread-safe. The text should already be in
+simplified script (the ``Cleaner`` converts with OpenCC before its keyword rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import NamedTuple
+
+import ahocorasick_rs
+from re import _constants as sre, _parser as sre_parse  # parse trees for the anchors (CPython 3.11+)
+
+from filters.keywords import SENSITIVE_DIR, KeywordList, normalise, read_list
+
+log = logging.getLogger("zhcorpus")
+
+SAFETY_DIR = SENSITIVE_DIR / "safety"
+CATEGORIES = ("gambling", "loans", "pornography", "fraud")
+REASON_PREFIX = "unsafe_"  # verdict reasons: unsafe_gambling, unsafe_loans, ...
+
+# Thresholds: a document is unsafe in a category when its score reaches min_score. Ours, set from
+# the scores of clean text (measured with tests/test_safety.py's helpers, 2026-11):
+# - People's Daily, January 1998 (``demo.sources.news_pages()``, 2,912 documents): no document
+#   scores above 2 in any category (loans 2: bank-credit reports with "无需担保" and a credit line
+#   amount); the bar is <= 0.2 % of clean documents removed.
+# - News about crackdowns (gambling rings, loan sharks, fake-order fraud, prostitution), a statute
+#   article on gambling and a novel passage about a dice game (tests/test_safety.py NEGATIVES):
+#   they name the schemes and quote a slogan or two, and score at most 3.
+# - Promotion pages (tests/test_safety.py POSITIVES, several wordings per category): 5 to 12.
+# 4 is the lowest threshold with no clean document at or above it, one point of margin over the
+# crackdown reports and at least one under the shortest promotion page.
+MIN_SCORE = {"gambling": 4, "loans": 4, "pornography": 4, "fraud": 4}
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    # The caller's switch (a cleaning stage skips the layer when False); SafetyScorer always scores.
+    enabled: bool = True
+    # "" = the bundled sensitive_words/safety/; else a directory of <category>.txt and
+    # <category>.patterns files that replaces it (copy the bundled files you want to keep).
+    lists_dir: str = ""
+    # Per-category threshold (score >= min_score -> unsafe). Categories not named here keep
+    # MIN_SCORE's value, whose comment gives the measurements it came from; a category of a
+    # custom lists_dir that MIN_SCORE lacks must be named here.
+    min_score: dict[str, int] = field(default_factory=lambda: dict(MIN_SCORE))
+    # User additions, category -> terms (same format as a lexicon line; normalised on load).
+    extra_terms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # User additions, category -> regular expressions (checked like a .patterns line).
+    extra_patterns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Characters scanned from the start of a document (ours): bounds the cost of a huge page; a
+    # promotion shows its offers at the top, and a People's Daily article part is at most 3,000
+    # characters (demo.sources.ARTICLE_MAX_CHARS), so clean text of that kind is scanned whole.
+    max_chars: int = 20_000
+
+
+class PatternError(ValueError):
+    """A regular expression that cannot be used; the message names its file and line (or config key)."""
+
+
+@dataclass(frozen=True)
+class PatternList:
+    category: str
+    version: str
+    patterns: tuple[str, ...]
+    where: tuple[str, ...]  # per pattern: "file:line" or the config key it came from
+
+
+class CategoryHits(NamedTuple):
+    """What one category found in a text: its score is len(terms) + len(patterns)."""
+    terms: frozenset[str]  # distinct lexicon terms found
+    patterns: dict[str, str]  # pattern -> its first match in the text
+
+    @property
+    def score(self) -> int:
+        return len(self.terms) + len(self.patterns)
+
+
+def check_pattern(pattern: str, where: str) -> re.Pattern:
+    """Compile one pattern, or raise PatternError naming ``where`` (``file:line`` or a config key).
+    A pattern that matches the empty string is refused too: it would match every document."""
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise PatternError(f"{where}: bad regular expression {pattern!r}: {e}") from e
+    if rx.search("") is not None:
+        raise PatternError(f"{where}: {pattern!r} matches the empty string (it would match every document)")
+    return rx
+
+
+def read_patterns(path: Path | Traversable, category: str | None = None) -> PatternList:
+    """A ``.patterns`` file: UTF-8, one regex a line, ``#`` lines are comments (``# version:`` read),
+    blank lines ignored, surrounding whitespace stripped. Every pattern is checked (``check_pattern``)."""
+    version, patterns, where = "unversioned", [], []
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("#"):
+            key, _, value = line.lstrip("#").partition(":")
+            if key.strip() == "version" and value.strip():
+                version = value.strip()
+            continue
+        if line:
+            check_pattern(line, f"{path}:{lineno}")
+            patterns.append(line)
+            where.append(f"{path}:{lineno}")
+    return PatternList(category or path.name.removesuffix(".patterns"), version, tuple(patterns), tuple(where))
+
+
+def read_safety_dir(directory: Path | Traversable) -> tuple[dict[str, KeywordList], dict[str, PatternList]]:
+    """The lexicons (``*.txt``) and pattern lists (``*.patterns``) of a directory, by category."""
+    lexicons = {p.name.removesuffix(".txt"): read_list(p) for p in directory.iterdir() if p.name.endswith(".txt")}
+    patterns = {p.name.removesuffix(".patterns"): read_patterns(p)
+                for p in directory.iterdir() if p.name.endswith(".patterns")}
+    if not lexicons and not patterns:
+        raise FileNotFoundError(f"no safety lists (*.txt, *.patterns) in {directory}")
+    return lexicons, patterns
+
+
+def with_extras(cfg: SafetyConfig, lexicons: dict[str, KeywordList],
+                patterns: dict[str, PatternList]) -> tuple[dict[str, KeywordList], dict[str, PatternList]]:
+    """The lists plus ``cfg.extra_terms`` / ``cfg.extra_patterns``. An extra for a category that
+    has no list is an error (a misspelt category would otherwise score alone, unseen)."""
+    known = set(lexicons) | set(patterns)
+    for key, extra in (("extra_terms", cfg.extra_terms), ("extra_patterns", cfg.extra_patterns)):
+        unknown = sorted(set(extra) - known)
+        if unknown:
+            raise ValueError(f"safety.{key} names unknown categories {unknown}; known: {sorted(known)}")
+    lexicons, patterns = dict(lexicons), dict(patterns)
+    for cat, terms in cfg.extra_terms.items():
+        base = lexicons.get(cat, KeywordList(cat, "unversioned", ()))
+        added = tuple(normalise(t.strip()) for t in terms if t.strip())
+        lexicons[cat] = KeywordList(cat, base.version, tuple(dict.fromkeys(base.terms + added)))
+    for cat, extra in cfg.extra_patterns.items():
+        base = patterns.get(cat, PatternList(cat, "unversioned", (), ()))
+        keys = tuple(f"safety.extra_patterns.{cat}[{i}]" for i in range(len(extra)))
+        for p, key in zip(extra, keys):
+            check_pattern(p, key)
+        patterns[cat] = PatternList(cat, base.version, base.patterns + tuple(extra), base.where + keys)
+    return lexicons, patterns
+
+
+# --- Literal anchors: which patterns can match a text at all ---------------------------------
+# Running every pattern over every document costs ~0.6 CPU s per category per 5.5 MB of news
+# (sre tries each position); most documents contain none of the literals a pattern needs. From a
+# pattern's parse tree we derive a requirement in disjunctive normal form, like RE2's prefilter:
+# a list of alternatives, each a conjunction of string sets, such that every match contains a
+# string of every set of at least one alternative. One Aho-Corasick pass finds which strings occur,
+# and only patterns whose requirement holds run. A pattern with no usable requirement (its literals
+# are all optional, or classes like \d) runs on every text.
+
+_MAX_EXACT = 64  # strings an exact set may hold before expansion stops (bounds the automaton)
+_MAX_ALTERNATIVES = 16  # alternatives of a requirement before they collapse into one set
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+Conjunction = tuple[frozenset[str], ...]  # every set must be hit
+Requirement = list[Conjunction]  # one alternative must hold; [] = nothing to rely on
+
+
+class _GiveUp(Exception):
+    """A construct the analysis does not model soundly (case-insensitive matching)."""
+
+
+def requirement(pattern: str) -> Requirement:
+    """What every match of ``pattern`` contains (see above); [] when there is nothing to rely on.
+    Sound by construction: literals, small classes, groups, alternation, repeats with a minimum
+    of 1 and zero-width assertions are modelled; anything else ends a literal run."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        if parsed.state.flags & re.IGNORECASE:
+            return []
+        return _sequence(parsed.data)[1]
+    except (_GiveUp, RecursionError):
+        return []
+
+
+def _usable(strings: set[str]) -> bool:
+    return bool(strings) and "" not in strings
+
+
+def _best(conj: Conjunction) -> frozenset[str]:
+    """The set of a conjunction to keep when alternatives collapse: longest shortest string, then fewest."""
+    return max(conj, key=lambda c: (min(map(len, c)), -len(c)))
+
+
+def _collapse(req: Requirement) -> Requirement:
+    """One alternative holding one set (the union of each alternative's best set): weaker, still sound."""
+    return [(frozenset().union(*(_best(c) for c in req)),)] if req else []
+
+
+def _sequence(items: list) -> tuple[set[str] | None, Requirement]:
+    """(every string the sequence can match, when that set is small, else None; its requirement)."""
+    run, exact, sets, multi = {""}, True, [], []
+    for op, av in items:
+        ex, req = _node(op, av)
+        if ex is not None and len(run) * len(ex) <= _MAX_EXACT:
+            run = {a + b for a in run for b in ex}
+            continue
+        exact = False
+        if _usable(run):
+            sets.append(frozenset(run))  # the literal run so far occurs whole in every match
+        run = set(ex) if ex is not None else {""}
+        if len(req) == 1:
+            sets.extend(req[0])
+        elif req:
+            multi.append(req)
+    if _usable(run):
+        sets.append(frozenset(run))
+    if not sets and len(multi) == 1:
+        return (run if exact else None), multi[0]  # a bare alternation: keep its alternatives
+    sets += [_collapse(r)[0][0] for r in multi]
+    return (run if exact else None), _conjunction(sets)
+
+
+def _conjunction(sets: list[frozenset[str]]) -> Requirement:
+    """The sets as one alternative, without sets that hold a single character when a set of longer
+    strings is there: a set like {大, 小} is hit by most documents and only costs automaton matches."""
+    if not sets:
+        return []
+    long = [c for c in sets if min(map(len, c)) > 1]
+    return [tuple(dict.fromkeys(long or sets))]
+
+
+def _branch(alternatives: list) -> tuple[set[str] | None, Requirement]:
+    alts = [_sequence(p.data) for p in alternatives]
+    exact = set().union(*(e for e, _ in alts)) if all(e is not None for e, _ in alts) else None
+    req = [c for _, r in alts for c in r] if all(r for _, r in alts) else []
+    if len(req) > _MAX_ALTERNATIVES:
+        req = _collapse(req)
+    return (exact if exact is not None and len(exact) <= _MAX_EXACT else None), req
+
+
+def _node(op, av) -> tuple[set[str] | None, Requirement]:
+    """(exact strings, requirement) of one parsed node; see ``_sequence``."""
+    if op is sre.LITERAL:
+        return {chr(av)}, []
+    if op is sre.IN:
+        return _class_chars(av), []
+    if op is sre.SUBPATTERN:
+        if av[1] & re.IGNORECASE:
+            raise _GiveUp
+        return _sequence(av[3].data)
+    if op is sre.ATOMIC_GROUP:
+        return _sequence(av.data)
+    if op is sre.BRANCH:
+        return _branch(av[1])
+    if op in _REPEATS:
+        lo, hi, sub = av
+        ex, req = _sequence(sub.data)
+        if lo == 0:
+            return (ex | {""} if ex is not None and hi == 1 else None), []
+        if lo == hi == 1:
+            return ex, req
+        return None, req or ([(frozenset(ex),)] if ex is not None and _usable(ex) else [])
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return {""}, []  # zero width: transparent
+    return None, []  # any character, a negated literal, a back-reference...
+
+
+def _class_chars(items: list) -> set[str] | None:
+    """The characters of a small positive class ``[...]``, else None."""
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre.LITERAL:
+            chars.add(chr(av))
+        elif op is sre.RANGE and av[1] - av[0] < _MAX_EXACT:
+            chars.update(map(chr, range(av[0], av[1] + 1)))
+        else:
+            return None  # NEGATE, CATEGORY (\d, \s...), a wide range
+    return chars if len(chars) <= _MAX_EXACT else None
+
+
+def thresholds(cfg: SafetyConfig, categories: tuple[str, ...]) -> dict[str, int]:
+    """category -> min_score: ``cfg.min_score`` over ``MIN_SCORE``. A name in ``cfg.min_score`` that
+    is neither a category nor in MIN_SCORE is an error (a typo), as is a category with no threshold."""
+    unknown = sorted(set(cfg.min_score) - set(categories) - set(MIN_SCORE))
+    if unknown:
+        raise ValueError(f"safety.min_score names unknown categories {unknown}; known: {list(categories)}")
+    merged = {**MIN_SCORE, **cfg.min_score}
+    missing = [c for c in categories if c not in merged]
+    if missing:
+        raise ValueError(f"no threshold for safety categories {missing}: set safety.min_score")
+    return {c: merged[c] for c in categories}
+
+
+class SafetyScorer:
+    """Per-category safety scores of a text. Build once per worker; see the module docstring."""
+
+    def __init__(self, cfg: SafetyConfig = SafetyConfig()):
+        self.cfg = cfg
+        directory = Path(cfg.lists_dir) if cfg.lists_dir else SAFETY_DIR
+        self.lexicons, self.pattern_lists = with_extras(cfg, *read_safety_dir(directory))
+        self.categories = tuple(sorted(set(self.lexicons) | set(self.pattern_lists)))
+        self.thresholds = thresholds(cfg, self.categories)
+        # every pattern of every category: (category, pattern, compiled)
+        self._patterns = [(c, p, re.compile(p)) for c in self.categories
+                          for p in (self.pattern_lists[c].patterns if c in self.pattern_lists else ())]
+        self._always = []  # patterns without a requirement: run on every text
+        self._requirements: list[list[tuple[int, ...]]] = []  # pattern -> alternatives of set ids
+        keys: dict[str, tuple[list[str], list[int]]] = {}  # automaton key -> (term of, set ids)
+        for cat in self.categories:
+            for term in self.lexicons[cat].terms if cat in self.lexicons else ():
+                if term:
+                    keys.setdefault(term, ([], []))[0].append(cat)
+        self._set_owner: list[int] = []  # set id -> pattern
+        for i, (_, p, _) in enumerate(self._patterns):
+            req = requirement(p)
+            if not req:
+                self._always.append(i)
+            self._requirements.append([])
+            for conj in req:
+                ids = []
+                for strings in conj:
+                    ids.append(len(self._set_owner))
+                    self._set_owner.append(i)
+                    for a in strings:
+                        keys.setdefault(a, ([], []))[1].append(ids[-1])
+                self._requirements[i].append(tuple(ids))
+        self._keys = list(keys)
+        self._term_of = [keys[k][0] for k in self._keys]
+        self._sets_of = [keys[k][1] for k in self._keys]
+        self._automaton = ahocorasick_rs.AhoCorasick(self._keys) if self._keys else None
+        log.debug("safety scorer: %d lexicon terms and anchors, %d patterns (%d always run), categories %s",
+                  len(self._keys), len(self._patterns), len(self._always), self.categories)
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """category -> "<lexicon version>/<patterns version>", for run reports."""
+        none = "-"
+        return {c: f"{self.lexicons[c].version if c in self.lexicons else none}/"
+                   f"{self.pattern_lists[c].version if c in self.pattern_lists else none}" for c in self.categories}
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over every (category, kind, entry) and the thresholds: names the lists a run used."""
+        h = hashlib.sha256()
+        for c in self.categories:
+            for term in sorted(self.lexicons[c].terms if c in self.lexicons else ()):
+                h.update(f"{c}\tterm\t{term}\n".encode())
+            for p in self.pattern_lists[c].patterns if c in self.pattern_lists else ():
+                h.update(f"{c}\tpattern\t{p}\n".encode())
+            h.update(f"{c}\tmin_score\t{self.thresholds[c]}\n".encode())
+        return h.hexdigest()
+
+    def hits(self, text: str, normalised: bool = False) -> dict[str, CategoryHits]:
+        """category -> what it found, for every category. Only the first ``cfg.max_chars``
+        characters are scanned. Pass ``normalised=True`` with ``filters.keywords.normalise(text)``
+        to share one normalisation with other matchers."""
+        text = text[:self.cfg.max_chars]
+        if not normalised:
+            text = normalise(text)
+        terms: dict[str, set[str]] = {c: set() for c in self.categories}
+        patterns: dict[str, dict[str, str]] = {c: {} for c in self.categories}
+        hit_sets: set[int] = set()
+        if self._automaton is not None and text:
+            for k in {k for k, _, _ in self._automaton.find_matches_as_indexes(text, overlapping=True)}:
+                for cat in self._term_of[k]:
+                    terms[cat].add(self._keys[k])
+                hit_sets.update(self._sets_of[k])
+        candidates = set(self._always)
+        for i in {self._set_owner[j] for j in hit_sets}:
+            if any(all(j in hit_sets for j in conj) for conj in self._requirements[i]):
+                candidates.add(i)
+        for i in sorted(candidates):
+            cat, pattern, rx = self._patterns[i]
+            m = rx.search(text)
+            if m:
+                patterns[cat][pattern] = m.group()
+        return {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.categories}
+
+    def scores(self, text: str, normalised: bool = False) -> dict[str, int]:
+        """category -> distinct lexicon terms + matching patterns, for every category."""
+        return {c: h.score for c, h in self.hits(text, normalised).items()}
+
+    def verdict(self, scores: dict[str, int]) -> str | None:
+        """``unsafe_<category>`` for the highest-scoring category whose score reaches its threshold
+        (ties: the larger excess over the threshold, then the category name), or None."""
+        over = [(s - self.thresholds[c], s, c) for c, s in scores.items() if s >= self.thresholds[c]]
+        if not over:
+            return None
+        best = min(over, key=lambda t: (-t[1], -t[0], t[2]))
+        return REASON_PREFIX + best[2]
