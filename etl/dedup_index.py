@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import asdict
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,6 +27,8 @@ from etl.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
 FORMAT_VERSION = 1
+BANDS_SCHEMA = "band int, key bigint, doc_id string"  # what etl.dedup.band_rows writes
+EXACT_SCHEMA = "exact_key string, doc_id string"
 
 
 class IndexSettingsMismatch(ValueError):
@@ -66,12 +69,20 @@ class DedupIndex:
         return self._Path(self.root, f"batches/{run}/{part}").toString()
 
     def bands(self) -> DataFrame | None:
-        runs = self.committed()
-        return self.spark.read.parquet(*[self._batch(r, "bands") for r in runs]) if runs else None
+        """(band, key, doc_id) of every committed batch. Each batch is its own partitioned root,
+        read with its own ``basePath`` and unioned: Spark refuses several partitioned roots in
+        one read (CONFLICTING_DIRECTORY_STRUCTURES, the third night's failure of issue 24)."""
+        return self._read_batches("bands", BANDS_SCHEMA)
 
     def exact(self) -> DataFrame | None:
-        runs = self.committed()
-        return self.spark.read.parquet(*[self._batch(r, "exact") for r in runs]) if runs else None
+        return self._read_batches("exact", EXACT_SCHEMA)
+
+    def _read_batches(self, part: str, schema: str) -> DataFrame | None:
+        """The schema is given, not inferred: a batch of a night that kept nothing has no files."""
+        columns = [c.split()[0] for c in schema.split(",")]
+        frames = [self.spark.read.schema(schema).option("basePath", path).parquet(path).select(*columns)
+                  for path in (self._batch(r, part) for r in self.committed())]
+        return reduce(DataFrame.unionByName, frames) if frames else None
 
     def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a

@@ -134,28 +134,37 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
 
 
 @pytest.mark.parametrize("paths", ["driver", "distributed"])
-def test_index_run_a_then_b_equals_a_union_b(spark, corpus, tmp_path, paths):
+def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
+    """Three runs, each against the index of the ones before: the third reads two committed
+    batches (each a partitioned root; a plain multi-path read of them fails, issue 24)."""
     from etl.dedup_index import DedupIndex, IndexSettingsMismatch
 
     rows, families = corpus
     fam_of = {d: i for i, fam in enumerate(families) for d in fam}
-    # A: every member of even families and the first member of odd ones; B: the rest.
+    # Every third family all in A; of the others the first member in A (then the rest in B) or in
+    # B (then the rest in C): B and C hold duplicates of earlier runs and survivors of their own.
     def side(doc_id):
-        i = fam_of[doc_id]
-        return "a" if i % 2 == 0 or doc_id == families[i][0] else "b"
+        i, first = fam_of[doc_id], doc_id == families[fam_of[doc_id]][0]
+        return "a" if i % 3 == 0 or (i % 3 == 1 and first) else "b" if i % 3 == 1 or first else "c"
     renamed = [(f"{side(d)}-{d}", t, None) for d, t, _ in rows]
-    a = [r for r in renamed if r[0].startswith("a-")]
-    b = [r for r in renamed if r[0].startswith("b-")]
-    assert a and b
+    parts = {k: [r for r in renamed if r[0].startswith(f"{k}-")] for k in "abc"}
+    assert all(parts.values())
     at_once = _clusters(spark, renamed, 3)
-    index = DedupIndex(spark, str(tmp_path / "index"), MinHashParams())
-    dups_a, kept_a = _clusters(spark, a, 3, index, paths=PATHS[paths])
-    index.append(*_survivor_keys(spark, a, dups_a))
-    dups_b, kept_b = _clusters(spark, b, 3, DedupIndex(spark, str(tmp_path / "index"), MinHashParams()), paths=PATHS[paths])
-    assert {**dups_a, **dups_b} == at_once[0]
-    assert kept_a | kept_b == at_once[1]
+    root = str(tmp_path / "index")
+    dups, kept = {}, set()
+    for k in "abc":
+        index = DedupIndex(spark, root, MinHashParams())
+        dups_k, kept_k = _clusters(spark, parts[k], 3, index, paths=PATHS[paths])
+        index.append(*_survivor_keys(spark, parts[k], dups_k))
+        dups, kept = {**dups, **dups_k}, kept | kept_k
+    index = DedupIndex(spark, root, MinHashParams())
+    assert len(index.committed()) == 3
+    assert index.exact().count() == len(kept)
+    assert index.bands().count() == len(kept) * MinHashParams().resolved().bands
+    assert dups == at_once[0]
+    assert kept == at_once[1]
     with pytest.raises(IndexSettingsMismatch, match="shingle"):
-        DedupIndex(spark, str(tmp_path / "index"), MinHashParams(shingle=4))
+        DedupIndex(spark, root, MinHashParams(shingle=4))
 
 
 def _survivor_keys(spark, rows, dups):
