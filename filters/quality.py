@@ -41,7 +41,7 @@ import numpy as np
 
 from filters import quality_repeat as rep
 from filters.quality_contact import contact_counts
-from filters.quality_words import FUNCTION_WORD_ID
+from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
 from filters.text import HAN_RANGES
 
@@ -142,42 +142,49 @@ def _frac(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 class _Lines(NamedTuple):
     doc: np.ndarray  # document of each non-empty line
     chars: np.ndarray  # its visible characters
-    index: np.ndarray  # its index among all lines of the chunk (text.split("\n") of the joined text)
+    first: np.ndarray  # position of its first visible character in the chunk
+    last: np.ndarray  # position of its last visible character
     is_first: np.ndarray  # first non-empty line of a paragraph block (before the one-block rule)
 
 
 def _line_signals(t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, n_docs: int,
                   out: dict[str, np.ndarray]) -> _Lines:
-    """line_punct_frac, short_line_frac, separator_line_frac into ``out``; the non-empty lines."""
-    n = len(t)
-    line_ends = np.append(line_starts[1:] - 1, n)
+    """line_punct_frac, short_line_frac, separator_line_frac into ``out``; the non-empty lines.
+    Works on the positions of visible (and separator) characters, found by binary search per
+    line, so nothing but one ``flatnonzero`` runs over every character."""
+    line_ends = np.append(line_starts[1:] - 1, len(t))
     cat = t & _CAT
-    vis = cat != SPACE
-    chars = _seg_sum(vis, line_starts, line_ends)
-    ne = np.flatnonzero(chars > 0)
-    ls, le, doc, chars = line_starts[ne], line_ends[ne], line_doc[ne], chars[ne]
-    idx = np.arange(n)
-    last_vis = np.maximum.accumulate(np.where(vis, idx, -1))
-    first_vis = np.minimum.accumulate(np.where(vis, idx, n)[::-1])[::-1]
-    first, last = first_vis[ls], last_vis[le - 1]
+    vis_pos = np.flatnonzero(cat != SPACE)
+    lo, hi = np.searchsorted(vis_pos, line_starts), np.searchsorted(vis_pos, line_ends)
+    ne = np.flatnonzero(hi > lo)
+    lo, hi, ls, le, doc = lo[ne], hi[ne], line_starts[ne], line_ends[ne], line_doc[ne]
+    chars = hi - lo
+    first, last = vis_pos[lo], vis_pos[hi - 1]
     # sentence-final punctuation, possibly followed by up to MAX_CLOSERS closing quotes/brackets
-    pos, ended = last.copy(), (t[last] & END) != 0
+    k = hi - 1  # index in vis_pos of the character looked at
+    ended = (t[last] & END) != 0
     for _ in range(MAX_CLOSERS):
-        step = ~ended & ((t[pos] & CLOSE) != 0) & (pos > first)
-        pos[step] = last_vis[pos[step] - 1]
-        ended |= step & ((t[pos] & END) != 0)
+        step = ~ended & ((t[vis_pos[k]] & CLOSE) != 0) & (k > lo)
+        k = k - step
+        ended |= step & ((t[vis_pos[k]] & END) != 0)
     stripped = last - first + 1
-    sep = _seg_sum((t & SEP) != 0, ls, le)
-    share = (sep + stripped - chars) >= SEPARATOR_SHARE * stripped
-    other_punct = _seg_sum((cat == PUNCT) & ((t & SEP) == 0), ls, le)
-    share |= (sep >= 2) & (other_punct == 0) & _menu_items(t, vis, line_starts, ne)
+    sep = _count_in(np.flatnonzero(t & SEP), ls, le)
+    separator = (sep + stripped - chars) >= SEPARATOR_SHARE * stripped
+    menu = (sep >= 2) & (_count_in(np.flatnonzero((cat == PUNCT) & ((t & SEP) == 0)), ls, le) == 0)
+    if menu.any():
+        separator |= menu & _menu_items(t, cat != SPACE, line_starts, ne)
     lines = np.bincount(doc, minlength=n_docs)
     out["line_punct_frac"] = _frac(np.bincount(doc, ended, n_docs), lines)
     out["short_line_frac"] = _frac(np.bincount(doc, chars < SHORT_LINE_CHARS, n_docs), lines)
-    out["separator_line_frac"] = _frac(np.bincount(doc, share, n_docs), lines)
+    out["separator_line_frac"] = _frac(np.bincount(doc, separator, n_docs), lines)
     prev_empty = np.ones(len(ne), dtype=bool)
     prev_empty[1:] = (ne[1:] - ne[:-1] > 1) | (doc[1:] != doc[:-1])
-    return _Lines(doc, chars, ne, prev_empty)
+    return _Lines(doc, chars, first, last, prev_empty)
+
+
+def _count_in(positions: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """How many of the sorted ``positions`` lie in each [start, end)."""
+    return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
 
 
 def _menu_items(t: np.ndarray, vis: np.ndarray, line_starts: np.ndarray, ne: np.ndarray) -> np.ndarray:
@@ -192,13 +199,10 @@ def _menu_items(t: np.ndarray, vis: np.ndarray, line_starts: np.ndarray, ne: np.
     return (items >= MENU_MIN_ITEMS) & (long_items == 0)
 
 
-def _repeated_line_signals(joined: str, lines: _Lines, n_docs: int, visible: np.ndarray,
+def _repeated_line_signals(prefix: rep.Prefix, lines: _Lines, n_docs: int, visible: np.ndarray,
                            out: dict[str, np.ndarray]) -> None:
     """dup_line_char_frac and dup_para_char_frac into ``out``."""
-    all_lines = joined.split("\n")
-    text_of = map(str.strip, map(all_lines.__getitem__, lines.index.tolist()))
-    hashes = np.fromiter(map(hash, text_of), dtype=np.int64, count=len(lines.index))
-    keys = rep.doc_keys(hashes, lines.doc)
+    keys = rep.doc_keys(rep.substring_keys(prefix, lines.first, lines.last + 1), lines.doc)
     dup = rep.first_occurrence(keys)
     out["dup_line_char_frac"] = _frac(np.bincount(lines.doc[dup], lines.chars[dup], n_docs), visible)
     blocks = np.bincount(lines.doc, lines.is_first, n_docs)
@@ -209,36 +213,68 @@ def _repeated_line_signals(joined: str, lines: _Lines, n_docs: int, visible: np.
     out["dup_para_char_frac"] = _frac(np.bincount(para_doc[dup], para_chars[dup], n_docs), visible)
 
 
-def _word_signals(words: list[list[str]], t: np.ndarray, n_docs: int, out: dict[str, np.ndarray]) -> None:
-    """Word n-gram coverage and function words into ``out``. ``words``: each document's cut; the
-    cuts joined with "\\n" words in between spell the chunk whose table values are ``t``."""
-    flat: list[str] = []
-    for cut in words:
-        flat += cut
-        flat.append("\n")
-    flat.pop()
-    lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
-    bounds = np.concatenate(([0], np.cumsum(lengths)))
-    if bounds[-1] != len(t):
+class _KeyTable(NamedTuple):
+    keys: np.ndarray  # the function words' keys, in id order
+    slots: np.ndarray  # int16 per value of key >> shift: the id of the function word there, or -1
+    shift: int
+
+
+@lru_cache(maxsize=None)
+def _function_word_table() -> _KeyTable:
+    """FUNCTION_WORDS by ``substring_keys``, with a direct-address table on the keys' top 20 bits
+    (the first bit window in which no two function words share a slot): one gather per word
+    instead of a binary search."""
+    keys = rep.text_keys(sorted(FUNCTION_WORDS))
+    for shift in range(44, -1, -4):
+        slot = keys >> np.uint64(shift) & np.uint64((1 << 20) - 1)
+        if len(np.unique(slot)) == len(keys):
+            slots = np.full(1 << 20, -1, dtype=np.int16)
+            slots[slot] = np.arange(len(keys))
+            return _KeyTable(keys, slots, shift)
+    raise AssertionError("no collision-free 20-bit window among the function words' keys")
+
+
+def _function_word_ids(keys: np.ndarray) -> np.ndarray:
+    """Each key's function-word id, or -1."""
+    table = _function_word_table()
+    ids = table.slots[(keys >> np.uint64(table.shift) & np.uint64((1 << 20) - 1)).astype(np.intp)]
+    miss = table.keys[ids] != keys  # ids of -1 read the last key: a miss unless the key is that word's
+    ids[miss | (ids < 0)] = -1
+    return ids
+
+
+def _word_spans(words: list[list[str]], text_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, document) of every word in the chunk (the texts joined by one "\n")."""
+    per_doc = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    lengths = np.fromiter(map(len, itertools.chain.from_iterable(words)), dtype=np.int64, count=int(per_doc.sum()))
+    doc = np.repeat(np.arange(len(words)), per_doc)
+    if not np.array_equal(np.bincount(doc, lengths, len(words)), text_lengths):
         raise ValueError("words do not spell their texts (each cut must join to its text)")
+    ends = np.cumsum(lengths) + doc  # every earlier text adds its joining "\n"
+    return ends - lengths, ends, doc
+
+
+def _word_signals(words: list[list[str]], text_lengths: np.ndarray, t: np.ndarray, prefix: rep.Prefix,
+                  out: dict[str, np.ndarray]) -> None:
+    """Word n-gram coverage and function words into ``out``. ``words``: each text's cut; ``t``:
+    the table values of the chunk."""
+    n_docs = len(words)
+    starts, ends, doc = _word_spans(words, text_lengths)
     cat = t & _CAT
     word_char = (cat != SPACE) & (cat != PUNCT) & (cat != SYMBOL)
-    kept = _seg_sum(word_char, bounds[:-1], bounds[1:]) > 0
-    per_doc = np.fromiter(map(len, words), dtype=np.int64, count=n_docs) + 1
-    doc = np.repeat(np.arange(n_docs), per_doc)[:len(flat)][kept]
-    lengths = lengths[kept]
-    kept_words = list(itertools.compress(flat, kept.tolist()))
-    hashes = np.fromiter(map(hash, kept_words), dtype=np.int64, count=len(kept_words))
+    kept = np.flatnonzero(_seg_sum(word_char, starts, ends) > 0)
+    starts, ends, doc = starts[kept], ends[kept], doc[kept]
+    lengths = ends - starts
+    keys = rep.substring_keys(prefix, starts, ends)
     word_chars = np.bincount(doc, lengths, n_docs)
-    for n, covered in rep.ngram_coverage(hashes, lengths, doc, n_docs).items():
+    for n, covered in rep.ngram_coverage(keys, lengths, doc, n_docs).items():
         name = f"top{n}_word_cov" if n in rep.TOP_NS else f"dup{n}_word_cov"
         out[name] = _frac(covered, word_chars)
-    fw = np.fromiter(map(FUNCTION_WORD_ID.get, kept_words, itertools.repeat(-1)), dtype=np.int64,
-                     count=len(kept_words))
+    fw = _function_word_ids(keys)
     is_fw = fw >= 0
     out["function_word_ratio"] = _frac(np.bincount(doc, is_fw, n_docs), np.bincount(doc, minlength=n_docs))
-    pairs = np.unique(doc[is_fw] * len(FUNCTION_WORD_ID) + fw[is_fw])
-    out["function_word_distinct"] = np.bincount(pairs // len(FUNCTION_WORD_ID), minlength=n_docs).astype(float)
+    pairs = np.unique(doc[is_fw] * len(FUNCTION_WORDS) + fw[is_fw])
+    out["function_word_distinct"] = np.bincount(pairs // len(FUNCTION_WORDS), minlength=n_docs).astype(float)
 
 
 def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np.ndarray]:
@@ -255,9 +291,10 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     out: dict[str, np.ndarray] = {}
     line_starts = np.concatenate(([0], np.flatnonzero(codes == 10) + 1))
     line_doc = np.searchsorted(doc_starts, line_starts, side="right") - 1
+    prefix = rep.prefix_hashes(codes)
     lines = _line_signals(t, line_starts, line_doc, n_docs, out)
-    _repeated_line_signals(joined, lines, n_docs, visible, out)
-    _word_signals(words, t, n_docs, out)
+    _repeated_line_signals(prefix, lines, n_docs, visible, out)
+    _word_signals(words, lengths, t, prefix, out)
     for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),
                       ("punct_ratio", PUNCT), ("han_ratio", HAN)):
         out[name] = _frac(counts[:, cat], visible)

@@ -9,10 +9,16 @@ item, so numpy's per-call cost is paid once per batch, not once per document.
 - Lines and paragraphs: ``first_occurrence`` marks items whose key was seen earlier in the same
   document; ``block_keys`` turns runs of line keys into paragraph keys.
 
-Keys are 64-bit hashes (Python's ``hash`` of each word or stripped line, mixed with the document
-index); two different n-grams share a key with probability ~ m^2 / 2^64, which is ignored."""
+Keys are 64-bit hashes: a polynomial hash of each word's or stripped line's code points
+(``substring_keys``, computed for all of a chunk's words at once from prefix sums), mixed with the
+document index. Collisions between different items are ignored: code points are < 2^21, so two
+different words differ by a polynomial with small coefficients, which a random odd base sends to 0
+mod 2^64 with negligible probability."""
 
 from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -20,6 +26,50 @@ TOP_NS = (2, 3, 4)  # Gopher: fraction of characters in the most frequent 2-, 3-
 DUP_NS = (5, 6, 7, 8, 9, 10)  # Gopher: fraction of characters in duplicated 5- to 10-grams
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multipliers (golden ratio, splitmix64)
 _Q = np.uint64(0xBF58476D1CE4E5B9)
+_B = np.uint64(0xD6E8FEB86659FD93)  # the base of the substring polynomial hash (odd: invertible mod 2^64)
+_B_INV = np.uint64(pow(int(_B), -1, 1 << 64))
+
+
+class Prefix(NamedTuple):
+    """Prefix hashes of a text's code points, for ``substring_keys``."""
+    h: np.ndarray  # h[k] = sum(codes[j] * _B**j for j < k) mod 2**64
+    inv: np.ndarray  # inv[k] = _B**-k mod 2**64
+
+
+@lru_cache(maxsize=4)
+def _powers(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(_B**k, _B**-k) mod 2^64 for k < size; sizes are powers of two, so a process keeps a few."""
+    out = []
+    for base in (_B, _B_INV):
+        p = np.empty(size, dtype=np.uint64)
+        p[0] = 1
+        np.cumprod(np.full(size - 1, base), out=p[1:])
+        out.append(p)
+    return out[0], out[1]
+
+
+def prefix_hashes(codes: np.ndarray) -> Prefix:
+    """Polynomial prefix hashes of ``codes`` (uint32 code points), mod 2^64."""
+    n = len(codes)
+    powers, inv = _powers(1 << n.bit_length())  # at least n + 1
+    h = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum(codes.astype(np.uint64) * powers[:n], out=h[1:])
+    return Prefix(h, inv)
+
+
+def substring_keys(prefix: Prefix, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A 64-bit key per substring [start, end): equal substrings get equal keys wherever they
+    are."""
+    poly = (prefix.h[ends] - prefix.h[starts]) * prefix.inv[starts]
+    return (poly ^ (ends - starts).astype(np.uint64)) * _P
+
+
+def text_keys(words: Sequence[str]) -> np.ndarray:
+    """``substring_keys`` of each of ``words`` on its own (to look words up among a text's)."""
+    joined = "".join(words)
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+    return substring_keys(prefix_hashes(codes), ends - np.fromiter(map(len, words), dtype=np.int64), ends)
 
 
 def doc_keys(hashes: np.ndarray, doc: np.ndarray) -> np.ndarray:
@@ -28,44 +78,53 @@ def doc_keys(hashes: np.ndarray, doc: np.ndarray) -> np.ndarray:
     return (hashes.view(np.uint64) ^ (doc.astype(np.uint64) * _Q)) * _P
 
 
-def covered_chars(starts: np.ndarray, n: int, lengths: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
-    """Per document, the characters of the words covered by the n-grams starting at ``starts``
-    (word indices); a word covered twice counts once."""
+def covered_chars(starts: np.ndarray, n: int, csum_len: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """Per document, the characters of the words covered by the n-grams starting at word indices
+    ``starts`` (``csum_len``: cumulative word lengths, from 0); a word covered twice counts once.
+    Works on the intervals, not on every word: they are few after the first rounds."""
     if not len(starts):
         return np.zeros(n_docs)
-    m = len(lengths)
-    depth = np.cumsum(np.bincount(starts, minlength=m + 1) - np.bincount(starts + n, minlength=m + 1))[:m]
-    covered = depth > 0
-    return np.bincount(doc[covered], weights=lengths[covered], minlength=n_docs)
+    s = np.sort(starts)
+    e = s + n
+    reach = np.maximum.accumulate(e)  # the furthest word any earlier interval covers
+    from_ = s.copy()
+    from_[1:] = np.maximum(s[1:], reach[:-1])
+    fresh = np.maximum(csum_len[e] - csum_len[np.minimum(from_, e)], 0)
+    return np.bincount(doc[s], weights=fresh, minlength=n_docs)
 
 
-def _groups(keys: np.ndarray):
-    """(order, group index per sorted item, group sizes, group start in sorted order)."""
+def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the items whose key occurs more than once, those keys), grouped: equal keys
+    are adjacent."""
     order = np.argsort(keys)
     sk = keys[order]
-    new = np.empty(len(sk), dtype=bool)
-    new[:1] = True
-    np.not_equal(sk[1:], sk[:-1], out=new[1:])
+    same = sk[1:] == sk[:-1]
+    repeated = np.zeros(len(sk), dtype=bool)
+    repeated[1:] = same
+    repeated[:-1] |= same
+    return order[repeated], sk[repeated]
+
+
+def _top_starts(starts: np.ndarray, keys: np.ndarray, n: int, csum_len: np.ndarray, doc: np.ndarray) -> np.ndarray:
+    """Occurrences of each document's most frequent n-gram among repeated ones (``starts``,
+    grouped by their ``keys`` as ``_repeats`` gives them); ties go to the n-gram with more
+    characters, then to the one that occurs first."""
+    if not len(starts):
+        return starts
+    new = np.ones(len(keys), dtype=bool)
+    new[1:] = keys[1:] != keys[:-1]
+    gstart = np.flatnonzero(new)
     gid = np.cumsum(new) - 1
-    return order, gid, np.bincount(gid), np.flatnonzero(new)
-
-
-def _top_starts(cand, order, gid, sizes, gstart, n, csum_len, doc) -> np.ndarray:
-    """Occurrences of each document's most frequent repeated n-gram; ties go to the n-gram with
-    more characters, then to the one that occurs first."""
-    rep = np.flatnonzero(sizes > 1)
-    if not len(rep):
-        return np.zeros(0, dtype=np.int64)
-    pos_sorted = cand[order]
-    first = np.minimum.reduceat(pos_sorted, gstart)[rep]
+    sizes = np.diff(np.append(gstart, len(keys)))
+    first = np.minimum.reduceat(starts, gstart)
     chars = csum_len[first + n] - csum_len[first]
     gdoc = doc[first]
-    pick = np.lexsort((first, -chars, -sizes[rep], gdoc))
-    keep = np.ones(len(pick), dtype=bool)
-    keep[1:] = gdoc[pick][1:] != gdoc[pick][:-1]
+    pick = np.lexsort((first, -chars, -sizes, gdoc))
+    best = np.ones(len(pick), dtype=bool)
+    best[1:] = gdoc[pick][1:] != gdoc[pick][:-1]
     chosen = np.zeros(len(sizes), dtype=bool)
-    chosen[rep[pick[keep]]] = True
-    return pos_sorted[chosen[gid]]
+    chosen[pick[best]] = True
+    return starts[chosen[gid]]
 
 
 def ngram_coverage(hashes: np.ndarray, lengths: np.ndarray, doc: np.ndarray, n_docs: int) -> dict[int, np.ndarray]:
@@ -79,22 +138,24 @@ def ngram_coverage(hashes: np.ndarray, lengths: np.ndarray, doc: np.ndarray, n_d
     if m < 2:
         return out
     csum_len = np.concatenate(([0], np.cumsum(lengths)))
+    hashes = hashes.view(np.uint64)
     key = doc_keys(hashes, doc)  # key[i]: the (n-1)-gram starting at i, for the candidates of n
+    key[:-1] = (key[:-1] ^ hashes[1:]) * _P  # every 2-gram (those crossing documents are not candidates)
     cand = np.flatnonzero(doc[:-1] == doc[1:])  # 2-gram starts inside one document
     for n in range(2, max(DUP_NS) + 1):
-        if not len(cand):
-            break
-        key[cand] = (key[cand] ^ hashes[cand + n - 1].view(np.uint64)) * _P
-        order, gid, sizes, gstart = _groups(key[cand])
-        repeated = cand[order[sizes[gid] > 1]]
+        if n > 2:
+            key[cand] = (key[cand] ^ hashes[cand + n - 1]) * _P
+        idx, keys = _repeats(key[cand])
+        repeated = cand[idx]
         if n in TOP_NS:
-            out[n] = covered_chars(_top_starts(cand, order, gid, sizes, gstart, n, csum_len, doc), n,
-                                   lengths, doc, n_docs)
+            out[n] = covered_chars(_top_starts(repeated, keys, n, csum_len, doc), n, csum_len, doc, n_docs)
         else:
-            out[n] = covered_chars(repeated, n, lengths, doc, n_docs)
+            out[n] = covered_chars(repeated, n, csum_len, doc, n_docs)
         is_rep = np.zeros(m, dtype=bool)
         is_rep[repeated] = True
         cand = np.flatnonzero(is_rep[:-1] & is_rep[1:])  # the (n+1)-gram at i holds the n-grams at i, i+1
+        if not len(cand):
+            break
     return out
 
 
