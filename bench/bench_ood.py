@@ -136,8 +136,8 @@ def table_lines(metrics: dict) -> list[str]:
         out.append(f"{g:<14}{v['n']:>7}{_pct(v['share']):>9}{ln['lines']:>8}{ln['removed']:>7} {_pct(ln['share']):>7}")
     for title, key in (("good documents removed by", "good_removed_by"), ("spam removed by", "spam_removed_by"),
                        ("chrome removed by", "chrome_removed_by")):
-        out += ["", title + ":"] + [f"  {r:<34}{v['count']:>5}  {v['families']}  e.g. {', '.join(v['examples'])}"
-                                     for r, v in metrics[key].items()] or ["  (none)"]
+        out += ["", title + ":"] + ([f"  {r:<34}{v['count']:>5}  {v['families']}  e.g. {', '.join(v['examples'])}"
+                                      for r, v in metrics[key].items()] or ["  (none)"])
     if metrics["unaccounted"]:
         out += ["", f"UNACCOUNTED (in neither output): {len(metrics['unaccounted'])}, e.g. {metrics['unaccounted'][:3]}"]
     out += ["", "issue-23 targets:"]

