@@ -4,7 +4,12 @@ executors, Arrow-batched; fastText trains on the driver; the model directory (``
 complete.
 
 A hash of the text holds out ``valid_fraction`` (a document and its exact copies always land on
-the same side); the decision threshold is chosen on it (max F1) and its metrics recorded.
+the same side); the decision threshold is chosen on it and its metrics recorded. ``threshold_rule``
+says how: ``f1`` maximises F1 on the held-out split; ``keep_reference`` takes the score that keeps
+``keep_share`` of the held-out documents of the good label (hq for quality, ham for spam), the way
+FineWeb-2 takes a rule's threshold from a reference corpus. A quality model trained the GPT-3 way
+(hq = reference, lq = raw crawl, good pages included) needs the second: its F1 threshold sits in
+the middle of the crawl's good pages, and as a hard drop rule it would remove them.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.publish import publish_dir
-from filters.classify import (META_FILE, MODEL_FILE, PREPROCESS_VERSION, TrainParams, choose_threshold,
-                              fasttext_line, positive_probs, preprocess, sha256_file, train_fasttext)
+from filters.classify import (META_FILE, MODEL_FILE, PREPROCESS_VERSION, TrainParams, binary_metrics,
+                              choose_threshold, fasttext_line, positive_probs, preprocess, sha256_file, train_fasttext)
 
 log = logging.getLogger("zhcorpus")
 DEFAULT_LABELS = {"spam": ("ham", "spam"), "quality": ("lq", "hq")}
@@ -38,7 +43,19 @@ class ClassifierTrainingConfig:
     labels: tuple[str, ...] = ()  # (negative, positive); () = ("ham", "spam") or ("lq", "hq") by kind
     valid_fraction: float = 0.2  # held out by a hash of the text (ours)
     split_seed: int = 0
+    # How the recorded threshold is chosen on the held-out split: "f1" (max F1, ours) or
+    # "keep_reference" (keep keep_share of the good label's documents: FineWeb-2's removal budget).
+    threshold_rule: Literal["f1", "keep_reference"] = "f1"
+    # keep_reference: share of held-out good documents (hq / ham) the threshold keeps; 0.995 lets a
+    # model used as a hard drop rule remove at most 0.5 % of good text (issue 23's line budget).
+    keep_share: float = 0.995
     fasttext: TrainParams = field(default_factory=TrainParams)
+
+    def __post_init__(self):
+        if self.threshold_rule not in ("f1", "keep_reference"):
+            raise ValueError(f"classifier.threshold_rule must be 'f1' or 'keep_reference', got {self.threshold_rule!r}")
+        if not 0.0 < self.keep_share <= 1.0:
+            raise ValueError(f"classifier.keep_share must be in (0, 1], got {self.keep_share}")
 
     @property
     def label_pair(self) -> tuple[str, str]:
@@ -104,6 +121,39 @@ def _collect(rows: DataFrame, neg: str, pos: str, seed: int) -> _Splits:
     return s
 
 
+def keep_reference_threshold(probs: np.ndarray, truth: np.ndarray, keep_share: float,
+                             good_is_positive: bool) -> float:
+    """The threshold on P(positive) that keeps at least ``keep_share`` of the good documents and
+    removes as many others as that allows. ``truth``: True for the positive label. Good documents
+    are the positives when ``good_is_positive`` (kept iff p >= t), else the negatives (kept iff
+    p < t). Example: good positives scored [.1 .2 .3 .4], keep_share .75 -> t = .2 (3 of 4 kept)."""
+    good = np.sort(probs[truth == good_is_positive])
+    if good.size == 0:
+        raise ValueError("no held-out documents of the good label to take a threshold from")
+    n = good.size
+    if good_is_positive:  # drop the lowest floor(n * (1 - keep_share)); ties at t are kept
+        return float(good[int(np.floor(n * (1.0 - keep_share) + 1e-9))])
+    kept = int(np.ceil(n * keep_share - 1e-9))  # the lowest `kept` scores stay below t
+    return float(np.nextafter(good[kept - 1], np.inf))
+
+
+def decide_threshold(probs: np.ndarray, truth: np.ndarray, cfg: ClassifierTrainingConfig) -> dict[str, Any]:
+    """The recorded threshold and its held-out metrics under ``cfg.threshold_rule``; the F1
+    choice is recorded beside it (``f1_threshold``) whichever rule decides, and ``good_kept``
+    is the share of held-out good documents the chosen threshold keeps."""
+    best = choose_threshold(probs, truth)
+    good_is_positive = cfg.kind == "quality"
+    if cfg.threshold_rule == "f1":
+        t = best["threshold"]
+    else:
+        t = keep_reference_threshold(probs, truth, cfg.keep_share, good_is_positive)
+    pred = probs >= t
+    good = truth == good_is_positive
+    kept = pred[good] if good_is_positive else ~pred[good]
+    return {"threshold": t, **binary_metrics(pred, truth), "good_kept": round(float(kept.mean()), 4),
+            "f1_threshold": {k: best[k] for k in ("threshold", "precision", "recall", "f1")}}
+
+
 def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
                      extra_meta: dict[str, Any]) -> dict[str, Any]:
     """Train on ``df`` (text, label) and publish ``output``; returns the metadata."""
@@ -114,7 +164,7 @@ def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
         train_file = Path(tmp) / "train.txt"
         train_file.write_text("".join(s.train_lines), encoding="utf-8")
         model, lr_used = train_fasttext(train_file, cfg.fasttext)
-    metrics = choose_threshold(positive_probs(model, s.valid_texts, pos), np.array(s.valid_truth))
+    metrics = decide_threshold(positive_probs(model, s.valid_texts, pos), np.array(s.valid_truth), cfg)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     with publish_dir(output, overwrite=True) as staging:
         model.save_model(staging.path(MODEL_FILE))
@@ -122,8 +172,11 @@ def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
             "kind": cfg.kind, "labels": [neg, pos], "positive_label": pos,
             "sha256": sha256_file(staging.path(MODEL_FILE)), "preprocess_version": PREPROCESS_VERSION,
             "threshold": metrics["threshold"],
+            "threshold_rule": cfg.threshold_rule,
+            **({"keep_share": cfg.keep_share} if cfg.threshold_rule == "keep_reference" else {}),
             "validation": {"precision": metrics["precision"], "recall": metrics["recall"], "f1": metrics["f1"],
-                           "at_threshold": metrics["threshold"], "documents": len(s.valid_truth)},
+                           "at_threshold": metrics["threshold"], "documents": len(s.valid_truth),
+                           "good_kept": metrics["good_kept"], "f1_threshold": metrics["f1_threshold"]},
             "counts": s.counts, "lr_used": lr_used, "train_seconds": round(time.monotonic() - t0, 1),
             **extra_meta,
         }

