@@ -46,6 +46,9 @@ log = logging.getLogger("zhcorpus")
 SAFETY_DIR = SENSITIVE_DIR / "safety"
 CATEGORIES = ("gambling", "loans", "pornography", "fraud")
 REASON_PREFIX = "unsafe_"  # verdict reasons: unsafe_gambling, unsafe_loans, ...
+# reporting.txt is not a category: its terms mark text ABOUT the schemes (police, courts,
+# reporters); ``scores`` counts them under this key and ``verdict`` raises thresholds on them.
+REPORTING = "reporting"
 
 # Thresholds: a document is unsafe in a category when its score reaches min_score. Ours, set from
 # the scores of clean text (measured with tests/test_safety.py's helpers, 2026-11):
@@ -76,6 +79,13 @@ class SafetyConfig:
     extra_terms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # User additions, category -> regular expressions (checked like a .patterns line).
     extra_patterns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Text about the schemes (ours): a document with at least report_min_markers distinct terms of
+    # reporting.txt is a report, and every threshold rises by report_margin for it. News about
+    # crackdowns (tests/test_safety.py NEGATIVES) names the games and quotes the slogans: it scores
+    # up to 4, with 3 to 10 markers; no promotion page there has a marker. One marker is not enough
+    # (依法 and 通报 are everyday words: 1,267 of the 2,912 People's Daily documents have one).
+    report_min_markers: int = 2
+    report_margin: int = 2
     # Characters scanned from the start of a document (ours): bounds the cost of a huge page; a
     # promotion shows its offers at the top, and a People's Daily article part is at most 3,000
     # characters (demo.sources.ARTICLE_MAX_CHARS), so clean text of that kind is scanned whole.
@@ -300,7 +310,7 @@ def _class_chars(items: list) -> set[str] | None:
 def thresholds(cfg: SafetyConfig, categories: tuple[str, ...]) -> dict[str, int]:
     """category -> min_score: ``cfg.min_score`` over ``MIN_SCORE``. A name in ``cfg.min_score`` that
     is neither a category nor in MIN_SCORE is an error (a typo), as is a category with no threshold."""
-    unknown = sorted(set(cfg.min_score) - set(categories) - set(MIN_SCORE))
+    unknown = sorted(set(cfg.min_score) - set(categories) - set(MIN_SCORE) | set(cfg.min_score) & {REPORTING})
     if unknown:
         raise ValueError(f"safety.min_score names unknown categories {unknown}; known: {list(categories)}")
     merged = {**MIN_SCORE, **cfg.min_score}
@@ -317,7 +327,7 @@ class SafetyScorer:
         self.cfg = cfg
         directory = Path(cfg.lists_dir) if cfg.lists_dir else SAFETY_DIR
         self.lexicons, self.pattern_lists = with_extras(cfg, *read_safety_dir(directory))
-        self.categories = tuple(sorted(set(self.lexicons) | set(self.pattern_lists)))
+        self.categories = tuple(sorted((set(self.lexicons) | set(self.pattern_lists)) - {REPORTING}))
         self.thresholds = thresholds(cfg, self.categories)
         # every pattern of every category: (category, pattern, compiled)
         self._patterns = [(c, p, re.compile(p)) for c in self.categories
@@ -325,7 +335,7 @@ class SafetyScorer:
         self._always = []  # patterns without a requirement: run on every text
         self._requirements: list[list[tuple[int, ...]]] = []  # pattern -> alternatives of set ids
         keys: dict[str, tuple[list[str], list[int]]] = {}  # automaton key -> (term of, set ids)
-        for cat in self.categories:
+        for cat in (*self.categories, REPORTING):
             for term in self.lexicons[cat].terms if cat in self.lexicons else ():
                 if term:
                     keys.setdefault(term, ([], []))[0].append(cat)
@@ -370,13 +380,14 @@ class SafetyScorer:
         return h.hexdigest()
 
     def hits(self, text: str, normalised: bool = False) -> dict[str, CategoryHits]:
-        """category -> what it found, for every category. Only the first ``cfg.max_chars``
+        """category -> what it found, for every category, and ``REPORTING`` -> the reporting
+        markers found (never patterns). Only the first ``cfg.max_chars``
         characters are scanned. Pass ``normalised=True`` with ``filters.keywords.normalise(text)``
         to share one normalisation with other matchers."""
         text = text[:self.cfg.max_chars]
         if not normalised:
             text = normalise(text)
-        terms: dict[str, set[str]] = {c: set() for c in self.categories}
+        terms: dict[str, set[str]] = {c: set() for c in (*self.categories, REPORTING)}
         patterns: dict[str, dict[str, str]] = {c: {} for c in self.categories}
         hit_sets: set[int] = set()
         if self._automaton is not None and text:
@@ -393,16 +404,23 @@ class SafetyScorer:
             m = rx.search(text)
             if m:
                 patterns[cat][pattern] = m.group()
-        return {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.categories}
+        found = {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.categories}
+        found[REPORTING] = CategoryHits(frozenset(terms[REPORTING]), {})
+        return found
 
     def scores(self, text: str, normalised: bool = False) -> dict[str, int]:
-        """category -> distinct lexicon terms + matching patterns, for every category."""
+        """category -> distinct lexicon terms + matching patterns, for every category; and
+        ``REPORTING`` -> distinct reporting markers (0 when the lists have no reporting.txt)."""
         return {c: h.score for c, h in self.hits(text, normalised).items()}
 
     def verdict(self, scores: dict[str, int]) -> str | None:
         """``unsafe_<category>`` for the highest-scoring category whose score reaches its threshold
-        (ties: the larger excess over the threshold, then the category name), or None."""
-        over = [(s - self.thresholds[c], s, c) for c, s in scores.items() if s >= self.thresholds[c]]
+        (ties: the larger excess over the threshold, then the category name), or None. With at
+        least ``report_min_markers`` reporting markers every threshold is ``report_margin`` higher."""
+        report = scores.get(REPORTING, 0) >= self.cfg.report_min_markers
+        raise_by = self.cfg.report_margin if report else 0
+        over = [(s - self.thresholds[c] - raise_by, s, c) for c, s in scores.items()
+                if c != REPORTING and s >= self.thresholds[c] + raise_by]
         if not over:
             return None
         best = min(over, key=lambda t: (-t[1], -t[0], t[2]))
