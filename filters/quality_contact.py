@@ -134,7 +134,9 @@ def _cue_spans(text: str) -> list[tuple[int, int]]:
             continue  # "vx" inside "vxworks", "tel" inside "hotel"
         kind = CUE_KINDS[word.lower().translate(_FULLWIDTH_UPPER)]
         m = _ID_AFTER_CUE.match(text, end)
-        if m and m["run"] is not None and _id_run(m["run"], kind):
+        if m and m["run"] is not None and _mobiles(m["run"]):
+            pass  # mobiles, one span each, come from _mobile_spans
+        elif m and m["run"] is not None and _id_run(m["run"], kind):
             spans.append(m.span("run"))
         elif m and m["word"] is not None and kind != PHONE and _letter_id(m["word"], m["fill"]):
             spans.append(m.span("word"))

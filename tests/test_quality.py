@@ -1,0 +1,266 @@
+"""Label-free document statistics (filters.quality): each statistic on a small document whose
+value is worked out by hand in a comment; the batch form against the one-document form; the
+contact detector on obfuscated positives and on numbers that are not contacts; keyword stuffing
+and classical Chinese against ordinary prose."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from filters import quality as q
+from filters.quality_contact import contact_spans
+from filters.text import han_ratio
+
+NEWS = ("新华社北京１月５日电　国务院总理李鹏今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的"
+        "国际问题交换了意见。李鹏说，中国政府高度重视发展同各国的友好合作关系，愿意在和平共处五项原则的"
+        "基础上，进一步加强在经济、贸易、科技和文化等领域的交流与合作。\n"
+        "客人表示，这次访问的目的是增进了解，扩大合作。他对中国经济建设取得的巨大成就表示钦佩。")
+
+
+def sig(text: str, words: list[str] | None = None) -> dict[str, float]:
+    return q.doc_signals(text, words)
+
+
+def test_signal_names_fixed_order():
+    assert q.SIGNAL_NAMES == (
+        "line_punct_frac", "short_line_frac", "separator_line_frac", "dup_line_char_frac", "dup_para_char_frac",
+        "top2_word_cov", "top3_word_cov", "top4_word_cov", "dup5_word_cov", "dup6_word_cov", "dup7_word_cov",
+        "dup8_word_cov", "dup9_word_cov", "dup10_word_cov", "function_word_ratio", "function_word_distinct",
+        "symbol_ratio", "digit_ratio", "latin_ratio", "punct_ratio", "contact_density", "han_ratio")
+    assert {s.bad_when for s in q.SIGNALS} == {"high", "low"}
+    assert list(sig(NEWS)) == list(q.SIGNAL_NAMES)
+
+
+def test_line_punct_frac():
+    # 5 lines (the trailing empty one is not a line): 。 yes; 吧 no; ！” yes (closer after !);
+    # （完） no (closer after 完); "world." yes -> 3/5
+    text = "今天天气很好。\n我们去公园吧\n他说：“走吧！”\n（完）\nHello world.\n\n"
+    assert sig(text)["line_punct_frac"] == pytest.approx(3 / 5)
+
+
+def test_line_punct_frac_closers_limit():
+    # 。 followed by 3 closers counts, by 4 does not (MAX_CLOSERS = 3) -> 1/2
+    assert sig("好。”）」\n好。”）」』")["line_punct_frac"] == pytest.approx(1 / 2)
+
+
+def test_short_line_frac():
+    # visible characters: 9 (short), 10 (not), 10 letters between spaces (not), 2 (short) -> 2/4
+    text = "一二三四五六七八九\n一二三四五六七八九十\na b c d e f g h i j\n  短行  "
+    assert sig(text)["short_line_frac"] == pytest.approx(2 / 4)
+
+
+def test_separator_line_frac():
+    lines = [
+        "首页 > 新闻 > 正文",  # (a): 2 separators + 4 spaces over 12 characters = 0.5 >= 0.3 -> yes
+        "首页|新闻|体育|财经",  # (a): 3/11 < 0.3; (b): 3 separators, no other punctuation, 4 items <= 8 -> yes
+        "三国演义 第四十回 蔡夫人议献荆州\u3000诸葛亮火烧新野",  # no separator; 3 spaces / 25 -> no
+        "大体/小体（dàtǐ/xiǎotǐ）",  # 2 "/" over 18; brackets are other punctuation, so not (b) -> no
+        "他说——我们走吧。",  # 2 dashes over 9; 。 -> no
+        "────────",  # 8/8 -> yes
+    ]
+    assert sig("\n".join(lines))["separator_line_frac"] == pytest.approx(3 / 6)
+
+
+def test_duplicate_lines_without_blank_lines():
+    # lines (chars): 第一行内容 5, 第二行 3, 第一行内容 5 (dup), 第二行 3 (dup after stripping), 第三行 3
+    # visible = 19, duplicated = 8; no blank line, so paragraphs are the lines: same value
+    s = sig("第一行内容\n第二行\n第一行内容\n  第二行  \n第三行")
+    assert s["dup_line_char_frac"] == pytest.approx(8 / 19)
+    assert s["dup_para_char_frac"] == pytest.approx(8 / 19)
+
+
+def test_duplicate_paragraphs():
+    # blocks: [甲乙丙, 丁戊] 5, [甲乙丙, 丁戊] 5 (dup), [甲乙丙, 己庚] 5 -> para 5/15
+    # lines: 甲乙丙 3, 丁戊 2, 甲乙丙 3 (dup), 丁戊 2 (dup), 甲乙丙 3 (dup), 己庚 2 -> 8/15
+    s = sig("甲乙丙\n丁戊\n\n甲乙丙\n丁戊\n\n甲乙丙\n己庚")
+    assert s["dup_para_char_frac"] == pytest.approx(5 / 15)
+    assert s["dup_line_char_frac"] == pytest.approx(8 / 15)
+
+
+PERIODIC = list("甲乙丙丁戊甲乙丙丁戊甲乙丙丁戊己")  # 16 one-character words
+
+
+def test_top_ngram_coverage():
+    # 2-grams 甲乙 乙丙 丙丁 丁戊 occur 3 times each (tie in count and characters): the first, 甲乙,
+    # covers words 0,1,5,6,10,11 -> 6/16; 甲乙丙 x3 -> 9/16; 甲乙丙丁 x3 -> 12/16
+    s = sig("".join(PERIODIC), PERIODIC)
+    assert s["top2_word_cov"] == pytest.approx(6 / 16)
+    assert s["top3_word_cov"] == pytest.approx(9 / 16)
+    assert s["top4_word_cov"] == pytest.approx(12 / 16)
+
+
+def test_duplicated_ngram_coverage():
+    # every 5-gram starting at 0..10 recurs 5 words away; the one at 11 holds 己 -> words 0..14 = 15/16
+    # 10-grams: at 0 and 5 only (those at 1..4 and 6 differ) -> words 0..14 again = 15/16
+    s = sig("".join(PERIODIC), PERIODIC)
+    for n in range(5, 11):
+        assert s[f"dup{n}_word_cov"] == pytest.approx(15 / 16), n
+    # 11 one-character words, no 5-gram twice
+    assert sig("甲乙丙丁戊己庚辛壬癸子", list("甲乙丙丁戊己庚辛壬癸子"))["dup5_word_cov"] == 0.0
+
+
+def test_top_ngram_ties_go_to_more_characters_and_overlaps_count_once():
+    # 北京天安门 (5 chars), 天安门我 (4), 我爱 (2) each twice: the longest wins -> 10 of 14 characters
+    words = ["北京", "天安门", "我", "爱", "北京", "天安门", "我", "爱"]
+    assert sig("".join(words), words)["top2_word_cov"] == pytest.approx(10 / 14)
+    # 哈哈 at 0,1,2,3 covers all 5 words once (not 4 x 2 = 8 characters) -> 1.0
+    assert sig("哈哈哈哈哈", list("哈哈哈哈哈"))["top2_word_cov"] == pytest.approx(1.0)
+    # nothing repeats -> 0, not the single most frequent 2-gram's share
+    assert sig("我爱北京", ["我", "爱", "北京"])["top2_word_cov"] == 0.0
+
+
+def test_ngrams_skip_punctuation_and_stay_in_their_document():
+    # the comma is no word: words 我 爱 北京 我 爱 上海 (8 chars); 我爱 twice -> 4/8
+    words = ["我", "爱", "北京", "，", "我", "爱", "上海"]
+    assert sig("".join(words), words)["top2_word_cov"] == pytest.approx(4 / 8)
+    # the same 2-gram in two different documents is not a repeat in either
+    out = q.signals_batch(["我爱北京", "我爱上海"])
+    assert out["top2_word_cov"].tolist() == [0.0, 0.0]
+
+
+def test_function_words():
+    # words 我 的 书 在 桌子 上 (。 is no word): 我 的 在 are function words -> 3/6, 3 distinct
+    s = sig("我的书在桌子上。")
+    assert s["function_word_ratio"] == pytest.approx(3 / 6)
+    assert s["function_word_distinct"] == 3
+    # 的 three times is still one distinct function word: words 好 的 好 的 好 的 -> 3/6, 1 distinct
+    s = sig("好的好的好的", ["好", "的", "好", "的", "好", "的"])
+    assert (s["function_word_ratio"], s["function_word_distinct"]) == (pytest.approx(0.5), 1)
+
+
+CLASSICAL = "子曰：学而时习之，不亦说乎？有朋自远方来，不亦乐乎？人不知而不愠，不亦君子乎？"
+
+
+def test_classical_chinese_is_not_a_keyword_list():
+    # words: 子 曰 学 而 时 习 之 不 亦 说 乎 有朋自远方来 不亦乐乎 人不知 而 不 愠 不 亦 君子 乎 (21);
+    # function words 曰 而 之 不 亦 乎 而 不 不 亦 乎 (11) -> 11/21; distinct 曰 而 之 不 亦 乎 -> 6
+    s = sig(CLASSICAL)
+    assert s["function_word_ratio"] == pytest.approx(11 / 21)
+    assert s["function_word_distinct"] == 6
+    passage = CLASSICAL + ("\n有子曰：其为人也孝弟，而好犯上者，鲜矣；不好犯上，而好作乱者，未之有也。君子务本，本立而道生。"
+                           "孝弟也者，其为仁之本与！\n太史公曰：余读孔氏书，想见其为人。")
+    keywords = "石家庄 水半夏 最新 口碑 排行榜 价格 批发 基地 种植 公司 厂家 电话 地址 哪里有 多少钱"
+    # 18 words; 哪里有 is cut 哪里 有, both function words -> 2/18
+    assert sig(keywords)["function_word_ratio"] == pytest.approx(2 / 18)
+    assert sig(passage)["function_word_ratio"] > 3 * (2 / 18)
+
+
+def test_character_ratios():
+    # visible: 中文 (Han 2), ABC é Ｚ (Latin 5), 123 ① (digits 4), ， (punct 1), ★ 😀 (symbols 2) = 14
+    s = sig("中文ABC123①，★😀 é Ｚ")
+    assert s["han_ratio"] == pytest.approx(2 / 14)
+    assert s["latin_ratio"] == pytest.approx(5 / 14)
+    assert s["digit_ratio"] == pytest.approx(4 / 14)
+    assert s["punct_ratio"] == pytest.approx(1 / 14)
+    assert s["symbol_ratio"] == pytest.approx(2 / 14)
+
+
+def test_han_ratio_is_filters_text():
+    for text in (NEWS, CLASSICAL, "abc 中 𠀀 豈", "😀😀中"):
+        assert sig(text)["han_ratio"] == pytest.approx(han_ratio(text), rel=1e-6)
+
+
+def test_contact_density():
+    # 加我微信：abc_123，或者扣扣：一二三四五六七。 has 26 visible characters and 2 ids -> 2000/26
+    assert sig("加我微信：abc_123，或者扣扣：一二三四五六七。")["contact_density"] == pytest.approx(2000 / 26, rel=1e-6)
+    assert sig(NEWS)["contact_density"] == 0.0
+
+
+CONTACTS = [
+    "徽信 abc_8888", "薇信号：zhangsan", "威信：８８６６５５４４", "扣扣：①②③④⑤⑥⑦", "企鹅号 1 2 3 4 5 6 7",
+    "蔻蔻 一二三四五六七八", "vx: wang_2024", "微x 88-66-55-44", "加V：abc12345", "V信 ❶❷❸❹❺❻", "QQ群：12345678",
+    "电话 010-12345678", "热线：(0311)8765432", "手机一三八一二三四五六七八", "请拨 1 3 8 1 2 3 4 5 6 7 8",
+    "+86 138 1234 5678", "13812345678", "12345678（微信同号）", "www.example.com", "访问https://x.cn/abc",
+    "网址 abc点com", "邮箱 abc@qq.com", "WeChat: lily_88",
+]
+NOT_CONTACTS = [
+    "1998年1月1日，新华社北京电", "2021-06-01 上午召开电话会议", "电话：2021-06-01", "根据《民法典》第一百二十条的规定",
+    "价格 1999 元，售价 12999 元", "ISBN 978-7-111-12345-6", "全国共有12345所学校，比去年增长3.5%，在校生2860万人。",
+    "手机销量达到1500万部", "电话号码共有7位", "一九九八年一月一日", "二〇二一年十二月三十一日", "联系群众一万多人",
+    "银行卡号 6222 0212 3456 7890 123", "2021年第1季度营收为123456789元", "hotel 12345678", "微信公众号 Python",
+    "温度为-5℃到10℃，湿度85%", "第12345678号令",
+]
+
+
+@pytest.mark.parametrize("text", CONTACTS)
+def test_contact_positives(text):
+    assert len(contact_spans(text)) == 1, contact_spans(text)
+
+
+@pytest.mark.parametrize("text", NOT_CONTACTS)
+def test_contact_negatives(text):
+    assert contact_spans(text) == [], [text[s:e] for s, e in contact_spans(text)]
+
+
+def test_contact_lists_and_merges():
+    # two numbers separated by a space are two ids; a domain inside an e-mail address is one
+    assert len(contact_spans("电话：13812345678 13912345678")) == 2
+    assert contact_spans("abc@qq.com") == [(0, 10)]
+
+
+def seo_page() -> str:
+    cities = ["石家庄", "保定", "唐山", "邯郸", "邢台", "沧州", "廊坊", "衡水"]
+    lines = [f"{c}水半夏最新_{c}水半夏口碑_{c}水半夏排行榜" for c in cities]
+    lines.append("大家还在搜：" + "、".join(f"{c}水半夏多少钱" for c in cities))
+    return "\n".join(lines)
+
+
+def test_keyword_stuffing_scores_far_higher_than_news():
+    # 水 半夏 (3 chars) 28 times in 249 word characters (rjieba cuts some city names with 水): 84/249 = 0.34 > Gopher's 0.20; 水 半夏 最新 and
+    # 水 半夏 多少 钱 8 times each: 0.16 and 0.17 (Gopher: 0.18, 0.16); the news paragraph repeats none
+    seo, news = sig(seo_page()), sig(NEWS)
+    for n, floor in ((2, 0.3), (3, 0.15), (4, 0.15)):
+        assert seo[f"top{n}_word_cov"] > floor, (n, seo)
+        assert seo[f"top{n}_word_cov"] > news[f"top{n}_word_cov"] + 0.1, (n, seo, news)
+    assert seo["function_word_ratio"] < 0.05 < news["function_word_ratio"]
+    assert seo["line_punct_frac"] == 0.0 and news["line_punct_frac"] == 1.0
+
+
+EMPTY_LIKE = ["", " ", "\n\n", "\u3000\t\r\n"]
+
+
+def test_empty_texts_are_zero_not_nan():
+    for text in EMPTY_LIKE:
+        assert set(sig(text).values()) == {0.0}, text
+
+
+MIXED = [NEWS, CLASSICAL, "", seo_page(), "  \n", "加我微信：abc_123\r\n\r\n加我微信：abc_123", "😀★※ | · | ─── \n首页 > 新闻",
+         "".join(PERIODIC), "English only. Another line.\n\nEnglish only. Another line.", "一\n一\n一", "好。"]
+
+
+def test_batch_equals_one_document_at_a_time():
+    batch = q.signals_batch(MIXED)
+    assert list(batch) == list(q.SIGNAL_NAMES)
+    for name, values in batch.items():
+        assert values.dtype == np.float32 and len(values) == len(MIXED)
+        assert not np.isnan(values).any()
+    for i, text in enumerate(MIXED):
+        one = sig(text)
+        for name in q.SIGNAL_NAMES:
+            assert batch[name][i] == pytest.approx(one[name], rel=1e-6, abs=1e-7), (i, name)
+
+
+def test_chunking_does_not_change_values(monkeypatch):
+    whole = q.signals_batch(MIXED)
+    monkeypatch.setattr(q, "CHUNK_CHARS", 60)  # several chunks, some with one long text alone
+    assert len(q._chunks(MIXED)) > 3
+    chunked = q.signals_batch(MIXED)
+    for name in q.SIGNAL_NAMES:
+        np.testing.assert_array_equal(whole[name], chunked[name], err_msg=name)
+
+
+def test_words_must_spell_the_text():
+    with pytest.raises(ValueError):
+        q.doc_signals("我爱北京", ["我", "爱"])
+    assert q.signals_batch([]) == {name: pytest.approx(np.zeros(0)) for name in q.SIGNAL_NAMES}
+
+
+def test_given_words_are_used():
+    # the caller's cut is used, not rjieba's: as two words there is one 2-gram (no repeat) -> 0;
+    # as 8 characters, 我爱 爱北 北京 occur twice each (tie: the first, 我爱, at words 0 and 4) -> 4/8
+    text = "我爱北京我爱北京"
+    assert sig(text, ["我爱北京", "我爱北京"])["top2_word_cov"] == 0.0
+    assert math.isclose(sig(text, list(text))["top2_word_cov"], 0.5, rel_tol=1e-6)
