@@ -169,12 +169,10 @@ def first_occurrence(keys: np.ndarray) -> np.ndarray:
 
 def block_keys(line_keys: np.ndarray, block_start: np.ndarray) -> np.ndarray:
     """One key per block of consecutive lines (``block_start``: True on the first line of each
-    block): the lines' keys in order, as a polynomial in ``_P`` plus the block's length, so equal
-    keys = the same lines in the same order."""
+    block): the lines' keys in order, as a polynomial in ``_P``, so equal keys = the same lines in
+    the same order."""
     starts = np.flatnonzero(block_start)
     block = np.cumsum(block_start) - 1
     rank = np.arange(len(line_keys)) - starts[block]
     powers = np.cumprod(np.full(int(rank.max()) + 1 if len(rank) else 1, _P))  # wraps mod 2^64
-    summed = np.add.reduceat(line_keys * powers[rank], starts) if len(starts) else line_keys[:0]
-    sizes = np.diff(np.append(starts, len(line_keys))).astype(np.uint64)
-    return (summed ^ sizes) * _Q
+    return np.add.reduceat(line_keys * powers[rank], starts) if len(starts) else line_keys[:0]

@@ -78,6 +78,8 @@ def test_duplicate_paragraphs():
     s = sig("甲乙丙\n丁戊\n\n甲乙丙\n丁戊\n\n甲乙丙\n己庚")
     assert s["dup_para_char_frac"] == pytest.approx(5 / 15)
     assert s["dup_line_char_frac"] == pytest.approx(8 / 15)
+    # the same lines in another order are another paragraph: [甲乙, 丙丁] then [丙丁, 甲乙] -> 0
+    assert sig("甲乙\n丙丁\n\n丙丁\n甲乙")["dup_para_char_frac"] == 0.0
 
 
 PERIODIC = list("甲乙丙丁戊甲乙丙丁戊甲乙丙丁戊己")  # 16 one-character words
@@ -103,11 +105,14 @@ def test_duplicated_ngram_coverage():
 
 
 def test_top_ngram_ties_go_to_more_characters_and_overlaps_count_once():
-    # 北京天安门 (5 chars), 天安门我 (4), 我爱 (2) each twice: the longest wins -> 10 of 14 characters
-    words = ["北京", "天安门", "我", "爱", "北京", "天安门", "我", "爱"]
+    # 我爱 (2 chars, first), 爱北京 (3), 北京天安门 (5) each twice: the longest wins, words 2,3,6,7 -> 10/14
+    words = ["我", "爱", "北京", "天安门", "我", "爱", "北京", "天安门"]
     assert sig("".join(words), words)["top2_word_cov"] == pytest.approx(10 / 14)
     # 哈哈 at 0,1,2,3 covers all 5 words once (not 4 x 2 = 8 characters) -> 1.0
     assert sig("哈哈哈哈哈", list("哈哈哈哈哈"))["top2_word_cov"] == pytest.approx(1.0)
+    # 哈哈 (at 0, 1: overlapping, 3 words) and 甲乙 (at 3, 5: 4 words) tie in count and characters: the
+    # first, 哈哈, is taken -> 3/7
+    assert sig("哈哈哈甲乙甲乙", list("哈哈哈甲乙甲乙"))["top2_word_cov"] == pytest.approx(3 / 7)
     # nothing repeats -> 0, not the single most frequent 2-gram's share
     assert sig("我爱北京", ["我", "爱", "北京"])["top2_word_cov"] == 0.0
 
@@ -173,14 +178,14 @@ CONTACTS = [
     "徽信 abc_8888", "薇信号：zhangsan", "威信：８８６６５５４４", "扣扣：①②③④⑤⑥⑦", "企鹅号 1 2 3 4 5 6 7",
     "蔻蔻 一二三四五六七八", "vx: wang_2024", "微x 88-66-55-44", "加V：abc12345", "V信 ❶❷❸❹❺❻", "QQ群：12345678",
     "电话 010-12345678", "热线：(0311)8765432", "手机一三八一二三四五六七八", "请拨 1 3 8 1 2 3 4 5 6 7 8",
-    "+86 138 1234 5678", "13812345678", "12345678（微信同号）", "www.example.com", "访问https://x.cn/abc",
+    "+86 138 1234 5678", "+8613812345678", "13812345678", "12345678（微信同号）", "www.example.com", "访问https://x.cn/abc",
     "网址 abc点com", "邮箱 abc@qq.com", "WeChat: lily_88",
 ]
 NOT_CONTACTS = [
     "1998年1月1日，新华社北京电", "2021-06-01 上午召开电话会议", "电话：2021-06-01", "根据《民法典》第一百二十条的规定",
     "价格 1999 元，售价 12999 元", "ISBN 978-7-111-12345-6", "全国共有12345所学校，比去年增长3.5%，在校生2860万人。",
     "手机销量达到1500万部", "电话号码共有7位", "一九九八年一月一日", "二〇二一年十二月三十一日", "联系群众一万多人",
-    "银行卡号 6222 0212 3456 7890 123", "2021年第1季度营收为123456789元", "hotel 12345678", "微信公众号 Python",
+    "银行卡号 6222 0212 3456 7890 123", "2021年第1季度营收为123456789元", "hotel 12345678", "微信公众号 Python", "关注微信 Python 教程",
     "温度为-5℃到10℃，湿度85%", "第12345678号令",
 ]
 
@@ -209,8 +214,9 @@ def seo_page() -> str:
 
 
 def test_keyword_stuffing_scores_far_higher_than_news():
-    # 水 半夏 (3 chars) 28 times in 249 word characters (rjieba cuts some city names with 水): 84/249 = 0.34 > Gopher's 0.20; 水 半夏 最新 and
-    # 水 半夏 多少 钱 8 times each: 0.16 and 0.17 (Gopher: 0.18, 0.16); the news paragraph repeats none
+    # 水 半夏 (3 chars) 28 times in 249 word characters (rjieba glues 水 to some city names): 84/249 = 0.34,
+    # above Gopher's 0.20; 水 半夏 最新 (5 chars) and 水 半夏 多少 钱 (6) 8 times each: 40/249 = 0.16 and
+    # 48/249 = 0.19 (Gopher: 0.18, 0.16); the news paragraph repeats none
     seo, news = sig(seo_page()), sig(NEWS)
     for n, floor in ((2, 0.3), (3, 0.15), (4, 0.15)):
         assert seo[f"top{n}_word_cov"] > floor, (n, seo)
