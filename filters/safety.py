@@ -46,9 +46,13 @@ log = logging.getLogger("zhcorpus")
 SAFETY_DIR = SENSITIVE_DIR / "safety"
 CATEGORIES = ("gambling", "loans", "pornography", "fraud")
 REASON_PREFIX = "unsafe_"  # verdict reasons: unsafe_gambling, unsafe_loans, ...
-# reporting.txt is not a category: its terms mark text ABOUT the schemes (police, courts,
-# reporters); ``scores`` counts them under this key and ``verdict`` raises thresholds on them.
+# Two lists are registers, not categories: ``reporting`` marks text ABOUT the schemes (police,
+# courts, reporters), ``promotion`` marks a page that sells something (calls to action, contact
+# ids, give-aways, urgency). ``scores`` counts them like categories; ``verdict`` moves every
+# category's threshold up for a report and down for a promotion. They never name a verdict.
 REPORTING = "reporting"
+PROMOTION = "promotion"
+REGISTERS = (REPORTING, PROMOTION)
 
 # Thresholds: a document is unsafe in a category when its score reaches min_score. Ours, set from
 # the scores of clean text (measured with tests/test_safety.py's helpers, 2026-11):
@@ -86,6 +90,12 @@ class SafetyConfig:
     # (依法 and 通报 are everyday words: 1,267 of the 2,912 People's Daily documents have one).
     report_min_markers: int = 2
     report_margin: int = 2
+    # A page that sells (ours): with at least promo_min_markers distinct promotion markers
+    # (promotion.txt, promotion.patterns) every threshold falls by promo_discount, but never below
+    # min_evidence points of the category's own. MEASURED_BELOW gives the clean-text counts.
+    promo_min_markers: int = 2
+    promo_discount: int = 2
+    min_evidence: int = 2
     # Characters scanned from the start of a document (ours): bounds the cost of a huge page; a
     # promotion shows its offers at the top, and a People's Daily article part is at most 3,000
     # characters (demo.sources.ARTICLE_MAX_CHARS), so clean text of that kind is scanned whole.
@@ -310,7 +320,7 @@ def _class_chars(items: list) -> set[str] | None:
 def thresholds(cfg: SafetyConfig, categories: tuple[str, ...]) -> dict[str, int]:
     """category -> min_score: ``cfg.min_score`` over ``MIN_SCORE``. A name in ``cfg.min_score`` that
     is neither a category nor in MIN_SCORE is an error (a typo), as is a category with no threshold."""
-    unknown = sorted(set(cfg.min_score) - set(categories) - set(MIN_SCORE) | set(cfg.min_score) & {REPORTING})
+    unknown = sorted(set(cfg.min_score) - set(categories) - set(MIN_SCORE) | set(cfg.min_score) & set(REGISTERS))
     if unknown:
         raise ValueError(f"safety.min_score names unknown categories {unknown}; known: {list(categories)}")
     merged = {**MIN_SCORE, **cfg.min_score}
@@ -327,15 +337,16 @@ class SafetyScorer:
         self.cfg = cfg
         directory = Path(cfg.lists_dir) if cfg.lists_dir else SAFETY_DIR
         self.lexicons, self.pattern_lists = with_extras(cfg, *read_safety_dir(directory))
-        self.categories = tuple(sorted((set(self.lexicons) | set(self.pattern_lists)) - {REPORTING}))
+        self.lists = tuple(sorted(set(self.lexicons) | set(self.pattern_lists)))  # categories and registers
+        self.categories = tuple(c for c in self.lists if c not in REGISTERS)
         self.thresholds = thresholds(cfg, self.categories)
-        # every pattern of every category: (category, pattern, compiled)
-        self._patterns = [(c, p, re.compile(p)) for c in self.categories
+        # every pattern of every list: (list, pattern, compiled)
+        self._patterns = [(c, p, re.compile(p)) for c in self.lists
                           for p in (self.pattern_lists[c].patterns if c in self.pattern_lists else ())]
         self._always = []  # patterns without a requirement: run on every text
         self._requirements: list[list[tuple[int, ...]]] = []  # pattern -> alternatives of set ids
         keys: dict[str, tuple[list[str], list[int]]] = {}  # automaton key -> (term of, set ids)
-        for cat in (*self.categories, REPORTING):
+        for cat in self.lists:
             for term in self.lexicons[cat].terms if cat in self.lexicons else ():
                 if term:
                     keys.setdefault(term, ([], []))[0].append(cat)
@@ -362,33 +373,36 @@ class SafetyScorer:
 
     @property
     def versions(self) -> dict[str, str]:
-        """category -> "<lexicon version>/<patterns version>", for run reports."""
+        """list -> "<lexicon version>/<patterns version>", for run reports."""
         none = "-"
         return {c: f"{self.lexicons[c].version if c in self.lexicons else none}/"
-                   f"{self.pattern_lists[c].version if c in self.pattern_lists else none}" for c in self.categories}
+                   f"{self.pattern_lists[c].version if c in self.pattern_lists else none}" for c in self.lists}
 
     @property
     def fingerprint(self) -> str:
         """sha256 over every (category, kind, entry) and the thresholds: names the lists a run used."""
         h = hashlib.sha256()
-        for c in self.categories:
+        for c in self.lists:
             for term in sorted(self.lexicons[c].terms if c in self.lexicons else ()):
                 h.update(f"{c}\tterm\t{term}\n".encode())
             for p in self.pattern_lists[c].patterns if c in self.pattern_lists else ():
                 h.update(f"{c}\tpattern\t{p}\n".encode())
-            h.update(f"{c}\tmin_score\t{self.thresholds[c]}\n".encode())
+            if c in self.thresholds:
+                h.update(f"{c}\tmin_score\t{self.thresholds[c]}\n".encode())
+        cfg = self.cfg
+        h.update(f"{cfg.report_min_markers} {cfg.report_margin} {cfg.promo_min_markers} {cfg.promo_discount} "
+                 f"{cfg.min_evidence} {cfg.max_chars}\n".encode())
         return h.hexdigest()
 
     def hits(self, text: str, normalised: bool = False) -> dict[str, CategoryHits]:
-        """category -> what it found, for every category, and ``REPORTING`` -> the reporting
-        markers found (never patterns). Only the first ``cfg.max_chars``
+        """list -> what it found, for every category and register. Only the first ``cfg.max_chars``
         characters are scanned. Pass ``normalised=True`` with ``filters.keywords.normalise(text)``
         to share one normalisation with other matchers."""
         text = text[:self.cfg.max_chars]
         if not normalised:
             text = normalise(text)
-        terms: dict[str, set[str]] = {c: set() for c in (*self.categories, REPORTING)}
-        patterns: dict[str, dict[str, str]] = {c: {} for c in self.categories}
+        terms: dict[str, set[str]] = {c: set() for c in self.lists}
+        patterns: dict[str, dict[str, str]] = {c: {} for c in self.lists}
         hit_sets: set[int] = set()
         if self._automaton is not None and text:
             for k in {k for k, _, _ in self._automaton.find_matches_as_indexes(text, overlapping=True)}:
@@ -404,24 +418,29 @@ class SafetyScorer:
             m = rx.search(text)
             if m:
                 patterns[cat][pattern] = m.group()
-        found = {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.categories}
-        found[REPORTING] = CategoryHits(frozenset(terms[REPORTING]), {})
-        return found
+        return {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.lists}
 
     def scores(self, text: str, normalised: bool = False) -> dict[str, int]:
-        """category -> distinct lexicon terms + matching patterns, for every category; and
-        ``REPORTING`` -> distinct reporting markers (0 when the lists have no reporting.txt)."""
+        """list -> distinct lexicon terms + matching patterns, for every category and register
+        (the registers are absent when the lists directory has no files for them)."""
         return {c: h.score for c, h in self.hits(text, normalised).items()}
 
+    def threshold(self, category: str, scores: dict[str, int]) -> int:
+        """The score ``category`` must reach in a document with these register counts: min_score,
+        + report_margin for a report, - promo_discount for a promotion (never below min_evidence)."""
+        cfg, t = self.cfg, self.thresholds[category]
+        if scores.get(REPORTING, 0) >= cfg.report_min_markers:
+            t += cfg.report_margin
+        if scores.get(PROMOTION, 0) >= cfg.promo_min_markers:
+            t = max(t - cfg.promo_discount, cfg.min_evidence)
+        return t
+
     def verdict(self, scores: dict[str, int]) -> str | None:
-        """``unsafe_<category>`` for the highest-scoring category whose score reaches its threshold
-        (ties: the larger excess over the threshold, then the category name), or None. With at
-        least ``report_min_markers`` reporting markers every threshold is ``report_margin`` higher."""
-        report = scores.get(REPORTING, 0) >= self.cfg.report_min_markers
-        raise_by = self.cfg.report_margin if report else 0
-        over = [(s - self.thresholds[c] - raise_by, s, c) for c, s in scores.items()
-                if c != REPORTING and s >= self.thresholds[c] + raise_by]
+        """``unsafe_<category>`` for the highest-scoring category whose score reaches its
+        ``threshold`` (ties: the larger excess over it, then the category name), or None."""
+        over = [(s - t, s, c) for c in self.categories
+                if (s := scores.get(c, 0)) >= (t := self.threshold(c, scores))]
         if not over:
             return None
-        best = min(over, key=lambda t: (-t[1], -t[0], t[2]))
+        best = min(over, key=lambda o: (-o[1], -o[0], o[2]))
         return REASON_PREFIX + best[2]
