@@ -67,6 +67,7 @@ class FluencyTrainingConfig:
             raise ValueError(f"fluency.holdout_fraction must be in [0, 1), got {self.holdout_fraction}")
         if self.order < 1 or self.min_count < 1 or self.max_vocab < 1:
             raise ValueError("fluency.order, fluency.min_count and fluency.max_vocab must be at least 1")
+        check_radix(self.max_vocab + len(SPECIALS), self.order)
 
 
 def read_texts(spark: SparkSession, inputs: list[str]) -> DataFrame:
@@ -228,7 +229,6 @@ def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingCo
     directory ``output`` (replaced atomically): model.npz, metadata.json and
     reference_percentiles.json. Returns the metadata, with the reference profile under
     ``reference_profile``."""
-    check_radix(cfg.max_vocab + len(SPECIALS), cfg.order)  # before any work
     t0 = time.monotonic()
     train, held = split_reference(read_texts(spark, inputs), cfg)
     vocab, size = vocabulary(train, cfg.max_vocab)

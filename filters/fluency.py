@@ -566,6 +566,15 @@ class FluencyModel:
         key = sum(int(w) * self.tables.radix ** (len(ids) - 1 - j) for j, w in enumerate(ids))
         return float(self.tables.query(np.array([key], np.uint64), len(ids))[0])
 
+    def distribution(self, context: Sequence[int]) -> np.ndarray:
+        """log10 p(w | context) for every token id w (the last ``order - 1`` of ``context`` are
+        used; <s> gets NO_PROB): over the other ids it sums to 1."""
+        context, radix = list(context)[-(self.tables.order - 1):] if self.tables.order > 1 else [], self.tables.radix
+        head = sum(int(w) * radix ** (len(context) - j) for j, w in enumerate(context))
+        out = self.tables.query(np.uint64(head) + np.arange(radix, dtype=np.uint64), len(context) + 1)
+        out[BOS] = NO_PROB
+        return out
+
     def score_batch(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(sum of log10 p, number of predicted tokens) per text: its sentences' characters and
         their </s>, as KenLM scores a sentence; a text is read up to ``max_chars`` characters."""
