@@ -237,10 +237,8 @@ def _function_word_table() -> _KeyTable:
 def _function_word_ids(keys: np.ndarray) -> np.ndarray:
     """Each key's function-word id, or -1."""
     table = _function_word_table()
-    ids = table.slots[(keys >> np.uint64(table.shift) & np.uint64((1 << 20) - 1)).astype(np.intp)]
-    miss = table.keys[ids] != keys  # ids of -1 read the last key: a miss unless the key is that word's
-    ids[miss | (ids < 0)] = -1
-    return ids
+    ids = table.slots[(keys >> np.uint64(table.shift) & np.uint64((1 << 20) - 1)).astype(np.intp)].astype(np.intp)
+    return np.where((ids >= 0) & (table.keys[ids] == keys), ids, -1)  # an id of -1 reads the last key
 
 
 def _word_spans(words: list[list[str]], text_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,8 +271,10 @@ def _word_signals(words: list[list[str]], text_lengths: np.ndarray, t: np.ndarra
     fw = _function_word_ids(keys)
     is_fw = fw >= 0
     out["function_word_ratio"] = _frac(np.bincount(doc, is_fw, n_docs), np.bincount(doc, minlength=n_docs))
-    pairs = np.unique(doc[is_fw] * len(FUNCTION_WORDS) + fw[is_fw])
-    out["function_word_distinct"] = np.bincount(pairs // len(FUNCTION_WORDS), minlength=n_docs).astype(float)
+    pairs = np.sort(doc[is_fw] * len(FUNCTION_WORDS) + fw[is_fw])  # np.sort: ~10x np.unique's hashing here
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = pairs[1:] != pairs[:-1]
+    out["function_word_distinct"] = np.bincount(pairs[first] // len(FUNCTION_WORDS), minlength=n_docs).astype(float)
 
 
 def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np.ndarray]:
@@ -298,7 +298,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),
                       ("punct_ratio", PUNCT), ("han_ratio", HAN)):
         out[name] = _frac(counts[:, cat], visible)
-    out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts), visible)
+    out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}
 
 

@@ -29,6 +29,9 @@ other long numbers (not 11 digits, no cue)."""
 from __future__ import annotations
 
 import re
+import sys
+from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,14 +58,10 @@ _FOLD = str.maketrans({**{k: v for src, dst in _DIGIT_FOLD_SOURCES.items() for k
                        **{chr(cp): str((cp - _MATH_DIGITS[0]) % 10) for cp in range(_MATH_DIGITS[0], _MATH_DIGITS[1] + 1)}})
 _D = f"[0-9{''.join(_DIGIT_FOLD_SOURCES)}\\U{_MATH_DIGITS[0]:08x}-\\U{_MATH_DIGITS[1]:08x}]"
 _SEP = r"[ \t\u3000\u00a0\-－_.．·—–/／()（）]"  # between the digits of one run (never a newline)
-# Every pass over the text starts with a literal or a character class, so sre skips ahead fast
-# (a lookbehind or a group in front makes it try every position: 10x slower); what a lookbehind
-# would test is checked in Python on the few matches.
-_RUN = f"{_D}(?:{_SEP}{{0,2}}{_D})*+"  # possessive: a run is always taken whole
-_BARE_RUN = re.compile(f"{_D}(?:{_SEP}{{0,2}}{_D}){{10,}}+")
+_RUN = re.compile(f"{_D}(?:{_SEP}{{0,2}}{_D})*+")  # possessive: a run is always taken whole
 _GROUP = re.compile(f"{_D}+")
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_ID_CHARS = _ASCII_ALNUM | {"_", "-"}
+_ID_CHARS = "_-"  # besides ASCII letters and digits, in WeChat ids
 
 WECHAT, QQ, PHONE = "wechat", "qq", "phone"
 # cue -> kind; ASCII cues are matched in any case (listed lower-case), and only when no ASCII
@@ -88,13 +87,12 @@ def _case_variants(cue: str) -> set[str]:
     return {cue, cue.upper(), cue.capitalize()} | ({"WeChat"} if cue == "wechat" else set())
 
 
-_CUE = re.compile("|".join(sorted({v for cue in CUE_KINDS for v in _case_variants(cue)}, key=len, reverse=True)))
+_CUES = "|".join(sorted({v for cue in CUE_KINDS for v in _case_variants(cue)}, key=len, reverse=True))
 _FILLER = r"[ \t\u3000\u00a0:：\-—/／|｜()（）\[\]【】「」\"“”'、,，+＋号码是为群同加或及私聊搜添备注请]"
-_LETTER_ID = r"[A-Za-z][A-Za-z0-9_\-]{5,19}+(?![A-Za-z0-9_\-])"
-_ID_AFTER_CUE = re.compile(f"(?P<fill>{_FILLER}{{0,{FILLER_CHARS}}}?)"
-                           f"(?:(?P<run>{_RUN})(?![A-Za-z0-9])|(?P<word>{_LETTER_ID}))")
-_RUN_BEFORE_CUE = re.compile(f"(?P<run>{_RUN})[ \\t\\u3000]{{0,2}}[(（【\\[]?(?:同号)?\\Z")
-_RUN_LOOKBACK = 40  # characters searched for a run written before its cue
+_CUE_BEFORE = re.compile(f"(?P<cue>{_CUES})(?P<fill>{_FILLER}{{0,{FILLER_CHARS}}})\\Z")  # searched in a window
+_CUE_WINDOW = 8 + FILLER_CHARS  # the longest cue spelling plus the filler
+_CUE_AFTER = re.compile(f"[ \\t\u3000]{{0,2}}[(（【\\[]?(?:同号)?(?P<cue>{_CUES})")
+_LETTER_ID = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{5,19}")  # WeChat: 6-20 characters, a letter first
 _DATE = re.compile(r"(?:19|20)\d\d[-./_ ]{1,2}[01]?\d(?:[-./_ ]{1,2}[0-3]?\d)?")  # matched at a run's start
 _TLD = "com|cn|net|org|cc|top|vip|xyz|info|me|io|tv|club|site|shop|app|link|co|biz|ltd|wang|online"
 _URL = re.compile(r"https?://[^\s<>\"'，。、；！？）)】]+", re.I)
@@ -123,39 +121,94 @@ def _letter_id(word: str, fill: str) -> bool:
     return any(c.isdigit() or c in "_-" for c in word) or fill.rstrip().endswith((":", "："))
 
 
-def _cue_spans(text: str) -> list[tuple[int, int]]:
-    """Ids written next to a cue (after it, or a digit run right before it)."""
-    spans = []
-    for cue in _CUE.finditer(text):
-        start, end = cue.span()
-        word = cue.group()
-        if word.isascii() and ((start and text[start - 1].isascii() and text[start - 1].isalpha())
-                               or (end < len(text) and text[end].isascii() and text[end].isalpha())):
-            continue  # "vx" inside "vxworks", "tel" inside "hotel"
-        kind = CUE_KINDS[word.lower().translate(_FULLWIDTH_UPPER)]
-        m = _ID_AFTER_CUE.match(text, end)
-        if m and m["run"] is not None and _mobiles(m["run"]):
-            pass  # mobiles, one span each, come from _mobile_spans
-        elif m and m["run"] is not None and _id_run(m["run"], kind):
-            spans.append(m.span("run"))
-        elif m and m["word"] is not None and kind != PHONE and _letter_id(m["word"], m["fill"]):
-            spans.append(m.span("word"))
-        before = _RUN_BEFORE_CUE.search(text, max(0, start - _RUN_LOOKBACK), start)
-        if before and (before.start() == 0 or text[before.start() - 1] not in _ASCII_ALNUM) \
-                and _id_run(before["run"], kind):
-            spans.append(before.span("run"))
-    return spans
+class _Cue(NamedTuple):
+    kind: str
+    fill: str  # what stands between the cue and the id
+    glued: bool  # an ASCII cue that touches the id ("QQ12345678")
 
 
-def _mobile_spans(text: str) -> list[tuple[int, int]]:
-    """Mainland mobiles anywhere: digit runs of 11 or more digits not touching ASCII letters or
-    digits, checked group by group (``_mobiles``)."""
+def _cue(m: re.Match | None, text: str) -> _Cue | None:
+    """The cue a ``_CUE_BEFORE``/``_CUE_AFTER`` match found, unless it is an ASCII cue inside a
+    longer ASCII word ("tel" in "hotel")."""
+    if m is None:
+        return None
+    start, end = m.span("cue")
+    word = m["cue"]
+    if word.isascii() and ((start and text[start - 1].isascii() and text[start - 1].isalpha())
+                           or (end < len(text) and text[end].isascii() and text[end].isalpha())):
+        return None
+    fill = m.groupdict().get("fill") or ""
+    return _Cue(CUE_KINDS[word.lower().translate(_FULLWIDTH_UPPER)], fill, word.isascii() and not fill)
+
+
+def _cue_before(text: str, start: int) -> _Cue | None:
+    return _cue(_CUE_BEFORE.search(text, max(0, start - _CUE_WINDOW), start), text)
+
+
+def _run_ids(text: str, run: re.Match) -> list[tuple[int, int]]:
+    """The ids in one maximal digit run: each mainland mobile in it, or else the whole run when a
+    cue stands right before or after it."""
+    start, end = run.span()
+    if end - start < MIN_ID_DIGITS:
+        return []
+    digits = len(_digits(run.group()))
+    if digits < MIN_ID_DIGITS or (end < len(text) and text[end] in _ASCII_ALNUM):
+        return []  # too short, or the head of a code such as "12345abc"
+    cue = _cue_before(text, start)
+    if start and text[start - 1] in _ASCII_ALNUM and not (cue and cue.glued):
+        return []  # the tail of a code such as "abc12345"
+    mobiles = _mobiles(run.group()) if digits >= 11 else []
+    if mobiles:
+        return [(start + s, start + e) for s, e in mobiles]
+    cue = cue or _cue(_CUE_AFTER.match(text, end), text)
+    return [(start, end)] if cue and _id_run(run.group(), cue.kind) else []
+
+
+def _letter_ids(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A WeChat/QQ id written with letters: the ASCII word text[start:end], after a cue."""
+    if not _LETTER_ID.fullmatch(text, start, end):
+        return []
+    cue = _cue_before(text, start)
+    if cue is None or cue.kind == PHONE or cue.glued or not _letter_id(text[start:end], cue.fill):
+        return []
+    return [(start, end)]
+
+
+def _clusters(positions: np.ndarray, max_gap: int, min_size: int) -> list[tuple[int, int]]:
+    """(first, last + 1) of each cluster of sorted ``positions`` whose neighbours are at most
+    ``max_gap`` apart and that holds at least ``min_size`` of them."""
+    if len(positions) < min_size:
+        return []
+    cut = np.flatnonzero(np.diff(positions) > max_gap)
+    first, last = np.append(0, cut + 1), np.append(cut, len(positions) - 1)
+    big = last - first + 1 >= min_size
+    return list(zip(positions[first[big]].tolist(), (positions[last[big]] + 1).tolist()))
+
+
+_DIGIT_LIKE, _ID_CHAR = 1, 2
+
+
+@lru_cache(maxsize=None)
+def _char_kinds() -> np.ndarray:
+    """uint8 per code point: _DIGIT_LIKE (ASCII digits and every digit ``fold_digits`` folds),
+    _ID_CHAR (ASCII letters and digits, ``_``, ``-``)."""
+    table = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
+    table[[ord(c) for c in "0123456789" + "".join(_DIGIT_FOLD_SOURCES)]] |= _DIGIT_LIKE
+    table[_MATH_DIGITS[0]:_MATH_DIGITS[1] + 1] |= _DIGIT_LIKE
+    table[[ord(c) for c in "".join(sorted(_ASCII_ALNUM)) + _ID_CHARS]] |= _ID_CHAR
+    return table
+
+
+def _id_spans(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
+    """Digit-run and letter ids. numpy finds where they can be (clusters of >= MIN_ID_DIGITS
+    digits at most 2 characters apart, ASCII words of >= 6 characters); the regular expressions
+    and cue searches run there only, not over the whole text."""
     spans = []
-    for m in _BARE_RUN.finditer(text):
-        start, end = m.span()
-        if (start and text[start - 1] in _ASCII_ALNUM) or (end < len(text) and text[end] in _ASCII_ALNUM):
-            continue  # part of a code such as "abc13812345678"
-        spans += [(start + s, start + e) for s, e in _mobiles(m.group())]
+    for lo, hi in _clusters(np.flatnonzero(kinds & _DIGIT_LIKE), 3, MIN_ID_DIGITS):
+        for run in _RUN.finditer(text, lo, hi):
+            spans += _run_ids(text, run)
+    for lo, hi in _clusters(np.flatnonzero(kinds & _ID_CHAR), 1, 6):
+        spans += _letter_ids(text, lo, hi)
     return spans
 
 
@@ -179,13 +232,17 @@ def _mobiles(run: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _web_spans(text: str) -> list[tuple[int, int]]:
-    """URLs, www. addresses, bare domains (the dot possibly written 点), e-mail addresses."""
+def _web_spans(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[int, int]]:
+    """URLs, www. addresses, bare domains (the dot possibly written 点), e-mail addresses. A bare
+    domain is looked for only at dots between an ASCII letter or digit and an ASCII letter."""
     spans = [m.span() for m in _URL.finditer(text)] if "://" in text else []
     if "www" in text or "WWW" in text:
         spans += [m.span() for m in _WWW.finditer(text)]
-    for m in _TLD_AFTER_DOT.finditer(text):
-        label = _DOMAIN_LABEL.search(text, max(0, m.start() - 63), m.start())
+    dots = np.flatnonzero((codes[1:-1] == ord(".")) | (codes[1:-1] == ord("点"))) + 1
+    dots = dots[((kinds[dots - 1] & _ID_CHAR) != 0) & ((kinds[dots + 1] & _ID_CHAR) != 0)]
+    for dot in dots.tolist():
+        m = _TLD_AFTER_DOT.match(text, dot)
+        label = m and _DOMAIN_LABEL.search(text, max(0, dot - 63), dot)
         if label:
             spans.append((label.start(), m.end()))
     if "@" in text or "＠" in text:
@@ -193,10 +250,14 @@ def _web_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def contact_spans(text: str) -> list[tuple[int, int]]:
+def contact_spans(text: str, codes: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Sorted, non-overlapping (start, end) spans of contact identifiers in ``text`` (overlapping
-    finds, such as the domain inside an e-mail address, merged)."""
-    spans = _cue_spans(text) + _mobile_spans(text) + _web_spans(text)
+    finds, such as the domain inside an e-mail address, merged). ``codes``: the text's code
+    points (uint32), when the caller has them."""
+    if codes is None:
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    kinds = _char_kinds()[codes]
+    spans = _id_spans(text, kinds) + _web_spans(text, codes, kinds)
     merged: list[tuple[int, int]] = []
     for s, e in sorted(spans):
         if merged and s < merged[-1][1]:
@@ -206,11 +267,11 @@ def contact_spans(text: str) -> list[tuple[int, int]]:
     return merged
 
 
-def contact_counts(joined: str, doc_starts: np.ndarray) -> np.ndarray:
+def contact_counts(joined: str, doc_starts: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
     """Contact identifiers per document of ``joined`` (documents joined by ``"\\n"``, document i
     starting at character ``doc_starts[i]``). No pattern crosses a newline, so none crosses
     documents."""
-    spans = contact_spans(joined)
+    spans = contact_spans(joined, codes)
     if not spans:
         return np.zeros(len(doc_starts))
     starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
