@@ -32,6 +32,7 @@ per word; per document there is the segmenter call."""
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import unicodedata
 from functools import lru_cache
@@ -314,22 +315,32 @@ def _chunks(texts: Sequence[str]) -> list[slice]:
     return out
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cut(text: str) -> list[str]:
+    """rjieba's HMM-off cut (``filters.segment``). rjieba takes UTF-8 only: a text with lone
+    surrogates is cut with U+FFFD in their place, which keeps every word's length, and lengths
+    are all the statistics read of the words."""
+    try:
+        return get_segmenter("rjieba", hmm=False).cut(text)
+    except UnicodeEncodeError:
+        return get_segmenter("rjieba", hmm=False).cut(_SURROGATE.sub("\ufffd", text))
+
+
 def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
     """Every signal of ``SIGNALS`` for each text: {name: float32 array of len(texts)}, in
-    ``SIGNALS`` order. Each text is segmented once (rjieba, HMM off); ``doc_signals`` gives the
-    same values one text at a time."""
+    ``SIGNALS`` order. Each text is segmented once (``cut``); ``doc_signals`` gives the same
+    values one text at a time."""
     texts = list(texts)
     if not texts:
         return {name: np.zeros(0, dtype=np.float32) for name in SIGNAL_NAMES}
-    cut = get_segmenter("rjieba", hmm=False).cut
     parts = [_chunk_signals(texts[s], [cut(x) for x in texts[s]]) for s in _chunks(texts)]
     return {name: np.concatenate([p[name] for p in parts]) for name in SIGNAL_NAMES}
 
 
 def doc_signals(text: str, words: list[str] | None = None) -> dict[str, float]:
     """Every signal of ``SIGNALS`` for one text. ``words``: the text's rjieba HMM-off cut, when the
-    caller has it (``"".join(words) == text``; otherwise ValueError)."""
-    if words is None:
-        words = get_segmenter("rjieba", hmm=False).cut(text)
-    values = _chunk_signals([text], [list(words)])
+    caller has it; the words must spell the text (their lengths are checked: ValueError)."""
+    values = _chunk_signals([text], [cut(text) if words is None else list(words)])
     return {name: float(values[name][0]) for name in SIGNAL_NAMES}

@@ -234,7 +234,8 @@ def test_empty_texts_are_zero_not_nan():
 
 
 MIXED = [NEWS, CLASSICAL, "", seo_page(), "  \n", "加我微信：abc_123\r\n\r\n加我微信：abc_123", "😀★※ | · | ─── \n首页 > 新闻",
-         "".join(PERIODIC), "English only. Another line.\n\nEnglish only. Another line.", "一\n一\n一", "好。"]
+         "".join(PERIODIC), "English only. Another line.\n\nEnglish only. Another line.", "一\n一\n一", "好。",
+         "坏\ud800字符，坏\ud800字符。"]  # a lone surrogate: rjieba takes UTF-8 only
 
 
 def test_batch_equals_one_document_at_a_time():
