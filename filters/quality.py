@@ -22,12 +22,14 @@ Units (each statistic's docstring in ``SIGNALS`` uses them):
 Empty and whitespace-only texts (no lines, words or visible characters) get 0.0 for every
 statistic; no statistic is ever NaN.
 
-Speed: a batch is processed as one text (documents joined by ``"\\n"``, in chunks of
-``CHUNK_CHARS``): one numpy gather of a per-code-point table classifies every character, line and
-word statistics come from cumulative sums at line and word boundaries, repetition from sorts of
-64-bit keys over the whole chunk (``filters.quality_repeat``), contact ids from a few regular
-expressions over the chunk (``filters.quality_contact``). No Python loop runs per character or
-per word; per document there is the segmenter call."""
+Speed (``python -m bench.bench_quality``): a batch is processed as one text (documents joined by
+``"\\n"``, in chunks of ``CHUNK_CHARS``). One numpy gather of a per-code-point table classifies
+every character; line statistics come from binary searches of visible-character positions at line
+boundaries; words and lines are keyed by polynomial hashes read off prefix sums of the code points
+(``filters.quality_repeat``), and repetition from sorts of those keys over the whole chunk;
+contact ids are looked for only where numpy finds clusters of digits or ASCII words
+(``filters.quality_contact``). No Python runs per character or per word; per document there is
+the segmenter call."""
 
 from __future__ import annotations
 
@@ -243,7 +245,7 @@ def _function_word_ids(keys: np.ndarray) -> np.ndarray:
 
 
 def _word_spans(words: list[list[str]], text_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, document) of every word in the chunk (the texts joined by one "\n")."""
+    """(start, end, document) of every word in the chunk (the texts joined by one newline)."""
     per_doc = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     lengths = np.fromiter(map(len, itertools.chain.from_iterable(words)), dtype=np.int64, count=int(per_doc.sum()))
     doc = np.repeat(np.arange(len(words)), per_doc)
