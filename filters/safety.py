@@ -317,6 +317,18 @@ def _class_chars(items: list) -> set[str] | None:
     return chars if len(chars) <= _MAX_EXACT else None
 
 
+def _first_free_match(rx: re.Pattern, text: str, taken: list[tuple[int, int]]) -> re.Match | None:
+    """The first match of ``rx`` that overlaps none of the ``taken`` spans: one phrase scores one
+    point even when two patterns of a list describe it (``足不出户、日赚数百``)."""
+    m = rx.search(text)
+    if m is None or not taken:
+        return m
+    for m in rx.finditer(text):
+        if not any(m.start() < end and start < m.end() for start, end in taken):
+            return m
+    return None
+
+
 def thresholds(cfg: SafetyConfig, categories: tuple[str, ...]) -> dict[str, int]:
     """category -> min_score: ``cfg.min_score`` over ``MIN_SCORE``. A name in ``cfg.min_score`` that
     is neither a category nor in MIN_SCORE is an error (a typo), as is a category with no threshold."""
@@ -398,32 +410,40 @@ class SafetyScorer:
         """list -> what it found, for every category and register. Only the first ``cfg.max_chars``
         characters are scanned. Pass ``normalised=True`` with ``filters.keywords.normalise(text)``
         to share one normalisation with other matchers."""
+        terms, patterns = self._scan(text, normalised)
+        return {c: CategoryHits(frozenset(terms.get(c, ())), patterns.get(c, {})) for c in self.lists}
+
+    def scores(self, text: str, normalised: bool = False) -> dict[str, int]:
+        """list -> distinct lexicon terms + matching patterns, for every category and register
+        (the registers are absent when the lists directory has no files for them)."""
+        terms, patterns = self._scan(text, normalised)
+        return {c: len(terms.get(c, ())) + len(patterns.get(c, ())) for c in self.lists}
+
+    def _scan(self, text: str, normalised: bool) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]]:
+        """(list -> terms found, list -> {pattern: counted match}), for the lists that found any."""
         text = text[:self.cfg.max_chars]
         if not normalised:
             text = normalise(text)
-        terms: dict[str, set[str]] = {c: set() for c in self.lists}
-        patterns: dict[str, dict[str, str]] = {c: {} for c in self.lists}
+        terms: dict[str, set[str]] = {}
         hit_sets: set[int] = set()
         if self._automaton is not None and text:
             for k in {k for k, _, _ in self._automaton.find_matches_as_indexes(text, overlapping=True)}:
                 for cat in self._term_of[k]:
-                    terms[cat].add(self._keys[k])
+                    terms.setdefault(cat, set()).add(self._keys[k])
                 hit_sets.update(self._sets_of[k])
         candidates = set(self._always)
         for i in {self._set_owner[j] for j in hit_sets}:
             if any(all(j in hit_sets for j in conj) for conj in self._requirements[i]):
                 candidates.add(i)
+        patterns: dict[str, dict[str, str]] = {}
+        taken: dict[str, list[tuple[int, int]]] = {}  # list -> spans its patterns have counted
         for i in sorted(candidates):
             cat, pattern, rx = self._patterns[i]
-            m = rx.search(text)
+            m = _first_free_match(rx, text, taken.setdefault(cat, []))
             if m:
-                patterns[cat][pattern] = m.group()
-        return {c: CategoryHits(frozenset(terms[c]), patterns[c]) for c in self.lists}
-
-    def scores(self, text: str, normalised: bool = False) -> dict[str, int]:
-        """list -> distinct lexicon terms + matching patterns, for every category and register
-        (the registers are absent when the lists directory has no files for them)."""
-        return {c: h.score for c, h in self.hits(text, normalised).items()}
+                patterns.setdefault(cat, {})[pattern] = m.group()
+                taken[cat].append(m.span())
+        return terms, patterns
 
     def threshold(self, category: str, scores: dict[str, int]) -> int:
         """The score ``category`` must reach in a document with these register counts: min_score,
