@@ -271,3 +271,66 @@ def test_given_words_are_used():
     text = "我爱北京我爱北京"
     assert sig(text, ["我爱北京", "我爱北京"])["top2_word_cov"] == 0.0
     assert math.isclose(sig(text, list(text))["top2_word_cov"], 0.5, rel_tol=1e-6)
+
+
+# --- the vectorised repetition statistics against plain Python (Gopher's definitions) -------------
+
+def reference_repetition(text: str) -> dict[str, float]:
+    """Gopher's repetition statistics written the obvious way, for comparison."""
+    words = [w for w in q.cut(text) if any(c.isalnum() for c in w)]
+    total = sum(map(len, words))
+    out = {}
+    for n in range(2, 11):
+        grams: dict[tuple[str, ...], list[int]] = {}
+        for i in range(len(words) - n + 1):
+            grams.setdefault(tuple(words[i:i + n]), []).append(i)
+        repeated = {g: at for g, at in grams.items() if len(at) > 1}
+        if n <= 4 and repeated:  # the most frequent; ties: more characters, then first
+            best = min(repeated, key=lambda g: (-len(repeated[g]), -len("".join(g)), repeated[g][0]))
+            repeated = {best: repeated[best]}
+        covered = {i + k for at in repeated.values() for i in at for k in range(n)}
+        name = f"top{n}_word_cov" if n <= 4 else f"dup{n}_word_cov"
+        out[name] = sum(len(words[i]) for i in covered) / total if total else 0.0
+    visible = sum(not c.isspace() for c in text)
+    lines = [ln.strip() for ln in text.split("\n")]
+    seen, dup = set(), 0
+    for ln in filter(None, lines):
+        dup += sum(not c.isspace() for c in ln) if ln in seen else 0
+        seen.add(ln)
+    out["dup_line_char_frac"] = dup / visible if visible else 0.0
+    blocks, block = [], []
+    for ln in lines + [""]:
+        if ln:
+            block.append(ln)
+        elif block:
+            blocks.append(tuple(block))
+            block = []
+    paragraphs = blocks if len(blocks) >= 2 else [(ln,) for b in blocks for ln in b]
+    seen, dup = set(), 0
+    for p in paragraphs:
+        dup += sum(not c.isspace() for c in "".join(p)) if p in seen else 0
+        seen.add(p)
+    out["dup_para_char_frac"] = dup / visible if visible else 0.0
+    return out
+
+
+def random_texts(n: int, seed: int) -> list[str]:
+    """Texts from a small vocabulary, so n-grams, lines and paragraphs repeat by chance."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = ["我们", "爱", "北京", "天安门", "的", "了", "中国", "人民", "，", "。", "好", "abc", "12", "　", " "]
+    texts = []
+    for _ in range(n):
+        lines = ["".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 8))]
+        lines += [rng.choice(lines) for _ in range(rng.randint(0, 3))]  # repeated lines
+        texts.append("\n".join(rng.choice(["", "\n"]) + ln for ln in lines))
+    return texts
+
+
+def test_repetition_matches_plain_python():
+    texts = random_texts(300, seed=23)
+    batch = q.signals_batch(texts)
+    for i, text in enumerate(texts):
+        for name, expected in reference_repetition(text).items():
+            assert batch[name][i] == pytest.approx(expected, abs=1e-6), (name, text)
