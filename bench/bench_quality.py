@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -37,8 +37,9 @@ import itertools
 import re
 import sys
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 

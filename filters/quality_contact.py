@@ -55,7 +55,8 @@ _DIGIT_FOLD_SOURCES = {
 }
 _MATH_DIGITS = (0x1D7CE, 0x1D7FF)  # mathematical bold, double-struck, sans-serif, monospace digits
 _FOLD = str.maketrans({**{k: v for src, dst in _DIGIT_FOLD_SOURCES.items() for k, v in zip(src, dst)},
-                       **{chr(cp): str((cp - _MATH_DIGITS[0]) % 10) for cp in range(_MATH_DIGITS[0], _MATH_DIGITS[1] + 1)}})
+                       **{chr(cp): str((cp - _MATH_DIGITS[0]) % 10)
+                          for cp in range(_MATH_DIGITS[0], _MATH_DIGITS[1] + 1)}})
 _D = f"[0-9{''.join(_DIGIT_FOLD_SOURCES)}\\U{_MATH_DIGITS[0]:08x}-\\U{_MATH_DIGITS[1]:08x}]"
 _SEP = r"[ \t\u3000\u00a0\-－_.．·—–/／()（）]"  # between the digits of one run (never a newline)
 _RUN = re.compile(f"{_D}(?:{_SEP}{{0,2}}{_D})*+")  # possessive: a run is always taken whole
@@ -95,10 +96,10 @@ _CUE_AFTER = re.compile(f"[ \\t\u3000]{{0,2}}[(（【\\[]?(?:同号)?(?P<cue>{_C
 _LETTER_ID = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{5,19}")  # WeChat: 6-20 characters, a letter first
 _DATE = re.compile(r"(?:19|20)\d\d[-./_ ]{1,2}[01]?\d(?:[-./_ ]{1,2}[0-3]?\d)?")  # matched at a run's start
 _TLD = "com|cn|net|org|cc|top|vip|xyz|info|me|io|tv|club|site|shop|app|link|co|biz|ltd|wang|online"
-_URL = re.compile(r"https?://[^\s<>\"'，。、；！？）)】]+", re.I)
-_WWW = re.compile(r"www(?:\.|点)[a-z0-9\-]+(?:(?:\.|点)[a-z0-9\-]+)*", re.I)
-_TLD_AFTER_DOT = re.compile(f"[.点](?:{_TLD})(?![a-z0-9])", re.I)
-_DOMAIN_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\Z", re.I)
+_URL = re.compile(r"https?://[^\s<>\"'，。、；！？）)】]+", re.IGNORECASE)
+_WWW = re.compile(r"www(?:\.|点)[a-z0-9\-]+(?:(?:\.|点)[a-z0-9\-]+)*", re.IGNORECASE)
+_TLD_AFTER_DOT = re.compile(f"[.点](?:{_TLD})(?![a-z0-9])", re.IGNORECASE)
+_DOMAIN_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\Z", re.IGNORECASE)
 
 
 def fold_digits(s: str) -> str:

@@ -17,8 +17,9 @@ rarely as two random 64-bit numbers (~m^2 / 2^65 for m items of a chunk: ~1e-8 a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
