@@ -4,7 +4,7 @@
 What counts as one identifier (``contact_spans`` gives their character spans, overlapping spans
 merged into one):
 
-1. **A cue near an id.** A cue (``CUES``: 微信 and its spellings 徽信 薇信 威信 维信 V信 vx wx 微x
+1. **A cue near an id.** A cue (``CUE_KINDS``: 微信 and its spellings 徽信 薇信 威信 维信 V信 vx wx 微x
    加V …; QQ and 扣扣 企鹅 蔻蔻 …; 电话 手机 热线 tel ☎ …) followed, across at most ``FILLER_CHARS``
    characters of filler (whitespace, brackets, colons, dashes, slashes and 号 码 是 为 群 同 加 …),
    by a digit run with at least ``MIN_ID_DIGITS`` digits (``MIN_PHONE_DIGITS`` after a phone
@@ -19,12 +19,18 @@ merged into one):
 
 Digit runs: digits written ASCII, full-width, as Chinese numerals (零〇一二三四五六七八九幺 and
 壹贰叁…), circled or parenthesised (①⑴⒈❶➀➊⓵) or mathematical bold (𝟏), with at most two
-separator characters (spaces, dashes, dots, underscores, slashes) between digits. They are folded
-to ASCII by one translate table (``fold_digits``) before they are judged.
+separator characters (spaces, dashes, dots, underscores, slashes, brackets) between digits. They
+are folded to ASCII by one translate table (``fold_digits``) before they are judged.
 
 Not counted: dates (a run that starts like 2021-01-01, 1998/1/1), years and prices (too few
 digits, no cue), statute numbers (第一百二十条: 百 and 十 are not digits, so no run), ISBN and
-other long numbers (not 11 digits, no cue)."""
+other long numbers (not 11 digits, no cue).
+
+Speed: numpy finds where an id can be (clusters of at least ``MIN_ID_DIGITS`` digit-like characters
+at most 2 apart, ASCII words of at least 6 characters, dots between ASCII letters); the regular
+expressions and cue searches run in small windows there, not over the whole text. A pass of a
+regular expression over Chinese text costs ~6 ms per million characters even when nothing
+matches; on People's Daily this module takes ~5 ms per MB."""
 
 from __future__ import annotations
 
