@@ -4,13 +4,14 @@
 What counts as one identifier (``contact_spans`` gives their character spans, overlapping spans
 merged into one):
 
-1. **A cue near an id.** A cue (``CUE_KINDS``: 微信 and its spellings 徽信 薇信 威信 维信 V信 vx wx 微x
-   加V …; QQ and 扣扣 企鹅 蔻蔻 …; 电话 手机 热线 tel ☎ …) followed, across at most ``FILLER_CHARS``
+1. **A cue near an id.** A cue (``CUE_KINDS``: 微信 and its spellings, any wei-sounding character
+   then any xin-sounding one (徽信 薇信 威芯 卫星 …), V信 vx wx 微x 加V …; QQ and 扣扣 企鹅 蔻蔻 …; 电话 手机 热线 tel ☎ …) followed, across at most ``FILLER_CHARS``
    characters of filler (whitespace, brackets, colons, dashes, slashes and 号 码 是 为 群 同 加 …),
    by a digit run with at least ``MIN_ID_DIGITS`` digits (``MIN_PHONE_DIGITS`` after a phone
    cue), or, after a WeChat/QQ cue, by a WeChat-style id (a letter, then 5-19 letters, digits,
-   ``_`` or ``-``) holding a digit or ``_``/``-`` or written right after a colon. A digit run
-   directly followed by a cue (``12345678（微信同号）``) counts the same way.
+   ``_`` or ``-``) holding a digit or ``_``/``-`` or written right after a colon, or by ASCII
+   letters then a digit run (``yr⑧⑨⑧⑦⑤⑧``). A digit run directly followed by a cue
+   (``12345678（微信同号）``) counts the same way.
 2. **A bare mainland mobile**: a digit run, not touching letters, whose separator-delimited
    groups give exactly 11 digits ``1[3-9]x xxxx xxxx`` (the libphonenumber check of
    ``filters.pii.valid_mobile``); ``+86``/``86`` in front is allowed.
@@ -73,9 +74,12 @@ _ID_CHARS = "_-"  # besides ASCII letters and digits, in WeChat ids
 WECHAT, QQ, PHONE = "wechat", "qq", "phone"
 # cue -> kind; ASCII cues are matched in any case (listed lower-case), and only when no ASCII
 # letter touches them
+# WeChat (weixin) is respelt with any character read wei and any read xin (徽信, 薇信, 威芯, 卫星 …):
+# all of them are cues, so a new pairing needs no new entry
+_WEI, _XIN = "微威薇维卫危徽唯伟巍围", "信心芯杏星新欣鑫馨辛"
 CUE_KINDS = {
-    **dict.fromkeys("微信 加微信 徽信 薇信 威信 维信 卫信 危信 微心 威心 微芯 v信 ｖ信 微x 微ｘ 加v 加ｖ 加微 vx wx ｖｘ ｗｘ "
-                    "weixin wechat".split(), WECHAT),
+    **dict.fromkeys([w + x for w in _WEI for x in _XIN], WECHAT),
+    **dict.fromkeys("加微信 加微 v信 ｖ信 v心 v芯 微x 微ｘ 加v 加ｖ vx wx ｖｘ ｗｘ weixin wechat".split(), WECHAT),
     **dict.fromkeys("扣扣 企鹅 蔻蔻 寇寇 抠抠 叩叩 秋秋 qq ｑｑ q群 q号".split(), QQ),
     **dict.fromkeys("电话 手机 热线 座机 致电 拨打 来电 联系 咨询 ☎ ☏ 📞 📱 ✆ tel phone".split(), PHONE),
 }
@@ -100,6 +104,9 @@ _CUE_BEFORE = re.compile(f"(?P<cue>{_CUES})(?P<fill>{_FILLER}{{0,{FILLER_CHARS}}
 _CUE_WINDOW = 8 + FILLER_CHARS  # the longest cue spelling plus the filler
 _CUE_AFTER = re.compile(f"[ \\t\u3000]{{0,2}}[(（【\\[]?(?:同号)?(?P<cue>{_CUES})")
 _LETTER_ID = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{5,19}")  # WeChat: 6-20 characters, a letter first
+_ID_HEAD_MAX = 19  # ASCII characters of an id written before its digits (WeChat: 6-20 in all)
+_ID_HEAD = re.compile(f"[A-Za-z][A-Za-z0-9_\\-]{{0,{_ID_HEAD_MAX - 1}}}\\Z")  # searched in a window
+_ID_HEAD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 _DATE = re.compile(r"(?:19|20)\d\d[-./_ ]{1,2}[01]?\d(?:[-./_ ]{1,2}[0-3]?\d)?")  # matched at a run's start
 _TLD = "com|cn|net|org|cc|top|vip|xyz|info|me|io|tv|club|site|shop|app|link|co|biz|ltd|wang|online"
 _URL = re.compile(r"https?://[^\s<>\"'，。、；！？）)】]+", re.IGNORECASE)
@@ -162,13 +169,23 @@ def _run_ids(text: str, run: re.Match) -> list[tuple[int, int]]:
     if digits < MIN_ID_DIGITS or (end < len(text) and text[end] in _ASCII_ALNUM):
         return []  # too short, or the head of a code such as "12345abc"
     cue = _cue_before(text, start)
-    if start and text[start - 1] in _ASCII_ALNUM and not (cue and cue.glued):
-        return []  # the tail of a code such as "abc12345"
+    if start and text[start - 1] in _ID_HEAD_CHARS and not (cue and cue.glued):
+        return _headed_id(text, start, end)  # "abc12345" is an id only as a WeChat/QQ id after a cue
     mobiles = _mobiles(run.group()) if digits >= 11 else []
     if mobiles:
         return [(start + s, start + e) for s, e in mobiles]
     cue = cue or _cue(_CUE_AFTER.match(text, end), text)
     return [(start, end)] if cue and _id_run(run.group(), cue.kind) else []
+
+
+def _headed_id(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A WeChat/QQ id written as ASCII letters then a digit run (``yr⑧⑨⑧⑦⑤⑧④⓪``, ``k７３７９５９``),
+    when a WeChat or QQ cue stands before it; otherwise the run is part of some code."""
+    head = _ID_HEAD.search(text, max(0, start - _ID_HEAD_MAX), start)
+    if head is None or (head.start() and text[head.start() - 1] in _ID_HEAD_CHARS):
+        return []
+    cue = _cue_before(text, head.start())
+    return [(head.start(), end)] if cue and cue.kind != PHONE and not cue.glued else []
 
 
 def _letter_ids(text: str, start: int, end: int) -> list[tuple[int, int]]:
