@@ -236,6 +236,9 @@ def _id_spans(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
     return spans
 
 
+_valid_mobile = lru_cache(maxsize=4096)(valid_mobile)  # a spam page repeats its number; libphonenumber is slow
+
+
 def _mobiles(run: str) -> list[tuple[int, int]]:
     """11-digit mobiles in a digit run, aligned on its digit groups (so a list of numbers separated
     by spaces gives each number, and a 19-digit card number none)."""
@@ -248,7 +251,7 @@ def _mobiles(run: str) -> list[tuple[int, int]]:
             j += 1
         if len(digits) == 13 and digits.startswith("86"):
             digits = digits[2:]  # +86 written without a separator
-        if len(digits) == 11 and digits[0] == "1" and digits[1] in "3456789" and valid_mobile(digits):
+        if len(digits) == 11 and digits[0] == "1" and digits[1] in "3456789" and _valid_mobile(digits):
             spans.append((groups[i][0], groups[j - 1][1]))
             i = j
         else:
