@@ -366,13 +366,13 @@ class NgramTables:
             best[at], longest[at], bo[n - 1, at] = logp, n, back
             more = depth[at] >= n
             at, key = at[more], key[more]
-        # tail[j-1, t] = sum of the backoffs of the j..order-1 grams ending at t; row order-1 is 0
-        tail = np.cumsum(bo[::-1], axis=0)[::-1]
-        tail[order - 1] = 0
-        out = best.astype(np.float64)
+        # bo[j-1, t] becomes the sum of the backoffs of the j..order-1 grams ending at t (row
+        # order-1, the highest order's, is 0); position t adds row longest(t)-1 at t-1.
+        for j in range(order - 2, -1, -1):
+            bo[j] += bo[j + 1]
         t = np.flatnonzero(tokens.scored)
-        out[t] += tail[longest[t] - 1, t - 1]
-        out[~tokens.scored] = 0.0
+        out = np.zeros(len(ids))
+        out[t] = best[t] + bo.ravel()[(longest[t] - 1).astype(np.int64) * len(ids) + t - 1]
         return out
 
 
