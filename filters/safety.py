@@ -71,7 +71,8 @@ REGISTERS = (REPORTING, PROMOTION)
 #   judgments, a statute, encyclopedic and advice texts, novels): they name the games and quote
 #   slogans, up to 4 points, but those carry reporting markers (threshold 6); without markers
 #   they reach 3. At min_score 3, 5 of 44 of them are removed; at 4, none.
-# - our promotion pages (tests/test_safety.py POSITIVES): 4 to 11 points, all caught.
+# - our promotion pages (tests/test_safety.py POSITIVES): 2 to 11 points (those under 4 have at
+#   least 2 promotion markers), all caught.
 MIN_SCORE = {"gambling": 4, "loans": 4, "pornography": 4, "fraud": 4}
 
 
@@ -94,7 +95,7 @@ class SafetyConfig:
     # Text about the schemes (ours): a document with at least report_min_markers distinct terms of
     # reporting.txt is a report, and every threshold rises by report_margin for it. News about
     # crackdowns (tests/test_safety.py NEGATIVES) names the games and quotes the slogans: it scores
-    # up to 4, with 3 to 11 markers; none of our 80 promotion pages has two. One marker is not
+    # up to 4, and those at 4 have 4 to 10 markers; none of our 80 promotion pages has one. One marker is not
     # enough (依法 and 记者 are everyday words in news).
     report_min_markers: int = 2
     report_margin: int = 2
