@@ -40,10 +40,10 @@ import re
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from re import _constants as sre, _parser as sre_parse  # parse trees for ``requirement`` (CPython 3.11+)
 from typing import NamedTuple
 
 import ahocorasick_rs
-from re import _constants as sre, _parser as sre_parse  # parse trees for the anchors (CPython 3.11+)
 
 from filters.keywords import SENSITIVE_DIR, KeywordList, normalise, read_list
 
@@ -95,8 +95,8 @@ class SafetyConfig:
     # Text about the schemes (ours): a document with at least report_min_markers distinct terms of
     # reporting.txt is a report, and every threshold rises by report_margin for it. News about
     # crackdowns (tests/test_safety.py NEGATIVES) names the games and quotes the slogans: it scores
-    # up to 4, and those at 4 have 4 to 10 markers; none of our 80 promotion pages has one. One marker is not
-    # enough (依法 and 记者 are everyday words in news).
+    # up to 4, and those at 4 have 4 to 10 markers; none of our 80 promotion pages has one. One
+    # marker is not enough (依法 and 记者 are everyday words in news).
     report_min_markers: int = 2
     report_margin: int = 2
     # A page that sells (ours): with at least promo_min_markers distinct promotion markers
