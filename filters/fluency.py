@@ -290,7 +290,8 @@ class NgramTables:
         return found, idx
 
     def find_sorted(self, n: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``lookup`` for ascending keys (n >= 2). Searching in sorted order walks the table
+        """``lookup`` for keys in ascending order, or nearly (n >= 2; only the speed depends on the
+        order). Searching in sorted order walks the table
         forwards: 3x faster than random queries into a table larger than the cache (0.08 vs 0.22 s
         for 565 K queries into 1.4 M keys, measured here), and so are the gathers of its values."""
         table = self.keys[n - 1]
@@ -301,7 +302,13 @@ class NgramTables:
 
     def _find(self, n: int, at: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The stored ones of order-n candidates (positions, keys): (positions, keys, indexes), by key."""
-        ranked = np.argsort(key)  # the candidates' order is free: sorted, the search walks forwards
+        # The candidates' order is free: sorted, the search walks forwards. np.sort of (key, index)
+        # packed in 64 bits is 2.7x faster than argsort (6 vs 16 ms for 500 K); where they do not
+        # fit, the key's low bits are dropped: nearly sorted is as good for the search.
+        bits = max(1, len(key).bit_length())
+        shift = np.uint64(max(0, (self.radix ** n - 1).bit_length() + bits - 64))
+        packed = np.sort((key >> shift << np.uint64(bits)) | np.arange(len(key), dtype=np.uint64))
+        ranked = (packed & np.uint64((1 << bits) - 1)).astype(np.int64)
         at, key = at[ranked], key[ranked]
         found, idx = self.find_sorted(n, key)
         return at[found], key[found], idx[found]

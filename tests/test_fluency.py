@@ -164,8 +164,9 @@ def slow_log10(arpa, words: list[str], order: int) -> float:
 
 def test_batch_scoring_equals_per_character_scoring(trained, news, tmp_path):
     small = fl.train_local(news[:200], order=5, min_count=2)  # pruned: backoffs on many paths
+    bigram = fl.train_local(news[:100], order=2)
     held = news[2800:2830] + ["", "  \n\n ", "ＡＢ１２３ 外文 and digits 2024\r\n第二行……"]
-    for model in (trained, small):
+    for model in (trained, small, bigram):
         model.export_arpa(tmp_path / "m.arpa")
         arpa = read_arpa(tmp_path / "m.arpa")
         vocab = set(fl.arpa_name(int(c)) for c in model.vocab)
