@@ -1,11 +1,13 @@
 """Fluency model training on Spark (issue 23 item 2): CCNet's reference-corpus language model,
 a character n-gram model with interpolated modified Kneser-Ney (``filters.fluency``).
 
-Three passes over the reference's ``text`` column, each Arrow-batched on the executors with the
-normalisation the scorer uses: (1) character frequencies -> the vocabulary; (2) n-gram counts,
-every order 1..N, pre-aggregated per batch with numpy and summed by a groupBy on packed uint64 keys;
-(3) after estimation, the reference documents themselves are scored and the percentiles of their
-perplexity recorded (CCNet's head/middle/tail buckets are the 30th and 60th). The counts are
+A hash of the text holds out ``holdout_fraction`` of the reference documents. Three passes, each
+Arrow-batched on the executors with the normalisation the scorer uses: (1) character frequencies
+of the training part -> the vocabulary; (2) its n-gram counts, every order 1..N, pre-aggregated per
+batch with numpy and summed by a groupBy on packed uint64 keys; (3) after estimation, the held-out
+documents are scored and the percentiles of their perplexity recorded (CCNet's head/middle/tail
+buckets are cut at the 30th and 60th; ``reference_profile`` is where other per-document
+statistics' percentiles join them). The counts are
 collected to the driver (one key and one count per distinct n-gram: ~16 bytes each, ~5 M n-grams
 for 2 M characters of news), where the discounts, probabilities and backoffs are computed. The
 model directory (model.npz, metadata.json, reference_percentiles.json) is published atomically.

@@ -45,9 +45,10 @@ NEWLINE, SPACE, ZERO = 10, 32, 48
 NO_PROB = -99.0  # log10 "probability" of <s>, which is never predicted (the ARPA convention)
 # Characters normalised and scored at a time: bounds the temporaries (~100 bytes a character).
 SLICE_CHARS = 1 << 20
-# Scoring reads a document's opening MAX_CHARS characters (ours: CCNet scores whole documents, but
-# a long tail adds time, not signal; the same cap filters/classify.py's models use, rounded up).
+# Scoring reads a document's opening MAX_CHARS characters (ours, issue 23's example; CCNet scores
+# whole documents, but a long tail adds time, not signal; filters/classify.py reads 3,000).
 MAX_CHARS = 5000
+FORMAT = "zhcorpus-fluency-ngram/1"  # model.npz's layout; load refuses any other
 # Bigrams of the DENSE_IDS most frequent token ids are also kept as a dense block (8 MB): 86 % of
 # the bigrams of People's Daily text, read by one gather instead of a sort and a search (ours).
 DENSE_IDS = 1024
@@ -529,7 +530,8 @@ class FluencyModel:
         """Estimate from raw counts (``merge_counts`` of ``batch_counts`` over the reference)."""
         radix = len(vocab) + len(SPECIALS)
         tables, stats = estimate(raw, order, radix, min_count)
-        return cls(tables, vocab, {"order": order, "vocab_size": len(vocab), "radix": radix, "min_count": min_count,
+        return cls(tables, vocab, {"format": FORMAT, "tokens": "characters", "order": order, "vocab_size": len(vocab),
+                                   "radix": radix, "min_count": min_count,
                                    "max_chars": max_chars, "normalise_version": NORMALISE_VERSION, **stats, **meta})
 
     @classmethod
@@ -549,6 +551,8 @@ class FluencyModel:
             if claimed and claimed != actual:
                 raise ModelError(f"model checksum mismatch for {npz}: sha256 {actual[:16]}... but {where} says "
                                  f"{claimed[:16]}...; the file is corrupted or not this model")
+        if meta.get("format") != FORMAT:
+            raise ModelError(f"{model_dir} holds format {meta.get('format')!r}, this code reads {FORMAT!r}")
         if meta.get("normalise_version") != NORMALISE_VERSION:
             raise ModelError(f"{model_dir} was trained on text normalised by v{meta.get('normalise_version')}, "
                              f"this code is v{NORMALISE_VERSION}: retrain it (python -m jobs.train_fluency)")
@@ -557,7 +561,11 @@ class FluencyModel:
             keys = [np.arange(radix, dtype=np.uint64)] + [z[f"keys_{n}"] for n in range(2, order + 1)]
             tables = NgramTables(radix, keys, [z[f"log_prob_{n}"] for n in range(1, order + 1)],
                                  [z[f"backoff_{n}"] for n in range(1, order)] + [np.zeros(len(keys[-1]), np.float32)])
-            return cls(tables, z["vocab"], meta)
+            vocab = z["vocab"]
+        if len(vocab) + len(SPECIALS) != radix or any(len(k) != len(p) or len(k) != len(b) for k, p, b in
+                                                      zip(tables.keys, tables.log_prob, tables.backoff)):
+            raise ModelError(f"{npz}: array sizes do not match each other or metadata.json")
+        return cls(tables, vocab, meta)
 
     def save(self, model_dir: str | Path) -> dict[str, Any]:
         """Write model.npz then metadata.json (with model.npz's sha256) into the existing

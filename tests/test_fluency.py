@@ -226,9 +226,11 @@ def test_save_load_and_refusals(tiny, tmp_path):
     with pytest.raises(ModelError, match="the config says"):
         fl.FluencyModel.load(tmp_path, "0" * 64)
     meta_path = tmp_path / fl.META_FILE
-    json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "normalise_version": "0"}))
     with pytest.raises(ModelError, match="normalised by v0, this code is v1: retrain"):
+        fl.FluencyModel.load(tmp_path)
+    meta_path.write_text(json.dumps({**meta, "format": "arpa"}))
+    with pytest.raises(ModelError, match="holds format 'arpa'"):
         fl.FluencyModel.load(tmp_path)
     meta_path.write_text(json.dumps(meta))
     data = bytearray((tmp_path / fl.MODEL_FILE).read_bytes())
