@@ -263,13 +263,25 @@ def python_counts(texts: list[str], model_vocab: np.ndarray, order: int) -> Coun
 def test_spark_counts_equal_a_counter(spark, news):
     from etl.fluency_train import collect_counts, count_ngrams, vocabulary
 
-    texts = news[:40] + ["", "ＡＢ１２３　ｘ\r\n\n  尾  "]
+    texts = news[:15] + ["", "ＡＢ１２３　ｘ\r\n\n  尾  "]
     df = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
-    vocab, size = vocabulary(df, 500)
-    assert len(vocab) == 500 and size["documents"] == 41
+    vocab, size = vocabulary(df, 300)
+    assert len(vocab) == 300 and size["documents"] == 16
     got = collect_counts(count_ngrams(spark, df, ORDER, vocab))
     flat = {(n, int(k)): int(c) for n, (keys, counts) in got.items() for k, c in zip(keys, counts)}
     assert flat == python_counts(texts, vocab, ORDER)
+
+
+@pytest.mark.slow
+def test_training_lines_are_distinct_and_never_held_out(spark):
+    from etl.fluency_train import FluencyTrainingConfig, training_lines
+
+    train = spark.createDataFrame([("甲\n乙１",), ("乙1 \r\n丙",), ("甲",)], "text string")
+    held = spark.createDataFrame([("丙\n丁",)], "text string")
+    lines = sorted(r.text for r in training_lines(train, held, FluencyTrainingConfig()).collect())
+    assert lines == ["乙0", "甲"]  # normalised, each once, 丙 held out
+    whole = training_lines(train, held, FluencyTrainingConfig(distinct_lines=False))
+    assert whole.count() == 3
 
 
 @pytest.mark.slow
