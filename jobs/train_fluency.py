@@ -5,9 +5,11 @@
 
 Input: JSONL or Parquet with a ``text`` column (other fields are ignored), clean text of the kind
 the corpus should look like. Each non-empty line is a sentence; text is normalised (NFKC, lower
-case, digits -> 0, whitespace folded) as at scoring time. Spark counts the character n-grams
-(orders 1..fluency.order, default 5) in parallel; interpolated modified Kneser-Ney is estimated
-on the driver (``filters.fluency``, ``etl.fluency_train``).
+case, digits -> 0, whitespace folded) as at scoring time. A hash of the text holds out
+fluency.holdout_fraction (10 %) of the documents; the model learns from the distinct lines of the
+others that no held-out document contains (fluency.distinct_lines). Spark counts the character
+n-grams (orders 1..fluency.order, default 5) in parallel; interpolated modified Kneser-Ney is
+estimated on the driver (``filters.fluency``, ``etl.fluency_train``).
 
 Writes, atomically (an older model is replaced only once the new one is complete):
   OUTPUT/model.npz                    the backoff tables (numpy arrays)
@@ -16,9 +18,9 @@ Writes, atomically (an older model is replaced only once the new one is complete
   OUTPUT/reference_percentiles.json   perplexity of reference documents at 0.5 %, every 1 % from 1
                                       to 99, and 99.5 %; CCNet's head/middle/tail buckets are cut
                                       at the 30th and 60th percentiles. The documents scored are
-                                      the fluency.holdout_fraction (10 %) left out of training:
-                                      documents a model was trained on score far lower than unseen
-                                      ones (set it to 0 to score the training documents instead)
+                                      the held-out ones: documents a model was trained on score
+                                      far lower than unseen ones (holdout_fraction=0 scores the
+                                      training documents instead)
 Settings: --set fluency.order=5, fluency.max_vocab=7000, fluency.min_count=1 (prune n-grams of
 order >= 3 seen fewer times; 2 gives a 5x smaller model, 9 % higher held-out perplexity on
 news), fluency.max_chars=5000 (scoring reads that much of a document).
