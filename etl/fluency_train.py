@@ -16,10 +16,8 @@ model directory (model.npz, metadata.json, reference_percentiles.json) is publis
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.publish import publish_dir
+from etl.readers import InputFile, list_inputs
 from etl.ship import ship_directory
 from filters.classify import sha256_file
 from filters.fluency import (MAX_CHARS, NEWLINE, PERCENTILES_FILE, SPECIALS, FluencyModel, batch_counts, char_counts,
@@ -79,14 +78,14 @@ class FluencyTrainingConfig:
         check_radix(self.max_vocab + len(SPECIALS), self.order)
 
 
-def read_texts(spark: SparkSession, inputs: list[str]) -> DataFrame:
-    """The ``text`` column of JSONL or Parquet inputs (Parquet: every path ends in .parquet or is a
-    local directory of .parquet files); empty and null texts are dropped."""
-    parquet = all(p.rstrip("/").endswith(".parquet") or glob.glob(os.path.join(p, "**", "*.parquet"), recursive=True)
-                  for p in inputs)
-    df = spark.read.parquet(*inputs) if parquet else spark.read.json(inputs, schema="text string")
+def read_texts(spark: SparkSession, files: list[InputFile]) -> DataFrame:
+    """The ``text`` column of JSONL or Parquet files (Parquet when every name ends in .parquet);
+    empty and null texts are dropped."""
+    paths = [f.path for f in files]
+    parquet = all(p.endswith(".parquet") for p in paths)
+    df = spark.read.parquet(*paths) if parquet else spark.read.json(paths, schema="text string")
     if "text" not in df.columns:
-        raise ValueError(f"reference input needs a text column; found {df.columns} in {inputs[:3]}")
+        raise ValueError(f"reference input needs a text column; found {df.columns} in {paths[:3]}")
     return df.select("text").where(F.col("text").isNotNull() & (F.length("text") > 0))
 
 
@@ -237,20 +236,9 @@ def _pct(p: float) -> str:
     return f"{p:g}"
 
 
-def reference_files(inputs: list[str]) -> list[dict[str, Any]]:
-    """Each input file (directories walked, globs expanded) with its size and sha256; a path on a
-    non-local file system is listed by name only."""
-    out = []
-    for path in inputs:
-        local = path.removeprefix("file://").removeprefix("file:")
-        if "://" in local:
-            out.append({"path": path, "bytes": None, "sha256": None})
-            continue
-        for match in sorted(glob.glob(local)) or [local]:
-            files = ([os.path.join(d, f) for d, _, fs in os.walk(match) for f in fs if not f.startswith((".", "_"))]
-                     if os.path.isdir(match) else [match])
-            out += [{"path": f, "bytes": os.path.getsize(f), "sha256": sha256_file(f)} for f in sorted(files)]
-    return out
+def reference_files(files: list[InputFile]) -> list[dict[str, Any]]:
+    """Each reference file with its size, and its sha256 where it is on the local file system."""
+    return [{"path": f.path, "bytes": f.size, "sha256": sha256_file(f.local) if f.local else None} for f in files]
 
 
 def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingConfig, output: str,
@@ -260,7 +248,8 @@ def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingCo
     reference_percentiles.json. Returns the metadata, with the reference profile under
     ``reference_profile``."""
     t0 = time.monotonic()
-    train, held = split_reference(read_texts(spark, inputs), cfg)
+    files = list_inputs(spark, inputs)  # NoInputFiles (a refusal) before any work
+    train, held = split_reference(read_texts(spark, files), cfg)
     texts = training_lines(train, held, cfg).cache()  # read by two passes
     vocab, size = vocabulary(texts, cfg.max_vocab)
     if not size["characters"]:
@@ -272,7 +261,7 @@ def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingCo
     texts.unpersist()
     t_count = time.monotonic()
     model = FluencyModel.from_counts(raw, vocab, cfg.order, cfg.min_count, cfg.max_chars,
-                                     reference={"files": reference_files(inputs), "trained_on": size},
+                                     reference={"files": reference_files(files), "trained_on": size},
                                      config=asdict(cfg), **(extra_meta or {}))
     del raw
     t_est = time.monotonic()
