@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     size = sum(len(t[:model.max_chars].encode("utf-8")) for t in texts) / MB
     texts = texts * max(1, int(np.ceil(args.mb / max(size, 1e-9))))
     model.perplexity_batch(texts[:10])  # builds the lazy tables (character map, dense bigrams)
-    report = {"setup": setup, "texts": args.texts or "People's Daily articles 2,601-", "ours": measure(model, texts, args.repeats)}
+    report = {"setup": setup, "texts": args.texts or "People's Daily articles 2,601-",
+              "ours": measure(model, texts, args.repeats)}
     anchor = kenlm_anchor(model, texts, 1)
     if anchor:
         anchor["ours_speedup"] = round(anchor["cpu_s"] / report["ours"]["cpu_s"], 2)

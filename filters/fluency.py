@@ -244,7 +244,8 @@ def ngram_keys(tokens: Tokens, order: int, radix: int) -> Iterator[tuple[int, np
         yield n, key[scored & (tokens.depth >= n - 1)]
 
 
-def batch_counts(texts: Sequence[str], id_of: np.ndarray, order: int, radix: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def batch_counts(texts: Sequence[str], id_of: np.ndarray, order: int,
+                 radix: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """(n, unique keys, counts) per order and slice of ``texts``: what each Spark task pre-aggregates."""
     for start, stop in slices(texts):
         for n, keys in ngram_keys(encode(texts[start:stop], id_of), order, radix):

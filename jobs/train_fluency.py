@@ -52,7 +52,8 @@ class TrainFluencyConfig:
 def main(argv: list[str] | None = None) -> int:
     cli.setup_logging()
     p = cli.parser("jobs.train_fluency", __doc__, None, "fluency.min_count=2")
-    p.add_argument("--reference", nargs="+", required=True, help="reference corpus: JSONL or Parquet files with a text column")
+    p.add_argument("--reference", nargs="+", required=True,
+                   help="reference corpus: JSONL or Parquet files with a text column")
     p.add_argument("--output", required=True, help="model directory (replaced atomically if it exists)")
     args = p.parse_args(argv)
 
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         cli.log.info("fluency model -> %s: %d-gram, %d characters, n-grams %s; trained on %d documents; %d held-out "
                      "documents: perplexity p30 %.1f p60 %.1f (CCNet head/tail cuts)", args.output, meta["order"],
                      meta["vocab_size"], meta["ngrams"], meta["reference"]["trained_on"]["documents"],
-                     profile["documents"], buckets.get("head_below", float("nan")), buckets.get("tail_above", float("nan")))
+                     profile["documents"], buckets.get("head_below", float("nan")),
+                     buckets.get("tail_above", float("nan")))
         return cli.EXIT_OK
 
     return cli.run_job(body)

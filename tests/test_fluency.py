@@ -54,7 +54,8 @@ def test_batch_normalisation_equals_the_definition_on_every_code_point():
     rng = random.Random(0)
     cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
     rng.shuffle(cps)
-    tricky = ["\u0301", "\u0308", "\u1161", "\u11a8", "Σ", "\r\n", "  ", "\n\n", " \u3000 ", "…", "①", "İ", "e\u0301"]
+    tricky = ["\u0301", "\u0308", "\u1161", "\u11a8", "Σ", "\r\n", "  ", "\n\n", " \u3000 ", "…", "①", "İ",
+              "e\u0301"]
     texts = []
     for i in range(0, len(cps), 2000):
         chunk = list(map(chr, cps[i:i + 2000]))
