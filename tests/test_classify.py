@@ -43,12 +43,71 @@ def test_binary_metrics():
     assert binary_metrics(pred, truth) == {"precision": 0.5, "recall": 0.5, "f1": 0.5}
 
 
+# --- threshold rules: max F1, or the score that keeps a share of the good documents -----------
+
+def test_keep_reference_threshold_keeps_the_share_of_good_positives():
+    from etl.classifier_train import keep_reference_threshold
+
+    probs, truth = np.array([0.4, 0.1, 0.3, 0.2, 0.9]), np.array([True, True, True, True, False])
+    assert keep_reference_threshold(probs, truth, 0.75, True) == 0.2  # drops floor(4 * .25) = 1: 0.1
+    assert keep_reference_threshold(probs, truth, 1.0, True) == 0.1
+    assert keep_reference_threshold(probs, truth, 0.5, True) == 0.3
+    # 200 * (1 - 0.995) is 1.0000000000000009 in floating point: one document may go, not two
+    ranks = np.arange(200) / 200
+    assert keep_reference_threshold(ranks, np.ones(200, bool), 0.995, True) == 0.005
+
+
+def test_keep_reference_threshold_keeps_the_share_of_good_negatives():
+    """Spam: the good documents are ham (negatives), kept while spam_prob < t."""
+    from etl.classifier_train import keep_reference_threshold
+
+    probs, truth = np.array([0.1, 0.3, 0.2, 0.4, 0.05]), np.array([False, False, False, False, True])
+    t = keep_reference_threshold(probs, truth, 0.75, False)
+    assert 0.3 < t < 0.3 + 1e-12  # just above the third-lowest ham score
+    assert int(np.sum(probs[~truth] < t)) == 3 and not 0.4 < t
+    assert keep_reference_threshold(probs, truth, 1.0, False) > 0.4
+    assert 0.3 < keep_reference_threshold(probs, truth, 0.6, False) < 0.3 + 1e-12  # 60 % of 4: keep 3, not 2
+
+
+def test_decide_threshold_records_both_rules():
+    from etl.classifier_train import ClassifierTrainingConfig, decide_threshold
+
+    probs = np.array([0.2, 0.6, 0.7, 0.8, 0.1, 0.3, 0.65])
+    truth = np.array([True, True, True, True, False, False, False])  # quality: True = hq
+    f1 = decide_threshold(probs, truth, ClassifierTrainingConfig(kind="quality"))
+    # max F1 by hand: t = 0.6 keeps hq .6 .7 .8 and lq .65 -> P 3/4, R 3/4; t = 0.2 -> P 4/6, R 1, F1 0.8
+    assert (f1["threshold"], f1["precision"], f1["recall"], f1["f1"]) == (0.2, 0.6667, 1.0, 0.8)
+    assert f1["good_kept"] == 1.0 and f1["f1_threshold"]["threshold"] == 0.2
+    kept = decide_threshold(probs, truth, ClassifierTrainingConfig(kind="quality", threshold_rule="keep_reference",
+                                                                   keep_share=0.75))
+    assert kept["threshold"] == 0.6 and kept["good_kept"] == 0.75  # drops floor(4 * .25) = 1 hq: 0.2
+    assert (kept["precision"], kept["recall"]) == (0.75, 0.75) and kept["f1_threshold"]["threshold"] == 0.2
+
+
+def test_threshold_rule_config_is_checked():
+    from etl.classifier_train import ClassifierTrainingConfig
+
+    with pytest.raises(ValueError, match="threshold_rule"):
+        ClassifierTrainingConfig(threshold_rule="median")
+    with pytest.raises(ValueError, match="keep_share"):
+        ClassifierTrainingConfig(keep_share=0.0)
+
+
 @pytest.fixture(scope="module")
 def seed_data(tmp_path_factory):
+    """Seed data as make demo builds it, small: a 400-page demo crawl and a reference of
+    People's Daily articles the small crawl may or may not hold."""
+    from demo.crawl import build_demo_crawl
     from demo.seed import build_seed_data
+    from demo.sources import news_pages
 
     root = tmp_path_factory.mktemp("seed")
-    build_seed_data(root, seed=5, n_per_label=200)
+    build_demo_crawl(root / "crawl", max_docs=400, min_mb=0, big_line_mb=0.05)
+    pages = [p for p in news_pages() if len(p[1]) >= 2][-400:]
+    (root / "reference.jsonl").write_text("".join(
+        json.dumps({"id": f"r{i}", "text": "\n".join([t, *paras]), "genre": ("news", "essay")[i % 2]},
+                   ensure_ascii=False) + "\n" for i, (t, paras, _) in enumerate(pages)), encoding="utf-8")
+    build_seed_data(root, seed=5, n_per_label=400, crawl_dir=root / "crawl", reference=root / "reference.jsonl")
     return root
 
 
@@ -73,20 +132,49 @@ def _train(spark, overrides, labeled, output):
     return train_classifier(read_labeled(spark, [str(labeled)]), cfg.classifier, str(output), {})
 
 
+def _auc(probs: np.ndarray, truth: np.ndarray) -> float:
+    """Share of (positive, negative) pairs the scores order rightly, ties half."""
+    pos, neg = probs[truth][:, None], probs[~truth][None, :]
+    return float(np.mean((pos > neg) + 0.5 * (pos == neg)))
+
+
+def test_auc_by_hand():
+    assert _auc(np.array([0.9, 0.4, 0.5, 0.1]), np.array([True, True, False, False])) == 0.75
+    assert _auc(np.array([0.5, 0.5]), np.array([True, False])) == 0.5
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind, positive", [("spam", "spam"), ("quality", "hq")])
 def test_train_save_load_predict_reaches_f1(kind, positive, seed_data, spark, tmp_path):
+    """Spam is separable from ham: F1 >= 0.9. Quality data is the GPT-3 kind (reference against a
+    sample of the raw crawl, which holds good pages too, here some of the reference's own
+    articles): the model ranks, it cannot separate, so the bar is the ranking (AUC)."""
     train_file, held = _split_halves(seed_data / f"{kind}.jsonl", tmp_path)
-    meta = _train(spark, [f"classifier.kind={kind}"], train_file, tmp_path / "model")
+    # a few hundred documents that differ less: more passes than the default's 10 (ours)
+    epochs = [] if kind == "spam" else ["classifier.fasttext.epoch=30"]
+    meta = _train(spark, [f"classifier.kind={kind}", *epochs], train_file, tmp_path / "model")
     assert meta["counts"]["valid"] and meta["sha256"]
     model = TextClassifier(tmp_path / "model")
     probs = model.positive_prob([r["text"] for r in held])
     truth = np.array([r["label"] == positive for r in held])
     m = binary_metrics(probs >= model.threshold, truth)
-    assert m["f1"] >= 0.9, m
+    if kind == "spam":
+        assert m["f1"] >= 0.9, m
+    else:
+        assert _auc(probs, truth) >= 0.85, m
     # the saved model predicts exactly what the reloaded one does
     again = TextClassifier(tmp_path / "model").positive_prob([r["text"] for r in held[:20]])
     assert np.allclose(again, probs[:20])
+
+
+@pytest.mark.slow
+def test_keep_reference_rule_is_recorded_and_keeps_the_share(seed_data, spark, tmp_path):
+    overrides = ["classifier.kind=quality", "classifier.threshold_rule=keep_reference", "classifier.keep_share=0.99"]
+    meta = _train(spark, overrides, seed_data / "quality.jsonl", tmp_path / "model")
+    v = meta["validation"]
+    assert (meta["threshold_rule"], meta["keep_share"]) == ("keep_reference", 0.99)
+    assert v["good_kept"] >= 0.99 and v["at_threshold"] == meta["threshold"]
+    assert TextClassifier(tmp_path / "model").threshold == meta["threshold"]
 
 
 @pytest.mark.slow

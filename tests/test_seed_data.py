@@ -22,7 +22,8 @@ from demo.seed import build_seed_data
 from demo.seed.build import apportion
 from demo.seed.pages import window
 from demo.seed.raw import load_reference, raw_crawl_records
-from demo.seed.spam import FAMILIES, number
+from demo.seed.spam import FAMILIES
+from demo.seed.spam_parts import number
 from demo.sources import news_pages
 
 N = 100

@@ -35,11 +35,13 @@ BUSY_MIN = 3            # reviews with this many are drawn twice as often (lists
 class Sources:
     """Source text in two disjoint pools: ``articles``, ``reviews`` (busy reviews twice) and
     their substantive ``good_reviews`` for ham; ``aside_texts`` (articles and reviews, one text
-    each) for spam; ``reference`` texts by genre for ham."""
+    each) and ``aside_titles`` (the articles' headlines) for spam; ``reference`` texts by genre for
+    ham."""
     articles: list[Page]
     reviews: list[str]
     good_reviews: list[str]
     aside_texts: list[str]
+    aside_titles: list[str]
     reference: dict[str, list[str]]
     segmenter: Segmenter
 
@@ -57,8 +59,8 @@ def load_sources(seed: int, reference: list[dict]) -> Sources:
     by_genre: dict[str, list[str]] = {}
     for doc in reference:
         by_genre.setdefault(doc["genre"], []).append(doc["text"])
-    return Sources(articles[a:], _busy_twice(reviews[r:]), good, aside, dict(sorted(by_genre.items())),
-                   get_segmenter(None, False))
+    return Sources(articles[a:], _busy_twice(reviews[r:]), good, aside, [t for t, _, _ in articles[:a]],
+                   dict(sorted(by_genre.items())), get_segmenter(None, False))
 
 
 def _busy_twice(pool: list[str]) -> list[str]:
