@@ -332,19 +332,20 @@ class NgramTables:
         logp[old[sel] * k + new[sel]], back[old[sel] * k + new[sel]] = self.log_prob[1][sel], self.backoff[1][sel]
         return k, logp, back
 
-    def _bigrams(self, ids: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(positions, keys, log-probs, backoffs) of the stored bigrams ending at ``at``."""
+    def _bigrams(self, ids: np.ndarray, wide: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(positions, keys, log-probs, backoffs) of the stored bigrams in the stream (``wide``:
+        ``ids`` as uint64); whole-array operations, no gather, up to the dense block's."""
         k, dense_logp, dense_back = self._dense
-        old, new = ids[at - 1], ids[at]
-        dense = (old < k) & (new < k)
-        cell = old[dense] * k + new[dense]
+        old, new = ids[:-1], ids[1:]
+        scored = new != BOS
+        dense = scored & (old < k) & (new < k)
+        cell = (old * k + new)[dense]
         logp = dense_logp[cell]
         hit = ~np.isnan(logp)
-        at_d, cell, logp = at[dense][hit], cell[hit], logp[hit]
-        rest = at[~dense]
-        at_s, key_s, idx = self._find(2, rest, ids[rest - 1].astype(np.uint64) * np.uint64(self.radix)
-                                      + ids[rest].astype(np.uint64), len(ids))
-        key_d = ids[at_d - 1].astype(np.uint64) * np.uint64(self.radix) + ids[at_d].astype(np.uint64)
+        at_d, cell, logp = np.flatnonzero(dense)[hit] + 1, cell[hit], logp[hit]
+        rest = np.flatnonzero(scored & ~dense) + 1
+        at_s, key_s, idx = self._find(2, rest, wide[rest - 1] * np.uint64(self.radix) + wide[rest], len(ids))
+        key_d = wide[at_d - 1] * np.uint64(self.radix) + wide[at_d]
         return (np.concatenate((at_d, at_s)), np.concatenate((key_d, key_s)),
                 np.concatenate((logp, self.log_prob[1][idx])), np.concatenate((dense_back[cell], self.backoff[1][idx])))
 
@@ -367,21 +368,23 @@ class NgramTables:
         """log10 p of every token given its sentence so far (0 at <s>), bottom-up as KenLM: the
         longest stored n-gram ending at t, plus the backoffs of the contexts ending at t-1 that are
         at least as long as it (the recursion of ``query``, every lookup shared by two positions)."""
-        ids, depth, order = tokens.ids, tokens.depth, self.order
+        ids, order = tokens.ids, self.order
         best = self.log_prob[0][ids]
         longest = np.ones(len(ids), np.int8)
         bo = np.zeros((order, len(ids)), np.float32)  # row j-1: backoff of the j-gram ending at t
         bo[0] = self.backoff[0][ids]
+        wide = ids.astype(np.uint64)
         if order > 1:
-            at, key, logp, back = self._bigrams(ids, np.flatnonzero(depth >= 1))
+            at, key, logp, back = self._bigrams(ids, wide)
         for n in range(2, order + 1):
-            if n > 2:  # candidates: where the (n-1)-gram was found and the sentence is long enough
-                key = key + ids[at - (n - 1)].astype(np.uint64) * np.uint64(self.radix ** (n - 1))
+            # Candidates: where the (n-1)-gram was found. One that starts at <s> extends to an
+            # n-gram holding <s> inside (or, at 0, the stream's last </s> before it): never
+            # stored, so no depth test is needed (2 % more lookups, one gather fewer).
+            if n > 2:
+                key = key + wide[at - (n - 1)] * np.uint64(self.radix ** (n - 1))
                 at, key, idx = self._find(n, at, key, len(ids))
                 logp, back = self.log_prob[n - 1][idx], self.backoff[n - 1][idx]
             best[at], longest[at], bo[n - 1, at] = logp, n, back
-            more = depth[at] >= n
-            at, key = at[more], key[more]
         # bo[j-1, t] becomes the sum of the backoffs of the j..order-1 grams ending at t (row
         # order-1, the highest order's, is 0); position t adds row longest(t)-1 at t-1.
         for j in range(order - 2, -1, -1):
