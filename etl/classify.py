@@ -92,8 +92,9 @@ _SCORED = ("spam_prob", "quality_score", "stage", "reason")  # the columns class
 
 
 def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: TextClassifier | None,
-                   cfg: ClassifyConfig) -> pa.RecordBatch:
-    """Score the rows the earlier stages kept; mark drops. Other rows pass unchanged. Only the
+                   cfg: ClassifyConfig, drop: bool = True) -> pa.RecordBatch:
+    """Score the rows the earlier stages kept; mark drops (``drop=False``: score only). Other rows
+    pass unchanged. Only the
     texts of those rows and the four scored columns become Python objects; every other column
     passes through as Arrow."""
     live = np.flatnonzero(pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
@@ -112,14 +113,14 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
     for j, i in enumerate(live):
         if spam_p is not None:
             cols["spam_prob"][i] = p = round(float(spam_p[j]), 5)
-            if p >= spam_t:
+            if p >= spam_t and drop:
                 cols["stage"][i], cols["reason"][i] = CLASSIFY_STAGE, SPAM
                 continue
         if quality_p is not None:
             cols["quality_score"][i] = score = round(float(quality_p[j]), 5)
             keep = (pareto_keep(doc_ids[j], score, cfg.pareto_alpha, cfg.pareto_seed) if doc_ids is not None
                     else score >= quality_t)
-            if not keep:
+            if not keep and drop:
                 cols["stage"][i], cols["reason"][i] = CLASSIFY_STAGE, LOW_QUALITY
     schema = batch.schema
     return pa.RecordBatch.from_arrays(
@@ -140,12 +141,13 @@ def _audit(batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: lis
                 raise audit_failure("classification", key, expected, lines[j], segmenter)
 
 
-def classify_stage(df: DataFrame, shipped: _Shipped) -> DataFrame:
-    """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns."""
+def classify_stage(df: DataFrame, shipped: _Shipped, drop: bool = True) -> DataFrame:
+    """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns.
+    ``drop=False``: every document is scored and none is marked (annotate mode)."""
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         spam = _model(shipped.spam_dir, shipped.spam_sha256, shipped.cfg.segment_engine)
         quality = _model(shipped.quality_dir, shipped.quality_sha256, shipped.cfg.segment_engine)
         for batch in batches:
-            yield classify_batch(batch, spam, quality, shipped.cfg)
+            yield classify_batch(batch, spam, quality, shipped.cfg, drop)
 
     return df.mapInArrow(apply, df.schema)

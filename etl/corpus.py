@@ -31,6 +31,7 @@ from etl.ledger import build_ledger
 from etl.phases import KEYS, dedup_phase, distributions, shards_phase
 from etl.pii import PiiConfig, pii_summary
 from etl.progress import Counters, report_progress
+from etl.quality import QualityConfig, quality_summary
 from etl.publish import HadoopStorage, publish_dir
 from etl.records import ReaderConfig
 from etl.report import Laps, assemble, resources
@@ -47,6 +48,7 @@ class CleanConfig:
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
     pii: PiiConfig = field(default_factory=PiiConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
     classify: ClassifyConfig = field(default_factory=ClassifyConfig)
 
 
@@ -80,17 +82,19 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "clean"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.classify, counters)
+            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
+                                         counters)
             try:
                 _write_marked(marked, out)
                 ledger = build_ledger(marked.rows, marked.files)
                 pii = pii_summary(marked.rows, cfg.pii)
+                quality = quality_summary(marked.records(), marked.quality)
             finally:
                 marked.unpersist()
         laps.lap("read_clean_classify")
         report = assemble(ledger, job=_job("clean", inputs, laps, spark), config=asdict(cfg),
                           resources={**res, **({"models": marked.models} if marked.models else {})},
-                          extra={"pii": pii})
+                          extra={"pii": pii, "quality": quality})
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
     return report
 
@@ -117,7 +121,8 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "build"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.classify, counters)
+            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
+                                         counters)
             try:
                 parts = _build_phases(cfg, marked, index, evals, out, laps)
             finally:
@@ -155,7 +160,8 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
 
     spark = marked.rows.sparkSession
     ledger = build_ledger(marked.rows, marked.files)
-    extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii)}
+    extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
+                             "quality": quality_summary(marked.records(), marked.quality)}
     laps.lap("read_clean_classify")
     dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir)
     laps.lap("dedup")

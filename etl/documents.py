@@ -20,13 +20,16 @@ from etl.clean import clean_stage
 from etl.ids import unique_ids
 from etl.pii import PiiConfig, pii_stage
 from etl.progress import Counters
+from etl.quality import QualityConfig, prepare, quality_columns, quality_stage
 from etl.readers import read_raw
 from filters.config import RulesConfig
 
+_SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column
 DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
-                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", "source_file", "renamed_from")
+                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", *_SIGNALS, "source_file",
+                    "renamed_from")
 REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
-                    "source_file", "offset", "renamed_from")
+                    "han_ratio", *_SIGNALS, "source_file", "offset", "renamed_from")
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Marked:
     rows: DataFrame
     files: list[str]
     models: dict  # the models scored with: {"spam": {"dir", "sha256"}, "quality": {...}} (empty: none)
+    quality: dict  # the quality stage's mode, profile and thresholds with their provenance
     cached: DataFrame  # what is persisted (``rows`` may add the doc_id renaming on top of it)
 
     def records(self) -> DataFrame:
@@ -52,16 +56,19 @@ class Marked:
 
 
 def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.ReaderConfig, rules: RulesConfig,
-                        pii: PiiConfig, classify: ClassifyConfig, counters: Counters) -> Marked:
-    """read → clean → personal data → classify. Models are verified on the driver before anything
-    is read (``ModelError``)."""
+                        pii: PiiConfig, quality: QualityConfig, classify: ClassifyConfig,
+                        counters: Counters) -> Marked:
+    """read → clean → personal data → quality → classify. Models and the reference profile are
+    verified on the driver before anything is read (``ModelError``, ``ProfileError``). In the
+    quality stage's ``annotate`` mode the classifiers score without dropping."""
     shipped = ship_models(spark, classify) if classify.enabled else None
+    screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
-    marked = pii_stage(clean_stage(raw, rules), pii)
+    marked = quality_stage(pii_stage(clean_stage(raw, rules), pii), screened)
     if shipped is not None:
-        marked = classify_stage(marked, shipped)
+        marked = classify_stage(marked, shipped, drop=quality.mode == "filter")
     models = {} if shipped is None else {
         "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
         "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    return Marked(unique_ids(cached), files, models, cached)  # repeated input ids made unique (etl/ids.py)
+    return Marked(unique_ids(cached), files, models, screened.summary, cached)  # repeated input ids made unique (etl/ids.py)

@@ -5,10 +5,10 @@ A hash of the text holds out ``holdout_fraction`` of the reference documents; th
 from the distinct lines of the others that no held-out document contains. Passes, each
 Arrow-batched on the executors with the normalisation the scorer uses: (1) character frequencies
 of those lines -> the vocabulary; (2) their n-gram counts, every order 1..N, pre-aggregated per
-batch with numpy and summed by a groupBy on packed uint64 keys; (3) after estimation, the held-out
-documents are scored and the percentiles of their perplexity recorded (CCNet's head/middle/tail
-buckets are cut at the 30th and 60th; ``reference_profile`` is where other per-document
-statistics' percentiles join them). The counts are
+batch with numpy and summed by a groupBy on packed uint64 keys; (3) after estimation, the reference
+profile (``etl.reference_profile``): the percentiles of every quality signal over the reference
+documents, the perplexity over the held-out ones (CCNet's head/middle/tail buckets are cut at
+its 30th and 60th percentiles). The counts are
 collected to the driver (one key and one count per distinct n-gram: ~16 bytes each, ~5 M n-grams
 for 2 M characters of news), where the discounts, probabilities and backoffs are computed. The
 model directory (model.npz, metadata.json, reference_percentiles.json) is published atomically.
@@ -25,13 +25,12 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark import SparkFiles
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.publish import publish_dir
 from etl.readers import InputFile, list_inputs
-from etl.ship import ship_directory
+from etl.reference_profile import reference_profile
 from filters.classify import sha256_file
 from filters.fluency import (MAX_CHARS, NEWLINE, PERCENTILES_FILE, SPECIALS, FluencyModel, batch_counts, char_counts,
                              check_radix, choose_vocab, normalise, slices, vocab_table)
@@ -39,8 +38,6 @@ from filters.fluency import (MAX_CHARS, NEWLINE, PERCENTILES_FILE, SPECIALS, Flu
 log = logging.getLogger("zhcorpus")
 DOCUMENTS = -1  # pseudo code point under which the frequency pass counts documents
 # Every 1 % from 1 to 99, plus 0.5 and 99.5 (the brief of issue 23 item 2); CCNet's buckets: 30, 60.
-PROFILE_PERCENTILES = (0.5, *range(1, 100), 99.5)
-CCNET_BUCKETS = (30, 60)  # head: below the 30th percentile of the reference, tail: above the 60th
 PERCENTILE_ACCURACY = 100_000  # percentile_approx: rank error <= documents / 100,000 (Spark's default: 10,000)
 
 
@@ -94,8 +91,16 @@ def split_reference(texts_df: DataFrame, cfg: FluencyTrainingConfig) -> tuple[Da
     (a document and its exact copies land on the same side); with 0, both are every document."""
     if cfg.holdout_fraction <= 0:
         return texts_df, texts_df
-    held = F.abs(F.xxhash64("text", F.lit(cfg.split_seed))) % 10_000 < int(round(cfg.holdout_fraction * 10_000))
+    held = held_out(cfg)
     return texts_df.where(~held), texts_df.where(held)
+
+
+def held_out(cfg: FluencyTrainingConfig) -> Column:
+    """True for the documents held out of training (all of them when nothing is held out: the
+    profile then scores the training documents)."""
+    if cfg.holdout_fraction <= 0:
+        return F.lit(True)
+    return F.abs(F.xxhash64("text", F.lit(cfg.split_seed))) % 10_000 < int(round(cfg.holdout_fraction * 10_000))
 
 
 def training_lines(train: DataFrame, held: DataFrame, cfg: FluencyTrainingConfig) -> DataFrame:
@@ -182,60 +187,6 @@ def collect_counts(counts_df: DataFrame) -> dict[int, tuple[np.ndarray, np.ndarr
     return out
 
 
-_loaded: dict[tuple[str, str], FluencyModel] = {}
-
-
-def score_reference(spark: SparkSession, texts_df: DataFrame, model_dir: str, sha256: str) -> DataFrame:
-    """(perplexity, tokens) per document under the model in ``model_dir``, shipped to the
-    executors and loaded once per worker (verified by sha256). Per-document statistics that
-    ``reference_profile`` should also summarise are added here as columns."""
-    name = ship_directory(spark, model_dir, f"zhcorpus-fluency-{sha256[:16]}")
-    schema = pa.schema([("perplexity", pa.float64()), ("tokens", pa.int64())])
-
-    def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        if (name, sha256) not in _loaded:
-            _loaded[(name, sha256)] = FluencyModel.load(SparkFiles.get(name), sha256)
-        model = _loaded[(name, sha256)]
-        for b in batches:
-            texts = b.column("text").to_pylist()
-            sums, counts = model.score_batch(texts)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ppl = np.where(counts > 0, 10.0 ** (-sums / np.maximum(counts, 1)), np.nan)
-            yield pa.RecordBatch.from_arrays([pa.array(ppl), pa.array(counts)], schema=schema)
-
-    return texts_df.select("text").mapInArrow(score, "perplexity double, tokens long")
-
-
-# ---- HOOK POINT (issue 23 item 1): per-document statistics of the reference --------------------
-PROFILE_SIGNALS = ("perplexity",)  # columns of score_reference whose percentiles are recorded
-
-
-def reference_profile(scored: DataFrame, signals: tuple[str, ...] = PROFILE_SIGNALS) -> dict[str, Any]:
-    """Percentiles (``PROFILE_PERCENTILES``) of each per-document signal over the reference, for
-    thresholds derived from a clean reference (FineWeb-2 style) and CCNet's buckets. To add a
-    statistic: compute its column in ``score_reference``, name it in ``PROFILE_SIGNALS``. NaN
-    (a document with no sentence) is left out of a signal's percentiles."""
-    qs = [p / 100 for p in PROFILE_PERCENTILES]
-    cols = [F.percentile_approx(F.when(~F.isnan(c), F.col(c)), qs, PERCENTILE_ACCURACY).alias(c) for c in signals]
-    counted = [F.count(F.when(~F.isnan(c), 1)).alias(f"{c}__n") for c in signals]
-    row = scored.agg(F.count(F.lit(1)).alias("documents"), *cols, *counted).first()
-    profile: dict[str, Any] = {"documents": row["documents"], "percentiles": list(PROFILE_PERCENTILES), "signals": {}}
-    for c in signals:
-        values = row[c] or []
-        profile["signals"][c] = {"documents": row[f"{c}__n"],
-                                 "values": {_pct(p): v for p, v in zip(PROFILE_PERCENTILES, values)}}
-    ppl = profile["signals"].get("perplexity", {}).get("values", {})
-    if ppl:
-        profile["ccnet_buckets"] = {"head_below": ppl[_pct(CCNET_BUCKETS[0])], "tail_above": ppl[_pct(CCNET_BUCKETS[1])],
-                                    "source": "CCNet (Wenzek et al. 2020 §3.3): head < p30 <= middle < p60 <= tail"}
-    return profile
-# ---- end of the hook point --------------------------------------------------------------------
-
-
-def _pct(p: float) -> str:
-    return f"{p:g}"
-
-
 def reference_files(files: list[InputFile]) -> list[dict[str, Any]]:
     """Each reference file with its size, and its sha256 where it is on the local file system."""
     return [{"path": f.path, "bytes": f.size, "sha256": sha256_file(f.local) if f.local else None} for f in files]
@@ -268,12 +219,13 @@ def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingCo
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     with publish_dir(output, overwrite=True) as staging:
         meta = model.save(staging.root)
-        profile = reference_profile(score_reference(spark, held, staging.root, meta["sha256"]))
-        profile["scored"] = (f"the {cfg.holdout_fraction:.0%} of reference documents held out of training (xxhash64 "
-                             f"of the text, seed {cfg.split_seed})" if cfg.holdout_fraction else "the training documents")
-        if not profile["documents"]:
-            log.warning("no reference document was held out: %s has no percentiles", PERCENTILES_FILE)
-        staging.write_text(PERCENTILES_FILE, json.dumps(profile, indent=2))
+        scored = (f"the {cfg.holdout_fraction:.0%} of reference documents held out of training (xxhash64 of the "
+                  f"text, seed {cfg.split_seed})" if cfg.holdout_fraction else "the training documents")
+        described = ", ".join(Path(f.path).name for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        profile = reference_profile(read_texts(spark, files).withColumn("held", held_out(cfg)), staging.root,
+                                    meta["sha256"], f"the reference corpus ({described})", scored)
+        if not profile["fluency_documents"]:
+            log.warning("no reference document was held out: %s has no perplexity percentiles", PERCENTILES_FILE)
     log.info("fluency model: counting %.1f s, estimation %.1f s, reference percentiles %.1f s",
              t_count - t0, t_est - t_count, time.monotonic() - t_est)
     return {**meta, "reference_profile": profile}

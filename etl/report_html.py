@@ -19,7 +19,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "figure.dpi": 96})
-PLOTS = ("dropped", "doc_chars", "doc_tokens", "cluster_sizes", "tokens_per_source")
+PLOTS = ("dropped", "doc_chars", "doc_tokens", "cluster_sizes", "tokens_per_source", "signals")
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 figure{display:inline-block;margin:0 1em 1em 0;vertical-align:top}figcaption{font-weight:bold}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
@@ -92,6 +92,35 @@ def _bars(plot_id: str, caption: str, data: dict[str, int] | None, xlabel: str, 
     return _figure(plot_id, caption, _svg(fig))
 
 
+def _signals(report: dict[str, Any]) -> str:
+    """Small multiples: per quality signal, a box plot (5-25-50-75-95 %) for kept and for removed
+    documents, with the rule's threshold as a dashed line."""
+    quality = report.get("quality") or {}
+    dist, thresholds = quality.get("distributions"), quality.get("thresholds") or {}
+    caption = "Quality signals: kept vs removed documents (5/25/50/75/95 %), threshold dashed"
+    groups = [g for g in ("kept", "removed") if dist and dist.get(g)]
+    if not groups:
+        return _empty("signals", caption, "no quality signals in this build")
+    names = [n for n in dist[groups[0]] if n != "documents"]
+    cols = 5
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.2 * cols, 1.6 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        stats = [{"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "label": g[0]}
+                 for g in groups if (q := dist[g].get(name))]
+        if stats:
+            ax.bxp(stats, showfliers=False, vert=False)
+        if name in thresholds:
+            ax.axvline(thresholds[name]["value"], color="#b00", linestyle="--", linewidth=1)
+        ax.set_title(name, fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.tight_layout()
+    counts = ", ".join(f"{g} {dist[g]['documents']:,}" for g in groups)
+    return _figure("signals", f"{caption} ({counts})", _svg(fig))
+
+
 def _ledger_table(report: dict[str, Any]) -> str:
     inp = report["input"]
     rows = [("input records", inp["records"]), ("documents", report["documents"]),
@@ -153,6 +182,7 @@ def render(report: dict[str, Any]) -> str:
         _bars("cluster_sizes", "Duplicate-cluster sizes", {int(k): v for k, v in sizes.items()} if sizes else None,
               "documents in cluster", "clusters", log_y=True),
         _bars("tokens_per_source", "Tokens per source", shards.get("tokens_per_source"), "source", "tokens"),
+        _signals(report),
     ]
     job = report.get("job", {})
     title = f"Corpus build report: {report['documents']:,} documents"

@@ -30,3 +30,23 @@ def cluster_sizes(duplicates: DataFrame) -> dict[int, int]:
     rows = (duplicates.groupBy("duplicate_of").agg((F.count(F.lit(1)) + 1).alias("size"))
             .groupBy("size").count().collect())
     return {r.size: r["count"] for r in sorted(rows, key=lambda r: r.size)}
+
+
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)  # a box plot's whiskers, box and median
+
+
+def signal_distributions(records: DataFrame, signals: list[str]) -> dict[str, Any]:
+    """Each quality signal's quantiles ``QUANTILES`` for the documents kept and for those removed
+    (by any stage after the signals were computed), from one grouped aggregation:
+    ``{"quantiles", "kept": {"documents", signal: [...]}, "removed": {...}}``. Rows without
+    signals (rejected before the quality stage, file rows) are left out."""
+    screened = records.where(F.col(signals[0]).isNotNull() | F.col("quality_flags").isNotNull())
+    aggs = [F.percentile_approx(s, list(QUANTILES), 1000).alias(s) for s in signals]
+    rows = (screened.groupBy(F.col("reason").isNull().alias("kept"))
+            .agg(F.count(F.lit(1)).alias("documents"), *aggs).collect())
+    out: dict[str, Any] = {"quantiles": list(QUANTILES)}
+    for r in rows:
+        group = {"documents": r["documents"]}
+        group.update({s: [round(float(v), 6) for v in r[s]] if r[s] else None for s in signals})
+        out["kept" if r["kept"] else "removed"] = group
+    return out

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         cli.log.info("fluency model -> %s: %d-gram, %d characters, n-grams %s; trained on %d documents; %d held-out "
                      "documents: perplexity p30 %.1f p60 %.1f (CCNet head/tail cuts)", args.output, meta["order"],
                      meta["vocab_size"], meta["ngrams"], meta["reference"]["trained_on"]["documents"],
-                     profile["documents"], buckets.get("head_below", float("nan")),
+                     profile["fluency_documents"], buckets.get("head_below", float("nan")),
                      buckets.get("tail_above", float("nan")))
         return cli.EXIT_OK
 

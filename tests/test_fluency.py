@@ -296,11 +296,12 @@ def test_job_writes_a_loadable_model_and_reference_percentiles(spark, news, tmp_
                                "--set", "fluency.holdout_fraction=0.2"]) == 0
     model = fl.FluencyModel.load(out)
     assert model.meta["order"] == 4 and model.meta["reference"]["files"][0]["bytes"] == ref.stat().st_size
-    profile = json.loads((out / fl.PERCENTILES_FILE).read_text())
-    values = profile["signals"]["perplexity"]["values"]
-    assert list(values) == ["0.5", *map(str, range(1, 100)), "99.5"]
-    assert list(values.values()) == sorted(values.values()) and 60 <= profile["documents"] <= 100
-    assert profile["ccnet_buckets"]["head_below"] == values["30"]
+    profile = json.loads((out / fl.PERCENTILES_FILE).read_text())  # etl.reference_profile's
+    values = profile["signals"]["fluency_ppl"]
+    assert profile["percentiles"][3:5] == [1, 2] and len(values) == len(profile["percentiles"])
+    assert values == sorted(values) and 60 <= profile["fluency_documents"] <= 100 and profile["documents"] == 400
+    assert profile["ccnet_buckets"]["head_below"] == values[profile["percentiles"].index(30)]
+    assert set(profile["signals"]) >= {"line_punct_frac", "top2_word_cov", "contact_density", "fluency_ppl"}
     trained_on = model.meta["reference"]["trained_on"]["documents"]
-    assert trained_on + profile["documents"] == 400
+    assert trained_on + profile["fluency_documents"] == 400
     assert train_fluency.main(["--reference", str(ref), "--output", str(out), "--set", "fluency.max_vocab=9000"]) == 2
