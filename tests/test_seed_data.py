@@ -88,7 +88,7 @@ def test_each_label_and_family_has_its_count(seed_dir):
         "local_seo": 14, "contact_ad": 12, "get_rich": 10, "fake_medicine": 10, "gambling": 10,
         "loan": 10, "keyword_list": 8, "link_farm": 8, "fragment_soup": 10, "planted": 8}
     assert Counter(_kind(r) for r in spam if r["label"] == "ham") == {
-        "reference": 50, "news": 25, "reviews": 15, "forum": 10}
+        "reference": 40, "news": 20, "reviews": 25, "forum": 15}
     assert Counter(r["label"] for r in _records(seed_dir, "quality.jsonl")) == {"hq": N, "lq": N}
 
 
@@ -155,10 +155,25 @@ def test_quality_file_is_reference_against_raw_crawl(seed_dir, inputs):
     assert {_kind(r) for r in hq} == set(GENRES)
 
 
+def test_hq_can_take_a_share_of_crawl_like_pages(inputs, tmp_path):
+    """--hq-crawl-like 0.3: 30 of 100 hq records are news windows, review pages and threads in
+    the shares .5/.3/.2, the other 70 reference documents; lq is unchanged in size."""
+    build_seed_data(tmp_path / "s", seed=7, n_per_label=N, crawl_dir=inputs[0], reference=inputs[1],
+                    hq_crawl_like=0.3)
+    records = _records(tmp_path / "s", "quality.jsonl")
+    hq = Counter(_kind(r) for r in records if r["label"] == "hq")
+    assert {k: n for k, n in hq.items() if k.startswith("crawl_")} == {
+        "crawl_news": 15, "crawl_reviews": 9, "crawl_forum": 6}
+    assert sum(n for k, n in hq.items() if k in GENRES) == 70
+    assert Counter(r["label"] for r in records)["lq"] == N
+    info = json.loads((tmp_path / "s" / "SEED.json").read_text(encoding="utf-8"))
+    assert info["hq_crawl_like"] == 0.3
+
+
 def test_ham_has_every_reference_genre_and_reference_text(seed_dir, inputs):
     docs, _ = load_reference(inputs[1])
     ham = [r["text"] for r in _records(seed_dir, "spam.jsonl") if _kind(r) == "reference"]
-    assert len(ham) == N // 2
+    assert len(ham) == 40
     # a window's last line is in its document (cut at a sentence end when the window is whole)
     genres = [next((d["genre"] for d in docs if t.split("\n")[-1] in d["text"]), None) for t in ham]
     assert None not in genres and set(genres) == set(GENRES)

@@ -35,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="crawl whose raw records are the quality model's lq (default: %(default)s)")
     p.add_argument("--reference", type=Path, default=None,
                    help="reference corpus JSONL (text, genre); default: demo.reference's documents")
+    p.add_argument("--hq-crawl-like", type=float, default=0.0,
+                   help="share of the quality model's hq made of good pages of the crawl's own genres "
+                        "(news windows, reviews, threads) beside the reference (default: %(default)s)")
     p.add_argument("--seed", type=int, default=1,
                    help="seed of every random choice (default: %(default)s)")
     p.add_argument("--n-per-label", type=int, default=1500,
@@ -42,6 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.n_per_label < 1:
         p.error("--n-per-label must be at least 1")
+    if not 0.0 <= args.hq_crawl_like <= 1.0:
+        p.error("--hq-crawl-like must be in [0, 1]")
     return args
 
 
@@ -50,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     start = time.perf_counter()
     info = build_seed_data(args.output, seed=args.seed, n_per_label=args.n_per_label,
-                           crawl_dir=args.crawl, reference=args.reference)
+                           crawl_dir=args.crawl, reference=args.reference, hq_crawl_like=args.hq_crawl_like)
     for f in info["files"]:
         log.info("%s: %d records, %.1f MiB, kinds %s", f["path"], f["records"], f["bytes"] / (1 << 20),
                  f["kinds"])
