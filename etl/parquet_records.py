@@ -36,7 +36,7 @@ def parquet_rows(fh: BinaryIO, state: RangeState) -> Iterator[dict[str, Any]]:
         state.file_error(NO_TEXT_COLUMN, f"no 'text' column (columns: {schema.names[:20]})")
         return
     ttype = schema.field("text").type
-    bad_type = None if pa.types.is_string(ttype) or pa.types.is_large_string(ttype) else str(ttype)
+    bad_type = None if is_text_type(ttype) else str(ttype)
     columns = [c for c in COLUMNS if c in schema.names and not (c == "text" and bad_type)]
     first_row = 0
     for k in range(meta.num_row_groups):
@@ -44,6 +44,14 @@ def parquet_rows(fh: BinaryIO, state: RangeState) -> Iterator[dict[str, Any]]:
         if rng.start <= _first_byte(rg, rng.size) < rng.end:
             yield from _row_group(pf, k, rg, first_row, columns, bad_type, state)
         first_row += rg.num_rows
+
+
+def is_text_type(t: pa.DataType) -> bool:
+    """Every Arrow string type, and a dictionary of strings (pandas categoricals, some writers'
+    defaults: issue 24), whose values ``to_pylist`` gives as str."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
 def _first_byte(rg, size: int) -> int:

@@ -155,6 +155,20 @@ def test_parquet_row_groups_are_read_once(tmp_path):
     assert problem is None and rows == whole and [r["offset"] for r in rows] == list(range(n))
 
 
+@pytest.mark.parametrize("arrow_type", ["string", "large_string", "dictionary", "string_view"])
+def test_parquet_text_of_every_string_type_is_text(tmp_path, arrow_type):
+    """Issue 24: a dictionary-encoded text column (pandas categoricals) was rejected as missing_text."""
+    f = tmp_path / f"{arrow_type}.parquet"
+    texts = [doc(i, i + 1) for i in range(4)] + [doc(0, 1)]  # a repeat: a real dictionary
+    column = {"string": lambda: pa.array(texts, pa.string()), "large_string": lambda: pa.array(texts, pa.large_string()),
+              "dictionary": lambda: pa.array(texts).dictionary_encode(),
+              "string_view": lambda: pa.array(texts, pa.string_view())}[arrow_type]()
+    pq.write_table(pa.table({"id": [f"t{i}" for i in range(5)], "text": column}), f)
+    assert pq.read_schema(f).field("text").type == column.type
+    rows, _ = _whole(f, _cfg())
+    assert [r["reason"] for r in rows] == [None] * 5 and [r["text"] for r in rows] == texts
+
+
 def test_ranges_that_do_not_tile_the_file_are_a_problem():
     part = lambda a, b: {"format": "jsonl", "size": 30, "range": [a, b], "bytes": b - a, "records": 1,  # noqa: E731
                          "skipped": {}, "errors": [], "regions": {}}
