@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("out/bench-corpus"))
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    for kind in ("spam", "quality"):
+    for kind in ("spam", "quality", "fluency"):
         if not (Path(args.models) / kind / "metadata.json").exists():
             p.error(f"no {kind} model in {args.models} (make demo-models)")
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start, load_start = time.perf_counter(), os.getloadavg()
     inputs = inputs_for(args)
     overrides = [f"tokenizer.vocab_size={args.vocab}", f"classify.spam_model={args.models}/spam",
-                 f"classify.quality_model={args.models}/quality",
+                 f"classify.quality_model={args.models}/quality", f"quality.profile={args.models}/fluency",
                  f"decontaminate.eval_sets={json.dumps(eval_sets(args.out))}"]
     spark = session("bench-corpus", SparkConfig(master=f"local[{args.cores}]"))
     tok = tokenizer_dir(spark, args, overrides, inputs["crawl"][0])

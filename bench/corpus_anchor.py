@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
 
-PLAIN_STAGES = ("read", "clean", "pii", "classify", "dedup_signatures", "decontaminate", "tokenize")
+PLAIN_STAGES = ("read", "clean", "pii", "quality", "classify", "dedup_signatures", "decontaminate", "tokenize")
 BATCH_ROWS = 1024
 
 
@@ -42,8 +42,10 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     from etl.decontaminate import load_eval_sets
     from etl.dedup import signature_columns
     from etl.pii import get_scrubber, pii_batch
+    from etl.quality import quality_batch
     from etl.readers import ARROW_RAW
     from filters import decontam as dc
+    from filters.screen import Screen
     from filters.classify import TextClassifier
     from filters.tokenizer import ZhTokenizer
 
@@ -53,6 +55,7 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     params = cfg.dedup.minhash.resolved()
     tok = ZhTokenizer.load(tokenizer_dir)
     scrubber = get_scrubber(cfg.pii.resolved(), cfg.pii.public_ips_only) if cfg.pii.enabled else None
+    screen = Screen(cfg.quality, cfg.quality.profile or None) if cfg.quality.enabled else None
     dcfg = cfg.decontaminate
     matcher = (dc.Matcher(dc.EvalIndex(load_eval_sets(dcfg.eval_sets), dcfg.ngram, dcfg.min_chars, dcfg.t2s))
                if dcfg.effective_mode != "off" else None)
@@ -60,13 +63,14 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     warm = "预热：首页 | 新闻\n这是一段用来预热的中文文本，包含全角字符ＡＢＣ。"
     cleaner(warm)
     cleaned = clean_batch(pa.RecordBatch.from_pylist([_warm_row(warm)], schema=ARROW_RAW), cleaner)
-    classify_batch(pii_batch(cleaned, scrubber) if scrubber else cleaned, spam, quality, cfg.classify)
+    cleaned = pii_batch(cleaned, scrubber) if scrubber else cleaned
+    classify_batch(quality_batch(cleaned, screen) if screen else cleaned, spam, quality, cfg.classify)
     if matcher is not None:
         matcher.hits(warm)
     tok.encode_batch([warm])
     signature_columns([warm], params)
     lap = _Laps()
-    kept, size = _read_clean_classify(inputs, cfg, cleaner, scrubber, spam, quality, lap)
+    kept, size = _read_clean_classify(inputs, cfg, cleaner, scrubber, screen, spam, quality, lap)
     t = time.perf_counter(), time.process_time()
     for part in _chunks(kept, BATCH_ROWS):
         signature_columns(part, params)
@@ -103,15 +107,17 @@ class _Laps:
         return now
 
 
-def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, spam, quality,
+def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, screen, spam, quality,
                          lap: _Laps) -> tuple[list[str], int]:
-    """(texts the rules and classifiers kept, input bytes), timed as read / clean / pii / classify."""
+    """(texts the rules and classifiers kept, input bytes), timed as read / clean / pii / quality /
+    classify."""
     import pyarrow as pa
 
     from etl import records as rec
     from etl.classify import classify_batch
     from etl.clean import clean_batch
     from etl.pii import pii_batch
+    from etl.quality import quality_batch
     from etl.readers import ARROW_RAW
 
     kept: list[str] = []
@@ -130,6 +136,9 @@ def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, spam, qualit
             if scrubber is not None:
                 cleaned = pii_batch(cleaned, scrubber)
             t = lap("pii", t)
+            if screen is not None:
+                cleaned = quality_batch(cleaned, screen)
+            t = lap("quality", t)
             scored = classify_batch(cleaned, spam, quality, cfg.classify)
             t = lap("classify", t)
             kept += [r["text"] for r in scored.select(["kind", "reason", "text"]).to_pylist()
