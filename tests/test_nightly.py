@@ -151,3 +151,32 @@ def test_training_is_submitted_once_per_version(monkeypatch, tmp_path):
     assert calls == ["nightly-v000002"]
     entry = submitted["nightly-v000002"]["entrypoint"]
     assert f"--data {tmp_path.resolve()}/versions/v000002/corpus.json" in entry and "jobs.train_lm" in entry
+
+
+def test_three_nights_through_the_cli(tmp_path):
+    """Issue 24: as a user runs it, one new file a night; the third night failed reading an index
+    of two batches. The third file holds a near copy of a first-night document: removed."""
+    from demo.sources import news_pages
+
+    crawl, corpus = tmp_path / "crawl", tmp_path / "corpus"
+    crawl.mkdir()
+    pages = ["\n".join([t, *p]) for t, p, _ in news_pages()[:400] if sum(map(len, p)) > 300][:90]
+    copied = pages[0][:100] + "的" + pages[0][101:]
+    for night in range(3):
+        rows = [{"id": f"n{night}-{i}", "text": t} for i, t in enumerate(pages[night * 30:(night + 1) * 30])]
+        rows += [{"id": "n2-copy", "text": copied}] if night == 2 else []
+        path = crawl / f"part-{night}.jsonl"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.utime(path, ns=((1_700_000_000 + night * 1000) * 10**9,) * 2)
+    cmd = [sys.executable, "-m", "jobs.nightly_refresh", "--crawl-root", str(crawl), "--corpus-root", str(corpus),
+           "--set", "refresh.max_files=1"] + [a for s in SETTINGS for a in ("--set", s)] + [
+        "--set", "tokenizer.vocab_size=1600"]  # 30 news pages: 1,400 characters need more than 600 pieces
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    for night in range(1, 4):
+        run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert (corpus / "CURRENT").read_text().strip() == f"v{night:06d}"
+    commits = sorted(p.name for p in (corpus / "dedup-index" / "commits").glob("*.json"))
+    assert [c.split("-", 1)[1] for c in commits] == ["v000001.json", "v000002.json", "v000003.json"]
+    dups = pq.read_table(corpus / "versions" / "v000003" / "duplicates").to_pylist()
+    assert [(d["doc_id"], d["duplicate_of"]) for d in dups] == [("n2-copy", "n0-0")]
