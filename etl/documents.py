@@ -20,7 +20,7 @@ from etl.clean import clean_stage
 from etl.ids import unique_ids
 from etl.pii import PiiConfig, pii_stage
 from etl.progress import Counters
-from etl.quality import QualityConfig, prepare, quality_columns, quality_stage
+from etl.quality import QualityConfig, keep_clean_rejections, prepare, quality_columns, quality_stage
 from etl.readers import read_raw
 from filters.config import RulesConfig
 
@@ -60,11 +60,15 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
                         counters: Counters) -> Marked:
     """read → clean → personal data → quality → classify. Models and the reference profile are
     verified on the driver before anything is read (``ModelError``, ``ProfileError``). In the
-    quality stage's ``annotate`` mode the classifiers score without dropping."""
+    quality stage's ``annotate`` mode nothing that has text is dropped: the PanGu-α rules' and the
+    quality rules' failures are ``quality_flags``, the classifiers score without dropping."""
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
-    marked = quality_stage(pii_stage(clean_stage(raw, rules), pii), screened)
+    cleaned = clean_stage(raw, rules)
+    if quality.mode == "annotate":  # every document is written: a failed PanGu-α rule becomes a flag
+        cleaned = keep_clean_rejections(cleaned)
+    marked = quality_stage(pii_stage(cleaned, pii), screened)
     if shipped is not None:
         marked = classify_stage(marked, shipped, drop=quality.mode == "filter")
     models = {} if shipped is None else {

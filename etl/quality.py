@@ -93,12 +93,14 @@ def quality_batch(batch: pa.RecordBatch, screen: Screen) -> pa.RecordBatch:
     signals = {name: np.full(n, np.nan) for name in _appended()}
     out: dict[str, list] = {name: [None] * n for name, _, _ in _OTHER}
     cols = {name: batch.column(name).to_pylist() for name in ("stage", "reason")}
+    kept_back = batch.column(CLEAN_FLAG).to_pylist() if CLEAN_FLAG in batch.schema.names else [None] * n
     if len(live):
         got = screen(batch.column("text").take(pa.array(live)).to_pylist())
         for name in signals:
             signals[name][live] = np.round(got.signals[name], 6)
         for j, i in enumerate(live):
-            out[BUCKET][i], out[FLAGS][i] = got.buckets[j], got.flags[j]
+            out[BUCKET][i] = got.buckets[j]
+            out[FLAGS][i] = ([kept_back[i]] if kept_back[i] else []) + got.flags[j]
             out[SAFETY][i] = sorted(got.safety[j].items()) or None
             if got.reasons[j]:
                 cols["stage"][i], cols["reason"][i] = QUALITY_STAGE, got.reasons[j]
@@ -111,6 +113,19 @@ def quality_batch(batch: pa.RecordBatch, screen: Screen) -> pa.RecordBatch:
             arrays.append(pa.array(out[name], arrow))
         schema = schema.append(pa.field(name, arrow))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+CLEAN_FLAG = "clean_rule"  # annotate mode: the PanGu-α rule a kept document failed, until this stage
+
+
+def keep_clean_rejections(df: DataFrame) -> DataFrame:
+    """Annotate mode: documents the PanGu-α rules rejected (stage "clean") stay documents; their
+    reason moves to ``CLEAN_FLAG``, which the quality stage puts first in ``quality_flags``.
+    Read-stage rejections (nothing to keep) are untouched."""
+    failed = F.col("stage") == "clean"
+    return (df.withColumn(CLEAN_FLAG, F.when(failed, F.col("reason")))
+            .withColumn("reason", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("reason")))
+            .withColumn("stage", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("stage"))))
 
 
 def quality_stage(df: DataFrame, prepared: Prepared) -> DataFrame:
@@ -126,7 +141,8 @@ def quality_stage(df: DataFrame, prepared: Prepared) -> DataFrame:
         for batch in batches:
             yield quality_batch(batch, screen)
 
-    return df.mapInArrow(apply, schema)
+    out = df.mapInArrow(apply, schema)
+    return out.drop(CLEAN_FLAG) if CLEAN_FLAG in df.columns else out
 
 
 def quality_summary(records: DataFrame, summary: dict[str, Any]) -> dict[str, Any]:

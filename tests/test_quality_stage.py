@@ -47,7 +47,7 @@ def _inputs(tmp, news):
     words = "".join(news[:5]).replace("\n", "")
     salad = "，".join("".join(rng.sample(words, 6)) for _ in range(80)) + "。"
     rows = [{"id": f"news-{i}", "text": t} for i, t in enumerate(news[:12])]
-    rows += [{"id": "seo", "text": SEO}, {"id": "links", "text": LINKS},
+    rows += [{"id": "short", "text": "一句太短的话。"}, {"id": "seo", "text": SEO}, {"id": "links", "text": LINKS},
              {"id": "casino", "text": CASINO}, {"id": "salad", "text": salad}]
     path = tmp / "in.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
@@ -68,6 +68,7 @@ def test_filter_mode_rejects_spam_with_reasons_and_keeps_news(spark, tmp_path, p
     report, docs, rejected = _run(spark, tmp_path, profile, "filter")
     assert rejected.loc["seo", "reason"] in {"separator_line_frac_high", "top2_word_cov_high", "dup5_word_cov_high"}
     assert rejected.loc["links", "reason"] == "date_line_frac_high"
+    assert rejected.loc["short", ["stage", "reason"]].tolist() == ["clean", "too_short"]
     assert rejected.loc["casino", "reason"] == "unsafe_gambling"
     assert set(rejected.loc[["seo", "links", "casino"], "stage"]) == {"quality"}
     assert all(f"news-{i}" in docs.index for i in range(12)), rejected["reason"].to_dict()
@@ -84,8 +85,10 @@ def test_filter_mode_rejects_spam_with_reasons_and_keeps_news(spark, tmp_path, p
 
 
 def test_annotate_mode_keeps_every_document_with_its_flags(spark, tmp_path, profile):
-    _, docs, rejected = _run(spark, tmp_path, profile, "annotate")
-    assert {"seo", "links", "casino", "salad"} <= set(docs.index) and rejected.empty
+    report, docs, rejected = _run(spark, tmp_path, profile, "annotate")
+    assert {"short", "seo", "links", "casino", "salad"} <= set(docs.index) and rejected.empty
+    assert report["documents"] == report["input"]["records"]
+    assert list(docs.loc["short", "quality_flags"])[0] == "too_short"  # the PanGu-α rule, kept as a flag
     assert "unsafe_gambling" in list(docs.loc["casino", "quality_flags"])
     assert "date_line_frac_high" in list(docs.loc["links", "quality_flags"])
     assert docs.loc["casino", "safety_scores"] is not None
