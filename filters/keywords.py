@@ -62,17 +62,24 @@ class KeywordList:
     terms: tuple[str, ...]
 
 
-def read_list(path: Path | Traversable, category: str | None = None) -> KeywordList:
-    version, terms = "unversioned", []
-    for raw in path.read_text(encoding="utf-8").splitlines():
+def list_lines(path: Path | Traversable) -> tuple[str, list[tuple[int, str]]]:
+    """The list file format (sensitive_words/README.md): (its ``# version:``, or "unversioned";
+    the (line number, stripped line) of every non-blank, non-comment line)."""
+    version, lines = "unversioned", []
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()
         if line.startswith("#"):
             key, _, value = line.lstrip("#").partition(":")
             if key.strip() == "version" and value.strip():
                 version = value.strip()
-            continue
-        if line:
-            terms.append(normalise(line))
+        elif line:
+            lines.append((lineno, line))
+    return version, lines
+
+
+def read_list(path: Path | Traversable, category: str | None = None) -> KeywordList:
+    version, lines = list_lines(path)
+    terms = [normalise(line) for _, line in lines]
     return KeywordList(category or path.stem, version, tuple(dict.fromkeys(terms)))
 
 

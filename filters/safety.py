@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import ahocorasick_rs
 
-from filters.keywords import SENSITIVE_DIR, KeywordList, normalise, read_list
+from filters.keywords import SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
 
 log = logging.getLogger("zhcorpus")
 
@@ -151,18 +151,12 @@ def check_pattern(pattern: str, where: str) -> re.Pattern:
 def read_patterns(path: Path | Traversable, category: str | None = None) -> PatternList:
     """A ``.patterns`` file: UTF-8, one regex a line, ``#`` lines are comments (``# version:`` read),
     blank lines ignored, surrounding whitespace stripped. Every pattern is checked (``check_pattern``)."""
-    version, patterns, where = "unversioned", [], []
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = raw.strip()
-        if line.startswith("#"):
-            key, _, value = line.lstrip("#").partition(":")
-            if key.strip() == "version" and value.strip():
-                version = value.strip()
-            continue
-        if line:
-            check_pattern(line, f"{path}:{lineno}")
-            patterns.append(line)
-            where.append(f"{path}:{lineno}")
+    version, lines = list_lines(path)
+    patterns, where = [], []
+    for lineno, line in lines:
+        check_pattern(line, f"{path}:{lineno}")
+        patterns.append(line)
+        where.append(f"{path}:{lineno}")
     return PatternList(category or path.name.removesuffix(".patterns"), version, tuple(patterns), tuple(where))
 
 
