@@ -99,11 +99,7 @@ class TextClassifier:
     def __init__(self, model_dir: str | Path, expected_sha256: str | None = None, engine: str | None = None):
         model_dir = Path(model_dir)
         self.meta = read_metadata(model_dir)
-        actual = sha256_file(model_dir / MODEL_FILE)
-        for claimed, where in ((self.meta["sha256"], "metadata.json"), (expected_sha256, "the config")):
-            if claimed and claimed != actual:
-                raise ModelError(f"model checksum mismatch for {model_dir / MODEL_FILE}: sha256 {actual[:16]}... "
-                                 f"but {where} says {claimed[:16]}...; the file is corrupted or not this model")
+        require_sha256(model_dir / MODEL_FILE, self.meta["sha256"], expected_sha256)
         if self.meta["preprocess_version"] != PREPROCESS_VERSION:
             raise ModelError(f"{model_dir} was trained with preprocessing v{self.meta['preprocess_version']}, "
                              f"this code is v{PREPROCESS_VERSION}: retrain it")
@@ -142,6 +138,17 @@ def positive_probs(model, lines: Sequence[str], positive: str) -> np.ndarray:
     tag = "__label__" + positive
     out = np.array([float(dict(zip(ls, ps)).get(tag, 0.0)) for ls, ps in zip(labels, probs)])
     return np.clip(out, 0.0, 1.0)  # fastText's softmax can round to 1.00001
+
+
+def require_sha256(path: Path, recorded: str | None, expected: str | None) -> str:
+    """The sha256 of ``path``; ``ModelError`` when it is not the one metadata.json records or the
+    config expects (either may be empty: not checked)."""
+    actual = sha256_file(path)
+    for claimed, where in ((recorded, "metadata.json"), (expected, "the config")):
+        if claimed and claimed != actual:
+            raise ModelError(f"model checksum mismatch for {path}: sha256 {actual[:16]}... but {where} says "
+                             f"{claimed[:16]}...; the file is corrupted or not this model")
+    return actual
 
 
 def read_metadata(model_dir: Path) -> dict[str, Any]:

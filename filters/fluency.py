@@ -33,7 +33,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from filters.classify import ModelError, sha256_file
+from filters.classify import ModelError, require_sha256, sha256_file
 
 log = logging.getLogger("zhcorpus")
 
@@ -550,11 +550,7 @@ class FluencyModel:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except ValueError as e:
             raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
-        actual = sha256_file(npz)
-        for claimed, where in ((meta.get("sha256"), "metadata.json"), (expected_sha256, "the config")):
-            if claimed and claimed != actual:
-                raise ModelError(f"model checksum mismatch for {npz}: sha256 {actual[:16]}... but {where} says "
-                                 f"{claimed[:16]}...; the file is corrupted or not this model")
+        require_sha256(npz, meta.get("sha256"), expected_sha256)
         if meta.get("format") != FORMAT:
             raise ModelError(f"{model_dir} holds format {meta.get('format')!r}, this code reads {FORMAT!r}")
         if meta.get("normalise_version") != NORMALISE_VERSION:
