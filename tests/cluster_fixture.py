@@ -166,30 +166,54 @@ def _bound_sockets() -> dict[int, tuple[str, str, int]]:
     return out
 
 
+RULES = [("gcs_server", "gcs_server"), ("/raylet/raylet", "raylet"), ("dashboard/dashboard.py", "dashboard"),
+         ("autoscaler/_private/monitor.py", "monitor"), ("log_monitor.py", "log_monitor"),
+         ("ray.util.client.server", "client server"), ("ray::DashboardAgent", "dashboard agent"),
+         ("ray::RuntimeEnvAgent", "runtime env agent"), ("dashboard/agent.py", "dashboard agent"),
+         ("ray::", "ray worker"), ("default_worker.py", "ray worker"),
+         ("deploy.master.Master", "spark master"), ("deploy.worker.Worker", "spark worker"),
+         ("CoarseGrainedExecutorBackend", "spark executor"), ("deploy.SparkSubmit", "spark driver"),
+         ("pyspark.daemon", "pyspark worker"), ("jobs/build_corpus.py", "spark driver (python)"),
+         ("jobs.train_lm", "ray job driver")]
+
+
 def component(pid: int) -> str:
-    """A name for what process ``pid`` is, from its command line."""
+    """A name for what process ``pid`` is, from its command line; ``""`` when the command line is
+    gone (a process that is exiting releases its memory, and with it the command line, before it
+    closes its sockets), "gone" when the process is."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "gone"
     cmd = " ".join(a.decode(errors="replace") for a in argv if a)
-    rules = [("gcs_server", "gcs_server"), ("/raylet/raylet", "raylet"), ("dashboard/dashboard.py", "dashboard"),
-             ("autoscaler/_private/monitor.py", "monitor"), ("log_monitor.py", "log_monitor"),
-             ("ray.util.client.server", "client server"), ("ray::DashboardAgent", "dashboard agent"),
-             ("ray::RuntimeEnvAgent", "runtime env agent"), ("dashboard/agent.py", "dashboard agent"),
-             ("ray::", "ray worker"), ("default_worker.py", "ray worker"),
-             ("deploy.master.Master", "spark master"), ("deploy.worker.Worker", "spark worker"),
-             ("CoarseGrainedExecutorBackend", "spark executor"), ("deploy.SparkSubmit", "spark driver"),
-             ("pyspark.daemon", "pyspark worker"), ("jobs/build_corpus.py", "spark driver (python)"),
-             ("jobs.train_lm", "ray job driver")]
-    for needle, name in rules:
+    if not cmd:
+        return ""
+    for needle, name in RULES:
         if needle in cmd:
             return name
     return Path(argv[0].decode(errors="replace")).name or "?"
 
 
-def listeners(pids: list[int]) -> set[Listener]:
-    """The listening sockets held by ``pids``."""
+def _comm(pid: int) -> str:
+    """What ``pid`` is when its command line is gone: the kernel's name (``/proc/PID/comm``, kept
+    until the process is reaped) through the same rules, else "ray worker" for a child of a raylet
+    (the raylet forks the workers; its agents live as long as it does, so a sampler has named them
+    earlier), else the kernel's name as it is; "?" when unreadable."""
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return "?"
+    name = next((name for needle, name in RULES if needle in comm), None)
+    if name is None and component(ppid) == "raylet":
+        name = "ray worker"
+    return name or comm or "?"
+
+
+def listeners(pids: list[int], known: dict[int, str] | None = None) -> set[Listener]:
+    """The listening sockets held by ``pids``; ``known`` names pids whose command line was read
+    earlier (and is filled in here), for a process caught while it exits."""
+    known = {} if known is None else known
     bound = _bound_sockets()
     out = set()
     for pid in pids:
@@ -205,7 +229,10 @@ def listeners(pids: list[int]) -> set[Listener]:
                 continue
             m = re.fullmatch(r"socket:\[(\d+)\]", target)
             if m and int(m[1]) in bound:
-                name = name or component(pid)
+                if name is None:
+                    name = component(pid)
+                    if name in ("", "gone"):
+                        name = known.get(pid) or _comm(pid)
                 proto, ip, port = bound[int(m[1])]
                 out.add(Listener(name, pid, proto, ip, port))
     return out
@@ -218,12 +245,15 @@ class Sampler:
     def __init__(self, sessions: Sessions):
         self.sessions, self.seen = sessions, set()
         self.sid_of: dict[int, int | None] = {}  # every pid seen -> its session
+        self.names: dict[int, str] = {}          # every pid seen -> what it is (component())
 
     def sample(self) -> None:
         pids = self.sessions.pids()
         for pid in pids:
             self.sid_of.setdefault(pid, session_of(pid))
-        self.seen |= listeners(pids)
+            if pid not in self.names and (name := component(pid)) not in ("", "gone"):
+                self.names[pid] = name
+        self.seen |= listeners(pids, self.names)
 
     def run(self, argv: list[str], every: float = 1.0, **kwargs) -> subprocess.CompletedProcess:
         """``subprocess.run(argv, **kwargs)`` while sampling (captures output, text mode)."""
