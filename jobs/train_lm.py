@@ -3,7 +3,7 @@
     python -m jobs.train_lm --config jobs/configs/debug.toml --data out/demo/corpus/shards \\
         --output out/runs/debug [--set parallel.tp=2 --set parallel.dp=2 --set train.steps=50 ...]
 
-starts a local Ray (token authentication on, dashboard on 127.0.0.1 only) and trains there. Against
+starts a local Ray (token authentication on, every socket on 127.0.0.1: train/launch.py) and trains there. Against
 a running cluster the same module is the entrypoint of a Ray job; ``RAY_ADDRESS`` (which ``ray job
 submit`` sets for its entrypoint) or ``--set ray.address=HOST:PORT`` selects it:
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ if __package__ in (None, ""):
 
 from jobs import cli  # noqa: E402
 from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
-from train import checkpoint  # noqa: E402
+from train import checkpoint, launch  # noqa: E402
 from train.data import DataConfig  # noqa: E402
 from train.indexed_dataset import read_manifest  # noqa: E402
 from train.loop import Job, LoopConfig, check_compatible  # noqa: E402
@@ -113,22 +112,9 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
 
 
 def init_ray(cfg: RaySection, num_workers: int) -> None:
-    """Connect to ``cfg.address`` or $RAY_ADDRESS, else start a local Ray with the dashboard (if
-    any) on loopback only. Ray 2.60 turns token authentication on for a local cluster unless
-    RAY_AUTH_MODE says otherwise (the token is ~/.ray/auth_token, generated on first use); a
-    client of a ``ray start`` cluster needs RAY_AUTH_MODE=token and that token."""
-    import ray
-
-    if ray.is_initialized():
-        return
-    address = cfg.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-        return
-    # Logical CPUs: a local run may ask for more workers than cores (slower, still correct).
-    cpus = max(os.cpu_count() or 1, num_workers * cfg.cpus_per_worker)
-    ray.init(address="local", num_cpus=cpus, include_dashboard=cfg.dashboard,
-             dashboard_host="127.0.0.1", configure_logging=False)
+    """Connect to ``cfg.address`` or $RAY_ADDRESS, else start a local Ray with every socket on
+    127.0.0.1 and room for ``num_workers`` workers (train/launch.py)."""
+    launch.connect(cfg.address, cpus=num_workers * cfg.cpus_per_worker, dashboard=cfg.dashboard)
 
 
 def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):

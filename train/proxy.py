@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -187,18 +186,11 @@ def train_one(cfg: ProxyConfig, run: ProxyRun) -> dict[str, Any]:
 
 
 def init_ray(section: ProxyRaySection) -> None:
-    """Connect to ``ray.address`` or $RAY_ADDRESS, else start a local Ray (no dashboard) with
-    this machine's CPUs. Ray 2.60 turns token authentication on for a local cluster."""
-    import ray
+    """Connect to ``ray.address`` or $RAY_ADDRESS, else start a local Ray (no dashboard, every
+    socket on 127.0.0.1) with this machine's CPUs (train/launch.py)."""
+    from train import launch
 
-    if ray.is_initialized():
-        return
-    address = section.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-        return
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, int(math.ceil(section.cpus_per_run))),
-             include_dashboard=False, configure_logging=False)
+    launch.connect(section.address, cpus=section.cpus_per_run)
 
 
 def run_proxies(cfg: ProxyConfig, runs: list[ProxyRun],
