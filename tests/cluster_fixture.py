@@ -2,6 +2,10 @@
 own and stopped by pid, listening sockets of those processes read from /proc, free ports, and the
 README's table of the binds that may leave loopback.
 
+When a test fails, tests/conftest.py adds the last lines of the daemons' logs to its report: every
+log under the roots a test or fixture opened with ``watched`` (Spark's daemon and executor logs,
+Ray's session logs), read while they still exist.
+
 Every daemon a test starts runs in a new session (``setsid``); everything it forks (executors,
 Ray workers, agents) stays in that session unless it calls ``setsid`` itself, which none of them
 does. ``Sessions.stop`` sends SIGTERM to every pid of those sessions, waits, then SIGKILLs what is
@@ -11,17 +15,22 @@ left, so a test never touches processes it did not start (no ``ray stop``, no ``
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ipaddress
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -299,3 +308,67 @@ def readme_binds(readme: Path = ROOT / "README.md") -> set[tuple[str, str]]:
                 if where in KINDS:
                     rows.add((cells[0].strip("`"), KINDS[where]))
     return rows
+
+
+# --- the daemons' logs, for a failing test ------------------------------------------------------
+
+WATCHED: list[Path] = []  # roots of the clusters running now (``watched``): their logs are read on a failure
+CAUGHT: list[str] = []    # log tails read as a failure left a root that was then removed
+LOG_SUFFIXES = (".log", ".out", ".err")  # Ray's session logs, our daemon logs; Spark executors: stdout, stderr
+# Daemons first: a failure is explained by them more often than by one of many worker logs.
+DAEMON_LOGS = ("gcs_server", "raylet", "dashboard", "monitor", "runtime_env_agent", "master", "worker.log", "build")
+
+
+@contextlib.contextmanager
+def watched(root: Path, remove: bool = False) -> Iterator[Path]:
+    """Mark ``root`` as holding daemon logs while the block runs. If an exception leaves the block
+    (a failing test, a cluster that did not start), the logs' tails are read before ``root`` is
+    removed (``remove``), for tests/conftest.py to report."""
+    WATCHED.append(root)
+    try:
+        yield root
+    except (Exception, pytest.fail.Exception):  # not a skip, not GeneratorExit
+        CAUGHT.append(log_tails([root]))
+        raise
+    finally:
+        WATCHED.remove(root)
+        if remove:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def failure_logs() -> str:
+    """Tails of the logs of every cluster running now and of any a failure has just left; empty
+    when there is none. Clears what was caught."""
+    text = "\n".join([*CAUGHT, *(log_tails([r]) for r in WATCHED)]).strip()
+    CAUGHT.clear()
+    return text
+
+
+def log_files(root: Path) -> list[Path]:
+    """Non-empty log files under ``root`` (symbolic links not followed: Ray's session_latest),
+    daemons' first, then newest first."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            if (name.endswith(LOG_SUFFIXES) or name in ("stdout", "stderr")) and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    if (st := path.stat()).st_size:
+                        found.append((not any(d in name for d in DAEMON_LOGS), -st.st_mtime, path))
+    return [p for *_, p in sorted(found)]
+
+
+def log_tails(roots: list[Path], lines: int = 25, files: int = 30) -> str:
+    """The last ``lines`` lines of the first ``files`` log files under each root (``log_files``)."""
+    out = []
+    for root in roots:
+        paths = log_files(root)
+        for path in paths[:files]:
+            try:
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+            except OSError as e:
+                tail = [f"(unreadable: {e})"]
+            out += [f"==> {path} <==", *tail, ""]
+        if len(paths) > files:
+            out.append(f"({len(paths) - files} more log files under {root})")
+    return "\n".join(out)

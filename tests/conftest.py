@@ -17,3 +17,16 @@ def spark():
     session = get_spark("zhcorpus-tests", "local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test (setup, call or teardown) of a cluster gets the last lines of its daemons'
+    logs in its report (tests/cluster_fixture.py: ``watched``, ``failure_logs``)."""
+    outcome = yield
+    report = outcome.get_result()
+    fixture = sys.modules.get("tests.cluster_fixture")  # imported only by tests that start daemons
+    if fixture is not None and report.failed:
+        text = fixture.failure_logs()
+        if text:
+            report.sections.append(("daemon logs (last lines)", text))

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import crawl_fixture
-from tests.cluster_fixture import ROOT, VENV_BIN, Sampler, Sessions, alive, free_port
+from tests.cluster_fixture import ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, watched
 from tests.deploy_fixture import load_deploy_module
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -104,18 +104,19 @@ def cluster(tmp_path_factory):
     env, sessions, logs = spark_env(root, secret_file), Sessions(), root / "logs"
     logs.mkdir()
     port = free_port()
-    try:
-        master = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "master", "--host", "127.0.0.1", "--port",
-                                 str(port), "--webui-port", str(free_port())], env, logs / "master.log")
-        wait_for(logs / "master.log", r"I have been elected leader", master)
-        worker = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "worker", f"spark://127.0.0.1:{port}",
-                                 "--cores", "2", "--memory", "2g", "--work-dir", str(root / "work"),
-                                 "--webui-port", str(free_port())], env, logs / "worker.log")
-        wait_for(logs / "worker.log", r"Successfully registered with master", worker)
-        yield SparkCluster(root, f"spark://127.0.0.1:{port}", env, secret, sessions, logs)
-    finally:
-        sessions.stop()
-        assert not alive(sessions.pids()), "processes of the Spark cluster outlived the teardown"
+    with watched(root):  # its logs (logs/, work/'s executor logs) in the report of a failing test
+        try:
+            master = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "master", "--host", "127.0.0.1", "--port",
+                                     str(port), "--webui-port", str(free_port())], env, logs / "master.log")
+            wait_for(logs / "master.log", r"I have been elected leader", master)
+            worker = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "worker", f"spark://127.0.0.1:{port}",
+                                     "--cores", "2", "--memory", "2g", "--work-dir", str(root / "work"),
+                                     "--webui-port", str(free_port())], env, logs / "worker.log")
+            wait_for(logs / "worker.log", r"Successfully registered with master", worker)
+            yield SparkCluster(root, f"spark://127.0.0.1:{port}", env, secret, sessions, logs)
+        finally:
+            sessions.stop()
+            assert not alive(sessions.pids()), "processes of the Spark cluster outlived the teardown"
 
 
 def submit(cluster: SparkCluster, *args: str, sampler: Sampler | None = None, env: dict | None = None,

@@ -25,7 +25,6 @@ import os
 import random
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import urllib.error
@@ -36,7 +35,8 @@ from pathlib import Path
 import pytest
 
 from tests import shard_fixture
-from tests.cluster_fixture import ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, readme_binds, short_dir
+from tests.cluster_fixture import (ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, readme_binds, short_dir,
+                                   watched)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 RAY = str(VENV_BIN / "ray")
@@ -116,28 +116,29 @@ def test_one_host_head_listens_on_loopback_only():
     env, sessions = ray_env(root), Sessions()
     dashboard = free_port()
     cluster = RayCluster(root, env, f"http://127.0.0.1:{dashboard}", "", sessions, {})
-    try:
-        sid = node("head", root / "head", env, "--port", str(free_port()), "--dashboard-port", str(dashboard),
-                   "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
-                   "--num-cpus", "2", *SMALL[2:])
-        cluster.sids["head"] = sid
-        sessions.adopt(sid)
-        token = Path(env["HOME"]) / ".ray" / "auth_token"
-        assert oct(token.stat().st_mode & 0o777) == "0o600"
-        sampler = Sampler(sessions)
-        run = submit(cluster, "python", "-m", "jobs.train_lm", *TRAIN, "--set", "parallel.dp=2", "--data",
-                     str(write_shards(root / "shards")), "--output", str(root / "run"), sampler=sampler,
-                     working_dir=True)
-        out = run.stdout + run.stderr
-        assert run.returncode == 0 and (root / "run" / "metrics.jsonl").exists(), out[-5000:]
-        components = {s.component for s in sampler.seen}
-        assert {"gcs_server", "raylet", "dashboard", "dashboard agent", "ray worker"} <= components, components
-        # torch.distributed's store on rank 0 too: no exception (train/rendezvous.py)
-        beyond = sorted(f"{s.component} pid {s.pid} {s.address}:{s.port}" for s in sampler.seen if s.kind != "loopback")
-        assert not beyond, "the one-host head listened beyond loopback: " + ", ".join(beyond)
-    finally:
-        stop(cluster)
-        shutil.rmtree(root, ignore_errors=True)
+    with watched(root, remove=True):  # Ray's session logs in the report of a failing test
+        try:
+            sid = node("head", root / "head", env, "--port", str(free_port()), "--dashboard-port", str(dashboard),
+                       "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
+                       "--num-cpus", "2", *SMALL[2:])
+            cluster.sids["head"] = sid
+            sessions.adopt(sid)
+            token = Path(env["HOME"]) / ".ray" / "auth_token"
+            assert oct(token.stat().st_mode & 0o777) == "0o600"
+            sampler = Sampler(sessions)
+            run = submit(cluster, "python", "-m", "jobs.train_lm", *TRAIN, "--set", "parallel.dp=2", "--data",
+                         str(write_shards(root / "shards")), "--output", str(root / "run"), sampler=sampler,
+                         working_dir=True)
+            out = run.stdout + run.stderr
+            assert run.returncode == 0 and (root / "run" / "metrics.jsonl").exists(), out[-5000:]
+            components = {s.component for s in sampler.seen}
+            assert {"gcs_server", "raylet", "dashboard", "dashboard agent", "ray worker"} <= components, components
+            # torch.distributed's store on rank 0 too: no exception (train/rendezvous.py)
+            beyond = sorted(f"{s.component} pid {s.pid} {s.address}:{s.port}" for s in sampler.seen
+                            if s.kind != "loopback")
+            assert not beyond, "the one-host head listened beyond loopback: " + ", ".join(beyond)
+        finally:
+            stop(cluster)
 
 
 # --- a head plus a second node --------------------------------------------------------------------
@@ -148,18 +149,18 @@ def two_nodes():
     env, sessions = ray_env(root), Sessions()
     gcs, dashboard = free_port(), free_port()
     cluster = RayCluster(root, env, f"http://127.0.0.1:{dashboard}", f"127.0.0.1:{gcs}", sessions, {})
-    try:
-        cluster.sids["head"] = node("cluster-head", root / "head", env, "--port", str(gcs), "--dashboard-port",
-                                    str(dashboard), "--ray-client-server-port", str(free_port()),
-                                    "--dashboard-agent-listen-port", str(free_port()), *SMALL)
-        sessions.adopt(cluster.sids["head"])
-        cluster.sids["node"] = node("join", root / "node", env, cluster.gcs, "--dashboard-agent-listen-port",
-                                    str(free_port()), *SMALL)
-        sessions.adopt(cluster.sids["node"])
-        yield cluster
-    finally:
-        stop(cluster)
-        shutil.rmtree(root, ignore_errors=True)
+    with watched(root, remove=True):  # Ray's session logs in the report of a failing test
+        try:
+            cluster.sids["head"] = node("cluster-head", root / "head", env, "--port", str(gcs), "--dashboard-port",
+                                        str(dashboard), "--ray-client-server-port", str(free_port()),
+                                        "--dashboard-agent-listen-port", str(free_port()), *SMALL)
+            sessions.adopt(cluster.sids["head"])
+            cluster.sids["node"] = node("join", root / "node", env, cluster.gcs, "--dashboard-agent-listen-port",
+                                        str(free_port()), *SMALL)
+            sessions.adopt(cluster.sids["node"])
+            yield cluster
+        finally:
+            stop(cluster)
 
 
 @pytest.fixture(scope="module")

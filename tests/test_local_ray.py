@@ -16,12 +16,11 @@ every interface and on the host's address.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import pytest
 
-from tests.cluster_fixture import ROOT, Sampler, Sessions, free_port, short_dir
+from tests.cluster_fixture import ROOT, Sampler, Sessions, free_port, short_dir, watched
 from tests.test_cluster_ray import TRAIN, write_shards
 
 pytestmark = pytest.mark.slow
@@ -45,8 +44,8 @@ def ray_root():
     metrics = {"DASHBOARD_METRIC_PORT": free_port(), "AUTOSCALER_METRIC_PORT": free_port()}
     env.update({k: str(v) for k, v in metrics.items()}, RAY_TMPDIR=str(root), RAY_memory_monitor_refresh_ms="0",
                PYTHONPATH=str(ROOT))
-    yield root, env, metrics
-    shutil.rmtree(root, ignore_errors=True)
+    with watched(root, remove=True):  # Ray's session logs in the report of a failing test
+        yield root, env, metrics
 
 
 def sampled_run(argv: list[str], env: dict[str, str], timeout: float = 240):
