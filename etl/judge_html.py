@@ -89,19 +89,30 @@ def _tokens_plot(report: dict[str, Any]) -> str:
 
 
 def _ranking_table(report: dict[str, Any]) -> str:
-    head = ("<tr><th>#</th><th>variant</th><th>mean dev ppl</th><th>spread</th><th>vs baseline</th>"
-            "<th>exceeds spread</th><th>documents</th><th>tokens</th><th>epochs</th></tr>")
+    head = ("<tr><th>#</th><th>variant</th><th>mean dev ppl</th><th>dev SE</th><th>spread</th>"
+            "<th>paired diff vs baseline</th><th>SE</th><th>MDD</th><th>verdict</th><th>documents</th>"
+            "<th>tokens</th><th>epochs</th></tr>")
     rows = []
     for i, name in enumerate(_order(report), 1):
         v = report["variants"][name]
         vs = v["vs_baseline"] or {}
         rank = str(i) if name in report["ranking"] else "–"
-        cells = [_cell(f"{name}:{k}", v[k]) for k in ("mean_dev_ppl", "spread_dev_ppl")]
-        cells += [_cell(f"{name}:diff", vs.get("diff"), "signed"),
-                  _cell(f"{name}:exceeds_spread", vs.get("exceeds_spread"))]
+        cells = [_cell(f"{name}:{k}", v[k]) for k in ("mean_dev_ppl", "dev_se_ppl", "spread_dev_ppl")]
+        cells += [_cell(f"{name}:diff", vs.get("mean"), "signed"), _cell(f"{name}:se", vs.get("se")),
+                  _cell(f"{name}:mdd", vs.get("mdd")), _cell(f"{name}:verdict", vs.get("verdict"))]
         cells += [_cell(f"{name}:{k}", v[k]) for k in ("documents", "tokens", "epochs")]
         rows.append(f"<tr><td>{rank}</td><td>{html.escape(name)}</td>{''.join(cells)}</tr>")
     return f'<table id="ranking">{head}{"".join(rows)}</table>'
+
+
+def _plan_list(plan: dict[str, Any]) -> str:
+    """The plan before training and what each round decided."""
+    items = [f"<li>before training: {plan['seeds']} seeds, planned MDD {plan['planned_mdd_rel']:.1%} of the "
+             f"baseline's perplexity (prior seed sd {plan['prior_sd']:.1%}, effect {plan['effect']:.1%})</li>"]
+    for i, r in enumerate(plan["rounds"], 1):
+        items.append(f"<li>round {i}: seeds {r['seeds']}, {r['budget_tokens']:,} tokens per run → "
+                     f"{html.escape(r['next']['action'])}: {html.escape(r['next']['reason'])}</li>")
+    return f'<ul id="plan">{"".join(items)}</ul>'
 
 
 def _seeds_table(report: dict[str, Any]) -> str:
@@ -146,8 +157,10 @@ def render(report: dict[str, Any]) -> str:
             f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>Proxy: {report['proxy']['parameters']:,} parameters, {report['budget']['tokens']:,} tokens per run "
             f"({report['budget']['steps']} steps), seeds {report['seeds']}; dev perplexity after training, lower is "
-            "better (PanGu-α §3.1.3). A difference counts when it exceeds the seed-to-seed spread.</p>"
+            "better (PanGu-α §3.1.3). Each variant is compared with the baseline seed by seed on the same dev "
+            "documents; a difference counts beyond its minimum detectable difference (MDD).</p>"
             + "".join(figures) + "<h2>Ranking</h2>" + _ranking_table(report)
+            + "<h2>Plan and rounds</h2>" + _plan_list(report["plan"])
             + (f"<h2>Failed runs</h2><ul>{failed}</ul>" if failed else "")
             + "<h2>Runs</h2>" + _seeds_table(report) + "<h2>Dev set</h2>" + _dev_table(report["dev"])
             + "<h2>Variants and their ledger moves against the baseline</h2>"

@@ -13,10 +13,13 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from etl.judge import BASELINE, JudgeError, as_overrides, read_variants
-from etl.judge_report import TIMINGS, _seed_stats, _vs_baseline
+from etl import judge_stats as js
+from etl.judge import rare_characters
+from etl.judge_report import TIMINGS, _seed_stats
 from jobs.config import parse_override
 from tests import shard_fixture
 from train.proxy import ProxyConfig, ProxyError, ProxyRun, check_runs, train_one
@@ -82,14 +85,79 @@ def _runs(name, losses):
             for s, x in enumerate(losses)]
 
 
-def test_a_difference_counts_only_beyond_the_seed_spread():
-    base = _seed_stats(_runs("b", [3.0, 3.1]), [0, 1])  # ppl 20.09, 22.20: spread 2.11
-    near = _seed_stats(_runs("n", [3.05, 3.15]), [0, 1])
-    far = _seed_stats(_runs("f", [3.5, 3.55]), [0, 1])
-    assert base["spread_dev_ppl"] == pytest.approx(math.exp(3.1) - math.exp(3.0))
-    assert _vs_baseline(near, base)["exceeds_spread"] is False
-    worse = _vs_baseline(far, base)
-    assert worse["exceeds_spread"] is True and worse["diff"] > 0 and worse["verdict"] == "worse than the baseline"
+def _scored(name, seed, nll, tokens):
+    return {"variant": name, "seed": seed, "status": "ok", "dev_doc_nll": list(nll), "dev_doc_tokens": list(tokens)}
+
+
+def _flat(name, ppls, n_docs=4):
+    """Runs whose dev documents all have the same loss per token: no dev sampling error."""
+    return {s: _scored(name, s, [10 * math.log(p)] * n_docs, [10] * n_docs) for s, p in enumerate(ppls)}
+
+
+# t quantiles (scipy.stats.t.ppf) written out: t(0.975, 2) = 4.302653, t(0.8, 2) = 1.060660,
+# t(0.975, 3) = 3.182446, t(0.8, 3) = 0.978472.
+def test_paired_difference_se_and_mdd_by_hand():
+    c = js.paired(_flat("v", [106, 113, 129]), _flat("b", [100, 110, 120]))
+    # diffs 6, 3, 9: mean 6, sd 3 (ddof 1), SE 3/sqrt(3); df 2; MDD (4.302653 + 1.060660) * 1.732051
+    assert c["diffs"] == pytest.approx([6, 3, 9]) and c["mean"] == pytest.approx(6)
+    assert c["sd"] == pytest.approx(3) and c["se_seed"] == pytest.approx(1.732051, abs=1e-6)
+    assert c["se_dev"] == pytest.approx(0, abs=1e-12) and c["df"] == pytest.approx(2)
+    assert c["mdd"] == pytest.approx(9.28960, abs=1e-4) and c["mdd_rel"] == pytest.approx(9.28960 / 110, abs=1e-6)
+    assert c["verdict"] == js.WITHIN  # 6 < 9.29: three seeds cannot tell
+    worse = js.paired(_flat("v", [112, 121, 131]), _flat("b", [100, 110, 120]))  # diffs 12, 11, 11
+    assert worse["verdict"] == js.WORSE and worse["mdd"] == pytest.approx(5.363313 * (1 / 3), abs=1e-4)
+    better = js.paired(_flat("v", [88, 99, 109]), _flat("b", [100, 110, 120]))
+    assert better["verdict"] == js.BETTER
+
+
+def test_dev_sampling_error_by_hand_and_against_a_bootstrap():
+    # tokens 2, 2, 4, summed losses 2, 4, 4: L = 10/8, ppl = e^1.25 = 3.490343; S - L N = -0.5, 1.5, -1;
+    # SE = ppl * (3/8) * sqrt(3.5 / (3 * 2)) = 0.999673
+    one = js.DevScores(np.array([2.0, 4.0, 4.0]), np.array([2, 2, 4]))
+    assert one.ppl == pytest.approx(3.490343, abs=1e-6)
+    assert js.dev_se_ppl([one]) == pytest.approx(0.999673, abs=1e-6)
+    rng = np.random.default_rng(0)  # 400 documents of random length and difficulty
+    tokens = rng.integers(20, 400, 400)
+    nll = tokens * rng.normal(4.0, 0.5, 400)
+    delta = js.dev_se_ppl([js.DevScores(nll, tokens)])
+    picks = rng.integers(0, 400, (2000, 400))
+    boot = np.exp(nll[picks].sum(1) / tokens[picks].sum(1)).std(ddof=1)
+    assert delta == pytest.approx(boot, rel=0.1), (delta, boot)
+
+
+def test_pairing_on_the_same_documents_removes_their_shared_difficulty():
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(50, 200, 300)
+    hard = rng.normal(4.0, 0.6, 300)  # each document's difficulty, shared by both models
+    base = {s: _scored("b", s, tokens * hard, tokens) for s in (0, 1)}
+    var = {s: _scored("v", s, tokens * (hard + 0.05 + rng.normal(0, 0.02, 300)), tokens) for s in (0, 1)}
+    c = js.paired(var, base)
+    alone = js.dev_se_ppl([js.DevScores.of(r) for r in base.values()])
+    assert c["se_dev"] < alone / 5, (c["se_dev"], alone)
+    assert c["dev_documents"] == 300 and c["mean"] > 0
+
+
+def test_the_plan_before_training_and_the_escalation():
+    # prior sd 2 %: MDD(3 seeds) = 5.363313 * 0.02 / sqrt(3) = 6.19 % > 5 %, MDD(4) = 4.160919 * 0.01 = 4.16 %
+    assert js.first_round(0.02, 0.05, 2, 6) == (4, pytest.approx(0.0416092, abs=1e-6))
+    assert js.first_round(0.02, 0.05, 2, 3)[0] == 3  # capped: planned wider than the effect
+    undecided = {"v": {"verdict": js.WITHIN, "mdd_rel": 0.09, "sd_rel": 0.02, "se_dev_rel": 0.0,
+                       "dev_documents": 500}}
+    step = js.next_step(undecided, 3, 1, 0.05, 6, 2)
+    assert (step.action, step.seeds, step.token_factor) == ("seeds", 4, 1)
+    step = js.next_step(undecided, 3, 1, 0.05, 3, 2)  # no more seeds allowed: twice the tokens
+    assert (step.action, step.seeds, step.token_factor) == ("tokens", 3, 2)
+    assert js.next_step(undecided, 3, 2, 0.05, 3, 2).action == "stop"  # both caps reached
+    dev_bound = {"v": {**undecided["v"], "se_dev_rel": 0.02}}  # 2.80 * 2 % > 5 % whatever the seeds
+    assert "larger dev set" in js.next_step(dev_bound, 3, 1, 0.05, 6, 2).reason
+    decided = {"v": {**undecided["v"], "verdict": js.WORSE}, "w": {**undecided["v"], "mdd_rel": 0.04}}
+    assert js.next_step(decided, 3, 1, 0.05, 6, 2).action == "stop"
+
+
+def test_the_proxy_vocabulary_gives_characters_at_most_their_share():
+    counts = {"的": 50, "是": 30, "乎": 10, "之": 5, "乙": 5}  # ties by code point: 之 U+4E4B before 乙 U+4E59
+    assert rare_characters(counts, 2) == "乎之乙" and rare_characters(counts, 4) == "乙"
+    assert rare_characters(counts, 5) == ""
 
 
 def test_a_failed_seed_is_left_out_and_named():
@@ -171,6 +239,18 @@ def test_the_proxy_sees_data_quality_beyond_the_seed_spread(trained):
     spread = max(max(p) - min(p) for p in ppl.values())
     assert min(ppl["noise"]) - max(ppl["clean"]) > spread, ppl
     assert [step for step, _ in trained["clean", 0]["dev_curve"]] == [20, 40, 60]
+    c = js.compare(list(trained.values()), "clean")["noise"]
+    assert c["verdict"] == js.WORSE and c["diffs"] == pytest.approx([ppl["noise"][s] - ppl["clean"][s] for s in (0, 1)])
+
+
+def test_the_final_dev_loss_is_kept_per_document(trained):
+    run = trained["clean", 1]
+    nll, tokens = np.array(run["dev_doc_nll"]), np.array(run["dev_doc_tokens"])
+    # 30 documents of 61 tokens: 114 windows of 16, 14 full batches of 8 -> targets 1 ... 1,792 of the
+    # 1,830 tokens: the first document's first token is no target, the last 37 tokens are in no full batch
+    assert sorted(tokens) == [24, 60] + [61] * 28 and tokens.sum() == 14 * 8 * 16
+    assert nll.sum() / tokens.sum() == pytest.approx(run["dev_loss"], rel=1e-12)
+    assert trained["noise", 1]["dev_doc_tokens"] == run["dev_doc_tokens"]  # one numbering for every run
 
 
 def test_same_seed_same_losses_other_seed_other_losses(shards, trained):
@@ -197,7 +277,7 @@ RULES_OFF = {  # the harmful variant: PanGu-α's rules switched off, so spam, ad
     "rules.length.min_chars": 0, "rules.length.min_han_ratio": 0.0, "rules.length.title_only_slack_chars": 0,
     "rules.length.bare_title_max_chars": 0, "rules.ads.enabled": False, "rules.sensitive.enabled": False,
     "rules.navbar.enabled": False, "rules.paragraphs.enabled": False}
-TINY = ["spark.master=local[2]", "tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98",
+TINY = ["spark.master=local[2]", "judge.vocab_size=2000", "judge.max_seeds=2", "judge.max_token_factor=1",
         "judge.min_dev_documents=5", "proxy.model.seq_len=32", "proxy.model.dim=32", "proxy.model.ffn_dim=64",
         "proxy.model.n_layers=2", "proxy.data.seq_len=32", "proxy.train.steps=150", "proxy.train.eval_every=50"]
 PLANTED = 3
@@ -232,17 +312,31 @@ def judged(spark, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_harmful_variant_ranks_below_the_baseline_beyond_the_seed_spread(judged):
+def test_the_harmful_variant_ranks_below_the_baseline_beyond_its_mdd(judged):
     r = judged["report"]
     assert r["ranking"] == [BASELINE, "rules_off"], r["ranking"]
     base, harmful = r["variants"][BASELINE], r["variants"]["rules_off"]
     assert len(base["dev_ppl"]) == len(harmful["dev_ppl"]) == 2
-    spread = max(base["spread_dev_ppl"], harmful["spread_dev_ppl"])
-    assert harmful["mean_dev_ppl"] - base["mean_dev_ppl"] > spread
-    assert harmful["vs_baseline"]["exceeds_spread"] is True
+    vs = harmful["vs_baseline"]
+    assert vs["diffs"] == pytest.approx([h - b for h, b in zip(harmful["dev_ppl"], base["dev_ppl"])])
+    assert vs["mean"] > vs["mdd"] > 0 and vs["verdict"] == js.WORSE, vs
+    assert 0 < vs["se_dev"] < base["dev_se_ppl"]  # paired on the same documents: below one run's dev error
+    assert [rd["next"]["action"] for rd in r["plan"]["rounds"]] == ["stop"]  # judge.max_seeds = 2: no escalation
     moved = {(m["from"], m["to"]): m["records"] for m in harmful["ledger_moves"]}
     assert moved[("clean/too_short", "kept")] > 0 and moved[("clean/advertisement", "kept")] > 0
     assert harmful["documents"] > base["documents"]
+
+
+@pytest.mark.slow
+def test_every_build_uses_the_proxy_vocabulary_trained_on_the_dev_set(judged):
+    r, out = judged["report"], judged["out"]
+    meta = json.loads((out / "tokenizer" / "metadata.json").read_text(encoding="utf-8"))
+    assert r["tokenizer"] == {"sha256": meta["sha256"], "vocab_size": meta["vocab_size"]}
+    assert meta["vocab_size"] <= 2000 and meta["sample"]["documents"] == 40 + PLANTED  # the dev set, not a build
+    for name in r["variants"]:
+        assert not (out / "variants" / name / "tokenizer").exists()  # no build trained its own
+        shards = json.loads((out / "variants" / name / "shards" / "manifest.json").read_text(encoding="utf-8"))
+        assert shards["tokenizer_sha256"] == meta["sha256"]
 
 
 @pytest.mark.slow
@@ -327,7 +421,8 @@ def test_the_same_seeds_give_the_same_judge_json(judged):
 
 @pytest.fixture(scope="module")
 def small_input(judged):
-    """Twelve news articles as one JSONL input, and the first run's tokenizer: builds in seconds."""
+    """Twelve news articles as one JSONL input, and the first run's tokenizer (judge.vocab_size = 0:
+    the builds use tokenizer.model): builds in seconds."""
     root = judged["root"] / "small"
     root.mkdir()
     lines = (judged["root"] / "dev" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
@@ -335,7 +430,7 @@ def small_input(judged):
     (root / "in.jsonl").write_text("".join(json.dumps({"id": f"in-{i}", "text": d["text"]}, ensure_ascii=False) + "\n"
                                            for i, d in enumerate(docs[:12])), encoding="utf-8")
     return {"root": root, "input": str(root / "in.jsonl"), "docs": docs[:12],
-            "tokenizer": f"tokenizer.model={judged['out'] / 'variants' / BASELINE / 'tokenizer'}"}
+            "tokenizer": ["judge.vocab_size=0", f"tokenizer.model={judged['out'] / 'tokenizer'}"]}
 
 
 @pytest.mark.slow
@@ -343,7 +438,7 @@ def test_a_variant_that_keeps_nothing_is_refused_before_training(small_input, ca
     root = small_input["root"]
     variants = _variants(root / "empty.toml", {"keeps_nothing": {"rules.length.min_chars": 10**9}})
     code = _judge([small_input["input"]], variants, small_input["input"], root / "out-empty",
-                  [small_input["tokenizer"]])
+                  small_input["tokenizer"])
     assert code == 2 and "variant keeps_nothing kept no documents" in caplog.text
     assert not (root / "out-empty").exists() and "proxy run" not in caplog.text
 
@@ -355,6 +450,6 @@ def test_a_dev_set_that_overlaps_everything_is_refused_before_training(small_inp
     dev.write_text("".join(json.dumps({"text": d["text"].replace("的", "之", 2)}, ensure_ascii=False) + "\n"
                            for d in small_input["docs"]), encoding="utf-8")
     code = _judge([small_input["input"]], _variants(root / "none.toml", {}), str(dev), root / "out-dev",
-                  [small_input["tokenizer"]])
+                  small_input["tokenizer"])
     assert code == 2 and "the dev set overlaps the training documents: 12 of 12" in caplog.text
     assert not (root / "out-dev").exists() and "proxy run" not in caplog.text

@@ -9,6 +9,9 @@ training step (``train.parallel.Trainer`` in a one-rank process group, ``train.l
 tp = pp = dp = 1 with the same ``[model]``/``[train]``/``[data]`` settings; the differences are the
 evaluation (the external dev set, every one of its full batches, at every ``train.eval_every``
 steps and at the end) and that nothing is checkpointed (a failed run is reported, not resumed).
+The final evaluation is kept per dev document (``dev_doc_nll``: summed next-token loss,
+``dev_doc_tokens``: tokens scored; one numbering for every run), so the judge can pair runs
+document by document and report the dev set's own sampling error (``etl.judge_stats``).
 
 A task that raises or whose worker dies is a failed run (``status = "failed"`` with the error); the
 other runs go on. Everything a run returns is a function of (config, seed, shards): the same seeds
@@ -139,17 +142,69 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
                     "eval_batches": batches, "eval_tokens": dev_tokens}}
 
 
-def dev_batches(manifest: str, cfg: ProxyConfig) -> list:
-    """The dev set as full global batches: its windows of epoch 0 in one fixed order, every
-    source back to back, the last partial batch left out."""
+@dataclass(frozen=True)
+class DevSet:
+    """The dev set as every run scores it: full global batches of its epoch-0 windows in one fixed
+    order (every source back to back, the last partial batch left out), and for every target
+    token the number of the dev document it belongs to (the same numbering in every run)."""
+    batches: list      # torch (global_batch, seq_len + 1) int64 tensors
+    doc_of: Any        # (batches x global_batch, seq_len) int64: document number of each target token
+    n_docs: int        # documents numbered; those with no scored token get 0 tokens
+
+
+def dev_set(manifest: str, cfg: ProxyConfig) -> DevSet:
+    """Window j of a source covers tokens [jL, jL + L + 1) of its documents in epoch-0 order; its
+    targets are tokens jL + 1 ... jL + L, each in the document whose token range holds it."""
     import numpy as np
     import torch
 
     dev = _stream(manifest, cfg, DEV_SOURCE_SEED, "valid")
     per_epoch = dev.describe()["samples_per_epoch"]
-    windows = [dev.source_sample(s, j) for s in dev.sources for j in range(per_epoch[s])]
-    gb = cfg.train.global_batch
-    return [torch.from_numpy(np.stack(windows[i:i + gb])) for i in range(0, len(windows) - gb + 1, gb)]
+    L, gb = cfg.data.seq_len, cfg.train.global_batch
+    windows, owners, first = [], [], 0
+    for s in dev.sources:
+        order = dev.documents(s, epoch=0)  # (n, 2) shard, document
+        lengths = np.array([dev.shards[sh].document_lengths[i] for sh, i in order], np.int64)
+        cum = np.concatenate([[0], np.cumsum(lengths)])
+        targets = np.arange(per_epoch[s])[:, None] * L + np.arange(1, L + 1)[None, :]  # (windows, L)
+        owners.append(first + np.searchsorted(cum, targets, side="right") - 1)
+        windows += [dev.source_sample(s, j) for j in range(per_epoch[s])]
+        first += len(order)
+    usable = len(windows) // gb * gb
+    doc_of = np.concatenate(owners)[:usable] if owners else np.empty((0, L), np.int64)
+    batches = [torch.from_numpy(np.stack(windows[i:i + gb])) for i in range(0, usable, gb)]
+    return DevSet(batches, doc_of, first)
+
+
+def token_losses(model, batches: list, cfg: ProxyConfig, device: str):
+    """(batches x global_batch, seq_len) float64 next-token losses of a one-rank model, in
+    micro-batches, in eval mode (the same computation as ``Trainer.eval_step``, kept per token)."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    model.eval()
+    out = []
+    try:
+        with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16, enabled=cfg.train.precision == "bf16"):
+            for batch in batches:
+                for part in batch.split(cfg.train.micro_batch):
+                    x, y = part[:, :-1].to(device), part[:, 1:].to(device)
+                    logits = model(x)  # (b, T, V)
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")
+                    out.append(loss.view(y.shape).double().cpu().numpy())
+    finally:
+        model.train()
+    return np.concatenate(out) if out else np.empty((0, cfg.data.seq_len))
+
+
+def doc_scores(losses, dev: DevSet) -> tuple[list[float], list[int]]:
+    """(summed loss, tokens scored) per dev document, in the dev set's document numbering."""
+    import numpy as np
+
+    nll = np.bincount(dev.doc_of.ravel(), weights=losses.ravel(), minlength=dev.n_docs)
+    tokens = np.bincount(dev.doc_of.ravel(), minlength=dev.n_docs)
+    return nll.tolist(), tokens.tolist()
 
 
 def train_one(cfg: ProxyConfig, run: ProxyRun) -> dict[str, Any]:
@@ -169,7 +224,7 @@ def train_one(cfg: ProxyConfig, run: ProxyRun) -> dict[str, Any]:
         loop = dataclasses.replace(cfg.train, seed=run.seed)
         trainer = Trainer(cfg.model, ParallelConfig(), loop, device)
         data = _stream(run.manifest, cfg, run.seed, "train")
-        dev = dev_batches(run.dev_manifest, cfg)
+        dev = dev_set(run.dev_manifest, cfg)
         curve, train_loss = [], []
         for step in range(1, loop.steps + 1):
             loss = trainer.train_step(data.batch(step - 1, loop.global_batch), lr=lr_at(step, loop))
@@ -177,10 +232,14 @@ def train_one(cfg: ProxyConfig, run: ProxyRun) -> dict[str, Any]:
                 raise FloatingPointError(f"training loss is {loss} at step {step}")
             if step % loop.log_every == 0 or step == loop.steps:
                 train_loss.append([step, loss])
-            if (loop.eval_every and step % loop.eval_every == 0) or step == loop.steps:
-                curve.append([step, sum(trainer.eval_step(b) for b in dev) / len(dev)])
+            if loop.eval_every and step % loop.eval_every == 0 and step < loop.steps:
+                curve.append([step, sum(trainer.eval_step(b) for b in dev.batches) / len(dev.batches)])
+        losses = token_losses(trainer.parts[0], dev.batches, cfg, device)  # the final score, kept per document
+        nll, tokens = doc_scores(losses, dev)
+        curve.append([loop.steps, float(losses.mean())])
         return {"variant": run.variant, "seed": run.seed, "status": "ok", "dev_curve": curve,
-                "train_loss": train_loss, "dev_loss": curve[-1][1], "seconds": time.perf_counter() - start}
+                "train_loss": train_loss, "dev_loss": curve[-1][1], "dev_doc_nll": nll, "dev_doc_tokens": tokens,
+                "seconds": time.perf_counter() - start}
     finally:
         dist.destroy_process_group()
 
@@ -231,6 +290,17 @@ class ProxyTrainer:
 
     def __init__(self, cfg: ProxyConfig):
         self.cfg = cfg.resolved()
+        self.base_steps = self.cfg.train.steps  # the configured budget, before any escalation
+
+    @property
+    def budget(self) -> int:
+        """Tokens each run trains on now."""
+        return self.cfg.budget
+
+    def set_budget_factor(self, factor: int) -> None:
+        """Later runs train ``factor`` times the configured steps (the judge's token escalation)."""
+        self.cfg = dataclasses.replace(self.cfg, train=dataclasses.replace(self.cfg.train,
+                                                                           steps=self.base_steps * factor))
 
     def _runs(self, manifests: dict[str, str], dev_manifest: str, seeds=(0,)) -> list[ProxyRun]:
         return [ProxyRun(name, seed, path, dev_manifest) for name, path in manifests.items() for seed in seeds]
