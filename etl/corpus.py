@@ -8,8 +8,9 @@
 A phase takes frames and typed config sections and returns frames plus a small typed summary;
 ``etl.report.assemble`` turns the summaries into ``report.json`` and checks the ledger once.
 The config sections are each defined once, next to their code, and mounted under the same key
-by every job (``spark``, ``reader``, ``rules``, ``pii``, ``classify``, ``dedup``, ``decontaminate``,
-``tokenizer``, ``shards``).
+by every job (``spark``, ``reader``, ``rules``, ``pii``, ``classify``, ``output``, ``dedup``,
+``decontaminate``, ``tokenizer``, ``shards``). Every Parquet output is written as files of about
+``output.target_file_bytes`` (``etl.sizing``): small data is a few files, not one per input.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from etl.quality import QualityConfig, quality_summary
 from etl.publish import HadoopStorage, publish_dir
 from etl.records import ReaderConfig
 from etl.report import Laps, assemble, resources
+from etl.sizing import OutputConfig, sized
 from etl.spark import SparkConfig, session
 from etl.tokenizer_train import TokenizerConfig
 from filters.config import RulesConfig
@@ -50,6 +52,7 @@ class CleanConfig:
     pii: PiiConfig = field(default_factory=PiiConfig)
     quality: QualityConfig = field(default_factory=QualityConfig)
     classify: ClassifyConfig = field(default_factory=ClassifyConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
             marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
                                          counters)
             try:
-                _write_marked(marked, out)
+                _write_marked(marked, out, cfg.output)
                 ledger = build_ledger(marked.rows, marked.files)
                 pii = pii_summary(marked.rows, cfg.pii)
                 quality = quality_summary(marked.records(), marked.quality)
@@ -99,9 +102,10 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
     return report
 
 
-def _write_marked(marked: Marked, out) -> None:
-    marked.documents().write.parquet(out.path("documents"))
-    marked.rejected().write.parquet(out.path("rejected"))
+def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
+    documents, rejected = marked.text_bytes()
+    sized(marked.documents(), documents, output).write.parquet(out.path("documents"))
+    sized(marked.rejected(), rejected, output).write.parquet(out.path("rejected"))
 
 
 def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None = None,
@@ -159,20 +163,22 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     from etl.phases import decontaminate_phase
 
     spark = marked.rows.sparkSession
+    docs_bytes, rejected_bytes = marked.text_bytes()  # the survivors hold at most the documents' bytes
     ledger = build_ledger(marked.rows, marked.files)
     extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
                              "quality": quality_summary(marked.records(), marked.quality)}
     laps.lap("read_clean_classify")
     dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir)
     laps.lap("dedup")
-    documents, contaminated, extra["decontaminate"] = decontaminate_phase(deduped.survivors, evals, out)
+    survivors = sized(deduped.survivors, docs_bytes, cfg.output)  # documents/ keeps these partitions
+    documents, contaminated, extra["decontaminate"] = decontaminate_phase(survivors, evals, out)
     rejected = marked.rejected()
     dropped: dict[str, int] = {}
     if contaminated is not None:
         rejected = rejected.unionByName(contaminated.withColumn("offset", F.lit(None).cast("long"))
                                         .select(*REJECTED_COLUMNS))
         dropped = dropped_by_file(contaminated)
-    rejected.write.parquet(out.path("rejected"))
+    sized(rejected, rejected_bytes, cfg.output).write.parquet(out.path("rejected"))
     dedup.documents_written = documents.count()
     laps.lap("decontaminate")
     shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
@@ -186,10 +192,12 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
 
 def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], output: str,
                  index_dir: str | None = None, overwrite: bool = False,
-                 spark: SparkSession | None = None) -> dict[str, Any]:
+                 spark: SparkSession | None = None, output_cfg: OutputConfig | None = None) -> dict[str, Any]:
     """Deduplicate Parquet documents (doc_id, text[, quality_score, source_file]); ``documents/``,
-    ``duplicates/``, ``report.json`` (input documents = documents + duplicates)."""
+    ``duplicates/``, ``report.json`` (input documents = documents + duplicates). ``documents/``
+    is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``)."""
     from etl.dedup_index import DedupIndex
+    from etl.readers import list_inputs
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
     index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None
@@ -199,7 +207,8 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
         summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir)
-        deduped.survivors.write.parquet(out.path("documents"))
+        in_bytes = sum(f.size for f in list_inputs(spark, inputs))  # the survivors hold at most these
+        sized(deduped.survivors, in_bytes, output_cfg or OutputConfig()).write.parquet(out.path("documents"))
         summary.documents_written = spark.read.parquet(out.path("documents")).count()
         if index is not None:
             summary.index = {"dir": index_dir, "batches_before": len(index.committed()),

@@ -51,6 +51,14 @@ class Marked:
     def rejected(self) -> DataFrame:
         return self.records().where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS)
 
+    def text_bytes(self) -> tuple[int, int]:
+        """UTF-8 bytes of text in the documents and in the rejected records: one aggregate over
+        the persisted rows, what their output files are sized by (``etl.sizing``)."""
+        kept = F.col("reason").isNull()
+        r = self.records().agg(F.sum(F.when(kept, F.octet_length("text"))).alias("documents"),
+                               F.sum(F.when(~kept, F.octet_length("text"))).alias("rejected")).first()
+        return int(r["documents"] or 0), int(r["rejected"] or 0)
+
     def unpersist(self) -> None:
         self.cached.unpersist()
 

@@ -6,7 +6,8 @@ JSONL file is cut every ``reader.split_bytes`` (each range reads the lines that 
 uncompressed WARC/WET file at record starts found by walking its headers, a Parquet file by row
 group; a gzip file is one range (gzip cannot be split). One Spark task reads a range, or a pack
 of small files, in Python with bounded memory (``etl.records.parse_range``), so one big file
-keeps every core busy, reports progress per range and has no size limit. Files on other file
+keeps every core busy, reports progress per range and has no size limit; small files are packed
+into about two tasks per core (``etl.sizing``: 3,000 one-record files are 4 tasks on 2 cores). Files on other file
 systems go through Spark's ``binaryFile`` (whole files, each under 2 GiB). Empty files,
 unknown formats and oversized remote files get their reader row from the driver. After reading,
 the records are spread over every core when the read itself could not be (``reader.rebalance``).
@@ -24,9 +25,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from etl import records as rec
-from etl import warc
+from etl import sizing, warc
 from etl.paths import NoInputFiles
 from etl.progress import Counters
+from etl.sizing import OPEN_COST
 from etl.streams import GZIP_MAGIC, Stream
 
 log = logging.getLogger("zhcorpus")
@@ -43,7 +45,7 @@ RANGE_SCHEMA = T.StructType([
 BATCH_ROWS = 1024
 BATCH_BYTES = 32 << 20
 BINARY_FILE_LIMIT = (1 << 31) - 1  # Spark's binaryFile holds a file in one byte array
-OPEN_COST = 1 << 20  # what packing counts per file on top of its bytes (Spark's openCostInBytes is 4 MB)
+DEFAULT_PACK = 64 << 20  # bytes a task packs when ranges are not split (reader.split_bytes = 0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class Plan:
     driver_rows: list[dict[str, Any]] = field(default_factory=list)  # files nobody reads
     split: int | None = None
     unsplit_bytes: int = 0  # the largest range that could not be split (gzip)
+    capacity: int = 0  # bytes (plus OPEN_COST a range) a task packs (etl.sizing.read_capacity)
+    # Tasks the binaryFile read is coalesced into, packed like local files; 0 = as Spark plans it
+    # (some remote file is large: coalescing would put several large files in one Arrow batch).
+    remote_tasks: int = 0
 
     @property
     def ranges(self) -> int:
@@ -134,8 +140,19 @@ def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int) -> Pla
         else:
             out.remote.append(f)
     out.unsplit_bytes = max((r.end - r.start for r in ranges if r.start == 0 and r.end == r.size), default=0)
-    out.tasks = _pack(ranges, out.split or cfg.split_bytes or (64 << 20))
+    _pack_plan(out, ranges, cfg, parallelism)
     return out
+
+
+def _pack_plan(out: Plan, ranges: list[rec.Range], cfg: rec.ReaderConfig, parallelism: int) -> None:
+    """Tasks for the local ranges and the remote files alike: one capacity for both, about two
+    tasks per core for small inputs (``etl.sizing``)."""
+    limit = cfg.split_bytes or DEFAULT_PACK
+    remote = [f.size + OPEN_COST for f in out.remote]
+    out.capacity = sizing.read_capacity(_costs(ranges) + remote, out.split or limit, limit, parallelism)
+    out.tasks = _pack(ranges, out.capacity)
+    if remote and max(remote) < out.capacity // 2:
+        out.remote_tasks = len(sizing.pack(remote, out.capacity))
 
 
 def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig) -> list[rec.Range]:
@@ -157,23 +174,13 @@ def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfi
 
 
 def _pack(ranges: list[rec.Range], capacity: int) -> list[list[rec.Range]]:
-    """Big ranges alone; small ones (whole small files) packed up to ``capacity`` bytes a task."""
-    tasks: list[list[rec.Range]] = []
-    pack: list[rec.Range] = []
-    load = 0
-    for r in ranges:
-        cost = r.end - r.start + OPEN_COST
-        if cost >= capacity // 2:
-            tasks.append([r])
-            continue
-        if pack and load + cost > capacity:
-            tasks.append(pack)
-            pack, load = [], 0
-        pack.append(r)
-        load += cost
-    if pack:
-        tasks.append(pack)
-    return tasks
+    """Big ranges alone; small ones (whole small files) in contiguous packs of about ``capacity``
+    bytes (``etl.sizing.pack``)."""
+    return [[ranges[i] for i in task] for task in sizing.pack(_costs(ranges), capacity)]
+
+
+def _costs(ranges: list[rec.Range]) -> list[int]:
+    return [r.end - r.start + OPEN_COST for r in ranges]
 
 
 def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters) -> tuple[DataFrame, list[str]]:
@@ -188,21 +195,24 @@ def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, count
         frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters), RAW_SCHEMA))
     if p.remote:
         binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
+        if p.remote_tasks:  # small files: Spark would pack 2 a task (openCostInBytes 4 MB, 8 MB a task)
+            binary = binary.coalesce(p.remote_tasks)
         frames.append(binary.mapInArrow(_read_contents(cfg, counters), RAW_SCHEMA))
-    if p.driver_rows:
-        frames.append(spark.createDataFrame(p.driver_rows, RAW_SCHEMA))
+    if p.driver_rows:  # a few rows: one partition, not one per core
+        frames.append(spark.createDataFrame(p.driver_rows, RAW_SCHEMA).coalesce(1))
     counters.ranges_total = p.ranges + len(p.remote)
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    n_tasks, want = len(p.tasks) + len(p.remote), 2 * sc.defaultParallelism
+    n_tasks, want = len(p.tasks) + (p.remote_tasks or len(p.remote)), 2 * sc.defaultParallelism
     rebalance = cfg.rebalance and (n_tasks < want or p.unsplit_bytes > (p.split or 0))
     if rebalance:
         df = df.repartition(max(want, n_tasks), "source_file", "offset")
     formats = Counter(rec.detect_format(f.path) or "unknown" for f in files)
-    log.info("inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s), %d whole through binaryFile%s",
-             len(files), ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())), sum(f.size for f in files) / 1e6,
-             p.ranges, len(p.tasks), f"{p.split / 1e6:.2f} MB" if p.split else "off", len(p.remote),
+    log.info("inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s, packed up to %.2f MB), %d whole "
+             "through binaryFile%s", len(files), ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())),
+             sum(f.size for f in files) / 1e6, p.ranges, len(p.tasks), f"{p.split / 1e6:.2f} MB" if p.split else "off",
+             p.capacity / 1e6, len(p.remote),
              f"; records spread over {max(want, n_tasks)} partitions" if rebalance else "")
     return df, [f.path for f in files]
 

@@ -1,0 +1,101 @@
+"""Small files packed, outputs sized (issue 24, item 4): many small inputs are a few read tasks,
+not one task per file (or per three files), and every Parquet output is a few files of about
+``output.target_file_bytes``, with the same rows as the same records read from one file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from etl import records as rec
+from etl import sizing
+from etl.readers import InputFile, plan
+
+CORES = 2  # the spark fixture is local[2]
+
+
+def _files(n: int, size: int) -> list[InputFile]:
+    """``n`` small JSONL files that are never opened (``plan`` opens only WARC files it splits)."""
+    return [InputFile(f"file:/in/part-{i:05d}.jsonl", size, f"/in/part-{i:05d}.jsonl") for i in range(n)]
+
+
+def test_pack_cuts_small_ranges_into_equal_contiguous_tasks_and_leaves_big_ones_alone():
+    # 10 ranges of 10, capacity 30: ceil(100 / 30) = 4 packs of 25; a range goes to the pack
+    # holding its middle byte (5, 15, ..., 95): floor(middle / 25) = 0 0 1 1 1 2 2 3 3 3
+    assert sizing.pack([10] * 10, 30) == [[0, 1], [2, 3, 4], [5, 6], [7, 8, 9]]
+    # 15 and 20 reach half the capacity: a task each, before the packs; the rest keep their order
+    assert sizing.pack([5, 15, 5, 20, 5], 30) == [[1], [3], [0, 2, 4]]
+    assert sizing.pack([], 30) == []
+
+
+def test_read_capacity_follows_spark_max_split_bytes():
+    # cost 1,000 over 2 cores: 250 a task, between the split (100) and the limit (400)
+    assert sizing.read_capacity([100] * 10, split=100, limit=400, parallelism=2) == 250
+    assert sizing.read_capacity([100] * 100, split=100, limit=400, parallelism=2) == 400  # never above split_bytes
+    assert sizing.read_capacity([1] * 10, split=100, limit=400, parallelism=2) == 100  # never below the split
+
+
+@pytest.mark.parametrize("n", [300, 3000])
+def test_small_files_are_two_tasks_a_core_in_file_order(n):
+    """3,000 files of 700 bytes were 1,000 tasks (1 MB counted per open, packed up to the 4 MB
+    split); now the cost of the whole input is spread over 2 tasks per core."""
+    files = _files(n, 700)
+    p = plan(files, rec.ReaderConfig(), parallelism=CORES)
+    assert len(p.tasks) == 2 * CORES
+    assert [r.path for t in p.tasks for r in t] == [f.path for f in files]  # contiguous packs, input order
+    sizes = [len(t) for t in p.tasks]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_big_inputs_keep_their_split():
+    """100 files of 40 MB: 2 tasks a core would be 1 GB a task, capped at split_bytes (64 MB);
+    each file is one range (under the split) and one task (over half the capacity), as before."""
+    p = plan(_files(100, 40 << 20), rec.ReaderConfig(), parallelism=CORES)
+    assert p.capacity == 64 << 20 and len(p.tasks) == 100
+
+
+def test_small_remote_files_are_coalesced_like_local_ones():
+    files = [InputFile(f"s3a://b/part-{i}.jsonl", 700, None) for i in range(3000)]
+    assert plan(files, rec.ReaderConfig(), parallelism=CORES).remote_tasks == 2 * CORES
+    big = files + [InputFile("s3a://b/big.jsonl", 1 << 30, None)]
+    assert plan(big, rec.ReaderConfig(), parallelism=CORES).remote_tasks == 0  # left to Spark
+
+
+def test_output_files_is_bytes_over_target_or_two_tasks_a_core():
+    cfg = sizing.OutputConfig(target_file_bytes=256 << 20)
+    assert sizing.output_files(0, CORES, cfg) == 4
+    assert sizing.output_files(3 << 20, CORES, cfg) == 4
+    assert sizing.output_files(10 << 30, CORES, cfg) == 40  # 10 GiB / 256 MiB
+    assert sizing.output_files((10 << 30) + 1, CORES, cfg) == 41
+
+
+def _parquet_files(d: Path) -> int:
+    return len(list(d.glob("*.parquet")))
+
+
+@pytest.mark.slow
+def test_small_files_clean_job_tasks_files_and_rows(spark, tmp_path):
+    """300 one-record files through the cleaning job: 4 read partitions, at most 2 × cores files in
+    documents/ and rejected/, and the rows of the same records read from one file. The one file
+    is also read with a 4 KB split (about 70 ranges, one task each): its outputs are sized too."""
+    from bench.bench_small_files import make_inputs, rows
+    from etl.corpus import CleanConfig, clean_corpus
+    from etl.progress import Counters
+    from etl.readers import read_raw
+
+    small, one = make_inputs(tmp_path / "in", 300)
+    raw, files = read_raw(spark, [str(small)], rec.ReaderConfig(), Counters(spark.sparkContext))
+    assert len(files) == 300 and raw.rdd.getNumPartitions() == 2 * CORES
+    split = CleanConfig(reader=rec.ReaderConfig(split_bytes=4096, min_split_bytes=1))
+    runs = {"small": (CleanConfig(), small), "one": (CleanConfig(), one), "split": (split, one)}
+    for name, (cfg, inputs) in runs.items():
+        report = clean_corpus(cfg, [str(inputs)], str(tmp_path / name), spark=spark)
+        assert report["input"]["records"] == 300
+        for d in ("documents", "rejected"):
+            assert 1 <= _parquet_files(tmp_path / name / d) <= 2 * CORES, (name, d)
+    assert report["files"][f"file:{one}"]["ranges"] > 50  # the split run had many tasks to size
+    for d in ("documents", "rejected"):
+        expected = rows(tmp_path / "one" / d)
+        assert len(expected) > 20
+        assert rows(tmp_path / "small" / d) == expected and rows(tmp_path / "split" / d) == expected
