@@ -13,6 +13,7 @@ Writes, atomically, the DESIGN.md contract:
     OUT/report.html  the same as plots, one self-contained page
 The config is the cleaning job's (jobs/configs/clean.toml) plus the [dedup], [tokenizer] and
 [shards] sections (etl/corpus.py); every key can be overridden with --set. Exit codes: jobs/cli.py.
+documents/ and rejected/ are files of about output.target_file_bytes (etl/sizing.py).
 """
 
 from __future__ import annotations

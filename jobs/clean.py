@@ -7,7 +7,9 @@ With --set classify.spam_model=DIR / classify.quality_model=DIR (from jobs.train
 also scores every kept document (spam_prob, quality_score) and drops spam / low_quality.
 
 Writes OUT/documents/ (kept, Parquet), OUT/rejected/ (doc_id, stage, reason, detail, text),
-OUT/report.json (the ledger: input = documents + rejected, per stage, reason and file).
+OUT/report.json (the ledger: input = documents + rejected, per stage, reason and file). The
+Parquet directories are files of about output.target_file_bytes (256 MiB; small outputs: two per
+core), however many input files there were (etl/sizing.py).
 OUT appears atomically; an existing OUT is only replaced with --overwrite. Exit codes: jobs/cli.py.
 """
 
