@@ -51,7 +51,7 @@ from pyspark.sql import functions as F
 from etl.checkpoints import Checkpoints
 from etl import dedup_local as dl
 from etl.components import components_local, components_spark
-from etl.dedup_index import DedupIndex, exact_prior_matches, touched_prior_rows
+from etl.dedup_index import DedupIndex, IndexConfig, exact_prior_matches
 from etl.dedup_verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,
                               verification_summary)
 from filters import minhash as mh
@@ -87,6 +87,8 @@ class DedupConfig:
     # candidate edges on the driver (``etl.dedup_local``) instead of in Spark windows: a nightly
     # increment or a 64 MB benchmark saves a dozen Spark jobs. Larger inputs stay distributed.
     driver_max_docs: int = 250_000
+    # The persistent index's file sizes and compaction (etl/dedup_index.py, docs/nightly.md).
+    index: IndexConfig = field(default_factory=IndexConfig)
 
 
 @dataclass
@@ -276,9 +278,9 @@ def _exact(keys: DataFrame, index: DedupIndex | None) -> tuple[DataFrame, DataFr
     dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
         "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
     unique = exact.where(F.col("doc_id") == F.col("keeper")).drop("keeper")
-    prior_exact = index.exact() if index else None
-    if prior_exact is not None:
-        seen = exact_prior_matches(prior_exact, unique).withColumn("kind", F.lit("exact"))
+    if index is not None and index.committed():
+        found = index.exact_found(unique.select("exact_key"))  # only the index files the night's keys fall in
+        seen = exact_prior_matches(found, unique).withColumn("kind", F.lit("exact"))
         dups = dups.unionByName(seen)
         unique = unique.join(seen.select("doc_id"), "doc_id", "left_anti")
     return dups, unique
@@ -305,14 +307,15 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     report["grouping"] = "spark"
     exact_dups, unique = _exact(keys, index)
     rows = band_rows(unique).select("band", "key", "doc_id", "quality_score", "prior")
-    prior_bands = index.bands() if index else None
-    if prior_bands is not None:
-        touched = touched_prior_rows(prior_bands, rows).select(
+    if index is not None and index.committed():
+        touched = index.touched(rows).select(
             "band", "key", "doc_id", F.lit(None).cast("double").alias("quality_score"), F.lit(True).alias("prior"))
         rows = rows.unionByName(touched)
     edges = cp.persist(candidate_edges(rows, cfg.all_pairs_max, with_nodes=True))
     with phase(spark, "signatures + exact + candidate edges", report["seconds"]):
         report["candidate_edges"] = n_edges = edges.count()
+    if index is not None and index.committed():
+        report["index_lookup"] = index.lookup_summary()
     if n_edges <= cfg.driver_max_edges:
         near, verified = _resolve_on_driver(docs, _collect_edges(edges, report), cfg, p, report)
         near = spark.createDataFrame(near, "doc_id string, duplicate_of string")
@@ -337,12 +340,16 @@ def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashP
     report["grouping"] = "driver"
     with phase(spark, "exact + candidate edges (driver)", report["seconds"]):
         exact, unique = dl.exact_local(keys.select("doc_id", "exact_key", "band_keys", "quality_score").toArrow())
-        if index is not None:
-            seen = dl.exact_prior_local(unique, index)
+    prior = None
+    if index is not None and index.committed():
+        with phase(spark, "index lookup", report["seconds"]):
+            seen = _exact_prior_arrow(unique, index)
             exact = pa.concat_tables([exact, seen.cast(exact.schema)])
             unique = unique.filter(pc.invert(pc.is_in(unique.column("doc_id"), value_set=seen.column("doc_id"))))
+            prior = index.touched_arrow(dl.band_table(unique, p.bands).select(["band", "key"]))
+            report["index_lookup"] = index.lookup_summary()
+    with phase(spark, "exact + candidate edges (driver)", report["seconds"]):
         rows = dl.band_table(unique, p.bands)
-        prior = dl.touched_prior_local(rows, index) if index is not None else None
         tbl = dl.candidate_edges_local(rows, unique.select(["doc_id", "quality_score"]), prior, cfg.all_pairs_max)
     report["candidate_edges"] = len(tbl)
     if len(tbl) <= cfg.driver_max_edges:
@@ -355,3 +362,13 @@ def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashP
     kept = keys.join(gone, "doc_id", "left_anti")
     return DedupResult(docs.join(gone, "doc_id", "left_anti"), duplicates, band_rows(kept).select("band", "key", "doc_id"),
                        kept.select("exact_key", "doc_id"), verified, report)
+
+
+def _exact_prior_arrow(unique: pa.Table, index: DedupIndex) -> pa.Table:
+    """(doc_id, duplicate_of) of the new documents whose exact key is already indexed (the
+    smallest indexed doc_id; never the document itself), from the index files the keys fall in."""
+    found = index.exact_arrow(unique.column("exact_key")).rename_columns(["exact_key", "duplicate_of"])
+    pairs = unique.select(["exact_key", "doc_id"]).join(found, "exact_key")
+    pairs = pairs.filter(pc.not_equal(pairs.column("doc_id"), pairs.column("duplicate_of")))
+    best = pairs.group_by("doc_id").aggregate([("duplicate_of", "min")]).rename_columns(["doc_id", "duplicate_of"])
+    return best.select(["doc_id", "duplicate_of"]).sort_by("doc_id")

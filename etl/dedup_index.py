@@ -1,48 +1,140 @@
 """A persistent dedup index: the band keys and exact keys of every document kept so far, so a
 nightly run deduplicates new documents against the whole corpus, not only against itself.
 
-Layout (any Hadoop path):
+Layout (any Hadoop path; the files themselves are read and written with pyarrow, see
+``etl.dedup_index_files`` for their format):
 
-    INDEX/settings.json              the MinHash settings that built it; other settings are refused
-    INDEX/batches/<run>/bands/       Parquet (band, key, doc_id), partitioned by band
-    INDEX/batches/<run>/exact/       Parquet (exact_key, doc_id)
-    INDEX/commits/<seq>-<run>.json   written last, by rename: a batch exists only once committed
+    INDEX/settings.json                  the MinHash settings that built it; other settings are refused
+    INDEX/batches/<run>/                 a batch: one build's survivors (bands/band=B/bucket=K/, exact/bucket=K/)
+    INDEX/compacted/<name>/              a compacted segment: several batches merged, same layout
+    INDEX/commits/<seq>-<name>.json      written last, by rename: a segment exists only once committed;
+                                         it lists the segment's files (and, for a compaction, the
+                                         segments it replaces)
 
-A run killed before its commit file leaves an uncommitted batch directory that readers ignore
-and the next append removes.
+Batches and compacted segments are both *segments*. The live segments are the committed ones
+that no committed compaction replaces. Each is cut into 2**bits buckets by key (bits from its
+size and ``IndexConfig.target_file_mb``), so a night looks up each of its keys in one file per
+segment, and a night's side is routed to those files by the same hash: the index is read where
+it lies, never shuffled.
+
+Commit protocol. An append or compaction writes its files, then its commit file (the commit
+point), then removes what it replaced. Killed before the commit, it leaves an uncommitted
+directory that readers ignore and the next writer removes; killed after it, readers already
+ignore the replaced segments and the next writer removes them. One writer at a time: the
+nightly refresh appends and compacts under its corpus lock; run ``jobs.compact_index`` when no
+refresh runs.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import time
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from functools import reduce
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl import dedup_index_files as ixf
+from etl.dedup_index_files import EXACT, Catalog, FileOptions, IndexFile, ScanStats
+from etl.failpoints import failpoint
 from etl.publish import HadoopStorage, write_atomic
-
 from filters.minhash import MinHashParams
 
+log = logging.getLogger("zhcorpus")
 FORMAT_VERSION = 1
 BANDS_SCHEMA = "band int, key bigint, doc_id string"  # what etl.dedup.band_rows writes
 EXACT_SCHEMA = "exact_key string, doc_id string"
+# Bytes of a band row on disk (8 of key, ~12 of zstd doc_id, measured on bench_nightly's ids):
+# turns target_file_mb into rows.
+BAND_ROW_BYTES = 20
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """The ``dedup.index`` section: how the index's files are cut and when they are merged."""
+    # A (band, bucket) file holds about this many MB; a batch or compaction uses more buckets
+    # (powers of two, at most 2**16) as the index grows. Large files keep the file count low;
+    # small ones let more tasks share a night's lookup.
+    target_file_mb: float = 128.0
+    # A refresh compacts once the index holds more than this many segments: a night opens one
+    # file per segment for each bucket it touches, so this bounds the files per band and bucket.
+    compact_after: int = 4
+    # Size-tiered merging: after the smallest segments that must merge, the next segment joins
+    # while its documents are at most this many times those already chosen. A large segment is
+    # then rewritten only when the small ones have grown to a fraction of it: each row is
+    # rewritten O(log(index / night)) times, not once a night.
+    tier_ratio: float = 4.0
+    # Rows of a row group: a lookup reads a group's keys only if its min/max statistics admit
+    # one of the night's keys.
+    row_group_rows: int = 65536
+    # Appends, lookups and compactions of up to this many rows run on the driver with pyarrow
+    # (no Spark job: ~0.1 s a million rows); larger ones in Spark tasks, one per bucket.
+    driver_max_rows: int = 4_000_000
 
 
 class IndexSettingsMismatch(ValueError):
     pass
 
 
+class IndexCompacted(RuntimeError):
+    """A batch that a compaction has merged cannot be retracted on its own."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    name: str
+    sequence: int
+    kind: str  # batch | compaction | legacy (a batch written before buckets, listed from its directory)
+    bits: int
+    docs: int  # exact rows: one per indexed document
+    files: tuple[IndexFile, ...]
+    replaces: tuple[dict, ...] = ()  # {name, sequence} of the segments a compaction merged
+
+
+class _StatsParam(AccumulatorParam):
+    def zero(self, value):
+        return ScanStats()
+
+    def addInPlace(self, a, b):
+        a.add(b)
+        return a
+
+
+def plan_compaction(docs: list[int], limit: int, ratio: float) -> list[int]:
+    """Indices of the segments (their document counts ``docs``) one compaction merges so that at
+    most ``limit`` remain: the smallest that must merge, then each next-smallest segment while it
+    holds at most ``ratio`` times the documents chosen so far. [] when there are ``limit`` or fewer."""
+    if len(docs) <= max(limit, 1):
+        return []
+    order = sorted(range(len(docs)), key=lambda i: (docs[i], i))
+    take = order[: max(2, len(docs) - limit + 1)]
+    chosen = sum(docs[i] for i in take)
+    for i in order[len(take):]:
+        if docs[i] > ratio * max(chosen, 1):
+            break
+        take.append(i)
+        chosen += docs[i]
+    return sorted(take)
+
+
 class DedupIndex:
-    def __init__(self, spark: SparkSession, root: str, params: MinHashParams):
+    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None):
         self.spark = spark
         self._Path = spark._jvm.org.apache.hadoop.fs.Path
-        self.root = self._Path(root)
-        self.fs = self.root.getFileSystem(spark._jsc.hadoopConfiguration())
+        self.fs = self._Path(root).getFileSystem(spark._jsc.hadoopConfiguration())
+        self.root = self.fs.makeQualified(self._Path(root))
         self.params = params.resolved()
+        self.cfg = cfg or IndexConfig()
         self.storage = HadoopStorage(spark)
+        self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._check_settings()
 
     def _check_settings(self) -> None:
@@ -58,62 +150,330 @@ class DedupIndex:
             self.fs.mkdirs(self.root)
             self._write_atomic(path, json.dumps(settings, sort_keys=True))
 
-    def committed(self) -> list[str]:
+    # --- segments -------------------------------------------------------------------------------
+
+    def _commits(self) -> list[dict]:
+        """Every commit file's record, by sequence (a legacy record gains its kind)."""
         commits = self._Path(self.root, "commits")
         if not self.fs.exists(commits):
             return []
-        names = sorted(st.getPath().getName() for st in self.fs.listStatus(commits) if st.getPath().getName().endswith(".json"))
-        return [n.removesuffix(".json").split("-", 1)[1] for n in names]
+        out = []
+        for st in self.fs.listStatus(commits):
+            name = st.getPath().getName()
+            if name.endswith(".json"):
+                rec = json.loads(self._read(st.getPath()))
+                rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
+                rec.setdefault("kind", "legacy")
+                rec["_file"] = name
+                out.append(rec)
+        return sorted(out, key=lambda r: r["sequence"])
 
-    def _batch(self, run: str, part: str) -> str:
-        return self._Path(self.root, f"batches/{run}/{part}").toString()
+    def segments(self) -> list[Segment]:
+        """The live segments, by sequence."""
+        commits = self._commits()
+        replaced = {r["sequence"] for c in commits for r in c.get("replaces", [])}
+        return [self._segment(c) for c in commits if c["sequence"] not in replaced]
+
+    def _segment(self, c: dict) -> Segment:
+        if c["kind"] == "legacy":
+            files = tuple(self._legacy_files(c["name"]))
+            docs = sum(f.rows for f in files if f.part == EXACT)
+            return Segment(c["name"], c["sequence"], "legacy", 0, docs, files)
+        files = tuple(IndexFile(p, part, bucket, c["bits"], rows) for p, part, bucket, rows in c["files"])
+        return Segment(c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files,
+                       tuple(c.get("replaces", [])))
+
+    def _legacy_files(self, run: str) -> list[IndexFile]:
+        """A batch written before buckets: Spark's partitionBy("band") files, unsorted. Rows are
+        estimated from file sizes (used only to plan compactions)."""
+        out = []
+        for part in ("bands", "exact"):
+            base = self._Path(self.root, f"batches/{run}/{part}")
+            if not self.fs.exists(base):
+                continue
+            it = self.fs.listFiles(base, True)
+            while it.hasNext():
+                st = it.next()
+                path = st.getPath().toString()
+                if not path.endswith(".parquet"):
+                    continue
+                rel = path[len(self.root.toString()) + 1:]
+                band = [s for s in rel.split("/") if s.startswith("band=")]
+                out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, st.getLen() // BAND_ROW_BYTES))
+        return out
+
+    def committed(self) -> list[str]:
+        """Names of the live segments (batch runs and compactions), by sequence."""
+        return [s.name for s in self.segments()]
+
+    def catalog(self, segments: list[Segment] | None = None) -> Catalog:
+        segs = self.segments() if segments is None else segments
+        return Catalog.of(self.root.toString(), [f for s in segs for f in s.files])
+
+    def describe(self) -> dict:
+        """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
+        segs = self.segments()
+        cat = self.catalog(segs)
+        per_bucket = 0
+        for part in {f.part for s in segs for f in s.files}:
+            counts = np.zeros(1 << cat.route, np.int64)
+            for (p, bits, bucket), paths in cat.files.items():
+                if p == part:
+                    width = 1 << (cat.route - bits)
+                    counts[bucket * width: (bucket + 1) * width] += len(paths)
+            per_bucket = max(per_bucket, int(counts.max()))
+        return {"segments": len(segs), "files": sum(len(s.files) for s in segs), "documents": sum(s.docs for s in segs),
+                "bucket_bits": cat.route, "max_files_per_bucket": per_bucket}
+
+    # --- reading as tables ----------------------------------------------------------------------
 
     def bands(self) -> DataFrame | None:
-        """(band, key, doc_id) of every committed batch. Each batch is its own partitioned root,
-        read with its own ``basePath`` and unioned: Spark refuses several partitioned roots in
-        one read (CONFLICTING_DIRECTORY_STRUCTURES, the third night's failure of issue 24)."""
-        return self._read_batches("bands", BANDS_SCHEMA)
+        """(band, key, doc_id) of every live segment, as one frame (a full read: lookups use
+        ``touched``). Each segment is its own partitioned root, read with its own ``basePath``:
+        Spark refuses several partitioned roots in one read (CONFLICTING_DIRECTORY_STRUCTURES)."""
+        return self._read_segments("bands", "key bigint, doc_id string", ["band", "key", "doc_id"])
 
     def exact(self) -> DataFrame | None:
-        return self._read_batches("exact", EXACT_SCHEMA)
+        return self._read_segments("exact", "exact_key string, doc_id string", ["exact_key", "doc_id"])
 
-    def _read_batches(self, part: str, schema: str) -> DataFrame | None:
+    def _read_segments(self, part: str, schema: str, columns: list[str]) -> DataFrame | None:
         """The schema is given, not inferred: a batch of a night that kept nothing has no files."""
-        columns = [c.split()[0] for c in schema.split(",")]
-        frames = [self.spark.read.schema(schema).option("basePath", path).parquet(path).select(*columns)
-                  for path in (self._batch(r, part) for r in self.committed())]
+        frames = []
+        for s in self.segments():
+            if any((f.part == EXACT) == (part == "exact") for f in s.files):
+                base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
+                frames.append(self.spark.read.schema(schema).option("basePath", base).parquet(base).select(*columns))
         return reduce(DataFrame.unionByName, frames) if frames else None
+
+    @staticmethod
+    def _dir(s: Segment) -> str:
+        return f"compacted/{s.name}" if s.kind == "compaction" else f"batches/{s.name}"
+
+    # --- lookups --------------------------------------------------------------------------------
+
+    def touched_arrow(self, rows: pa.Table) -> pa.Table:
+        """Indexed (band, key, doc_id) rows in the buckets of ``rows`` (band, key): the night's
+        candidate lookup, on the driver for an index of up to ``driver_max_rows`` band rows."""
+        parts = rows.column("band").to_numpy().astype(np.int32)
+        keys = rows.column("key").to_numpy()
+        found = self._lookup_arrow(parts, keys, ["doc_id"], band_rows=True)
+        return found.select(["part", "key", "doc_id"]).rename_columns(["band", "key", "doc_id"])
+
+    def exact_arrow(self, exact_keys: pa.Array | pa.ChunkedArray) -> pa.Table:
+        """Indexed (exact_key, doc_id) rows whose exact key is among ``exact_keys``."""
+        keys = ixf.exact_hash(exact_keys)
+        found = self._lookup_arrow(np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], band_rows=False)
+        found = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys)))
+        return found.select(["exact_key", "doc_id"])
+
+    def _lookup_arrow(self, parts: np.ndarray, keys: np.ndarray, columns: list[str], band_rows: bool) -> pa.Table:
+        segs = self.segments()
+        size = sum(s.docs for s in segs) * (self.params.bands if band_rows else 1)
+        if size > self.cfg.driver_max_rows and len(keys):
+            table = pa.table({"part": pa.array(parts, pa.int32()), "key": pa.array(keys, pa.int64())})
+            found = self._lookup_spark(self.spark.createDataFrame(table), columns, segs)
+            return found.toArrow()
+        t0, stats = time.perf_counter(), ScanStats()
+        found = ixf.lookup(self.catalog(segs), parts, keys, columns, stats)
+        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": "driver"}
+        return found
+
+    def touched(self, rows: DataFrame) -> DataFrame:
+        """``touched_arrow`` for a night too large to collect: (band, key, doc_id), found by
+        Spark tasks, each reading the index files of the buckets its share of ``rows`` falls in."""
+        night = rows.select(F.col("band").cast("int").alias("part"), F.col("key")).distinct()
+        return self._lookup_spark(night, ["doc_id"]).select(F.col("part").alias("band"), "key", "doc_id")
+
+    def exact_found(self, keys: DataFrame) -> DataFrame:
+        """Indexed (exact_key, doc_id) rows whose exact key is in ``keys.exact_key``; a key's
+        first 16 hex digits find it, the caller's join on exact_key confirms it."""
+        night = keys.select(F.lit(EXACT).alias("part"), "exact_key").distinct()
+        return self._lookup_spark(night, ["exact_key", "doc_id"]).select("exact_key", "doc_id")
+
+    def _lookup_spark(self, night: DataFrame, columns: list[str], segs: list[Segment] | None = None) -> DataFrame:
+        """Route ``night`` (part, key | exact_key) by (part, bucket) to tasks that read only the
+        files of their buckets (``ixf.lookup``): the night's side is shuffled, the index is not.
+        The tasks' ScanStats arrive in ``last_lookup`` once the result is computed."""
+        cat = self.catalog(segs)
+        route = cat.route
+        if "key" in night.columns:
+            bucket = F.shiftrightunsigned("key", 64 - route) if route else F.lit(0)
+        else:  # the top bits of an exact key's first 4 hex digits: its hash's top bits
+            bucket = F.shiftright(F.conv(F.substring("exact_key", 1, 4), 16, 10).cast("int"), 16 - route) \
+                if route else F.lit(0)
+        sc = self.spark.sparkContext
+        n = max(1, min((self.params.bands + 1) << route, 2 * sc.defaultParallelism))
+        acc, cat_bc = sc.accumulator(ScanStats(), _StatsParam()), sc.broadcast(cat)
+        self.last_lookup = {"where": "spark", "stats": acc, "tasks": n}
+        schema = "part int, key bigint, " + ", ".join(f"{c} string" for c in columns)
+        return night.withColumn("bucket", bucket).repartition(n, "part", "bucket").mapInArrow(
+            _lookup_task(cat_bc, columns, acc), schema)
+
+    def lookup_summary(self) -> dict:
+        """``last_lookup`` with the Spark tasks' accumulated statistics read out."""
+        out = dict(self.last_lookup)
+        if "stats" in out:
+            out.update(asdict(out.pop("stats").value))
+        return out
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def _bits(self, docs: int) -> int:
+        """Bucket bits for a segment of ``docs`` documents: files of about target_file_mb."""
+        per_file = max(1, int(self.cfg.target_file_mb * 2**20) // BAND_ROW_BYTES)
+        return min(ixf.MAX_BITS, max(0, math.ceil(math.log2(max(docs, 1) / per_file))))
+
+    def _opts(self) -> FileOptions:
+        per_file = max(1, int(self.cfg.target_file_mb * 2**20) // BAND_ROW_BYTES)
+        return FileOptions(max_rows=2 * per_file, row_group_rows=self.cfg.row_group_rows)
 
     def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
         deterministic batch name (e.g. the corpus version), so that ``retract`` can undo it."""
-        runs = set(self.committed())
-        if run is not None and run in runs:
-            raise ValueError(f"dedup index {self.root} already holds a batch named {run}")
-        batches = self._Path(self.root, "batches")
-        if self.fs.exists(batches):  # uncommitted leftovers of killed runs
-            for st in self.fs.listStatus(batches):
-                if st.getPath().getName() not in runs:
-                    self.fs.delete(st.getPath(), True)
-        run = run or uuid.uuid4().hex[:12]
-        bands.select("band", "key", "doc_id").write.partitionBy("band").parquet(self._batch(run, "bands"))
-        exact.select("exact_key", "doc_id").write.parquet(self._batch(run, "exact"))
-        seq = len(runs)
-        self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{run}.json"),
-                           json.dumps({"run": run, "sequence": seq}))
+        run = self._new_name(run)
+        docs = exact.count()
+        bits = self._bits(docs)
+        if docs * self.params.bands <= self.cfg.driver_max_rows:
+            files = self._write_local(f"batches/{run}", bands.select("band", "key", "doc_id").toArrow(),
+                                      exact.select("exact_key", "doc_id").toArrow(), bits)
+        else:
+            files = (self._write_spark(f"batches/{run}", bands.select(F.col("band").alias("part"), "key", "doc_id"), bits)
+                     + self._write_spark(f"batches/{run}", exact.select(F.lit(EXACT).alias("part"), "exact_key",
+                                                                         "doc_id"), bits))
+        self._commit(run, "batch", bits, docs, files)
         return run
+
+    def append_arrow(self, bands: pa.Table, exact: pa.Table, run: str | None = None) -> str:
+        """``append`` from Arrow tables on the driver (tools and benchmarks that build rows in numpy)."""
+        run = self._new_name(run)
+        bits = self._bits(len(exact))
+        self._commit(run, "batch", bits, len(exact), self._write_local(f"batches/{run}", bands, exact, bits))
+        return run
+
+    def _new_name(self, run: str | None) -> str:
+        live = {c["name"] for c in self._commits()}
+        if run is not None and run in live:
+            raise ValueError(f"dedup index {self.root} already holds a batch named {run}")
+        self._clean_leftovers()
+        return run or uuid.uuid4().hex[:12]
+
+    def _write_local(self, segment: str, bands: pa.Table, exact: pa.Table, bits: int) -> list[IndexFile]:
+        fs, root = ixf.filesystem(self.root.toString())
+        exact = exact.append_column("key", pa.array(ixf.exact_hash(exact.column("exact_key")), pa.int64()))
+        files = []
+        for part, table in [(EXACT, exact)] + _by_band(bands):
+            buckets = ixf.bucket_of(table.column("key").to_numpy(), bits)
+            for b in np.unique(buckets):
+                sub = table.filter(pa.array(buckets == b))
+                files += ixf.write_sorted(fs, root, segment, sub, part, int(b), bits, self._opts())
+        return files
+
+    def _write_spark(self, segment: str, rows: DataFrame, bits: int) -> list[IndexFile]:
+        """Rows (part, key | exact_key, doc_id) written by Spark tasks, one (part, bucket) at a
+        time: the rows are partitioned and sorted by (part, bucket) first."""
+        if "key" in rows.columns:
+            bucket = F.shiftrightunsigned("key", 64 - bits) if bits else F.lit(0)
+        else:
+            bucket = F.shiftright(F.conv(F.substring("exact_key", 1, 4), 16, 10).cast("int"), 16 - bits) \
+                if bits else F.lit(0)
+        n = max(1, min((self.params.bands + 1) << bits, 4 * self.spark.sparkContext.defaultParallelism))
+        sorted_rows = rows.withColumn("bucket", bucket.cast("int")).repartition(n, "part", "bucket") \
+            .sortWithinPartitions("part", "bucket")
+        task = _write_task(self.root.toString(), segment, bits, self._opts())
+        out = sorted_rows.mapInArrow(task, "path string, part int, bucket int, bits int, rows bigint").collect()
+        return [IndexFile(**r.asDict()) for r in out]
+
+    def _commit(self, name: str, kind: str, bits: int, docs: int, files: list[IndexFile],
+                replaces: list[Segment] = ()) -> None:
+        seq = self._next_sequence()
+        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "bits": bits, "docs": docs,
+                  "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
+                  "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces]}
+        self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
+
+    def _next_sequence(self) -> int:
+        return max((c["sequence"] for c in self._commits()), default=-1) + 1
+
+    # --- compaction -----------------------------------------------------------------------------
+
+    def compact(self, full: bool = False) -> dict | None:
+        """Merge segments into one (all of them with ``full``, else ``plan_compaction``'s choice),
+        bucketed for its size and sorted by key; commit it; remove the merged segments. Returns
+        a summary, or None when nothing needs merging. A killed compaction is undone or finished
+        by the next writer (module docstring)."""
+        t0 = time.perf_counter()
+        self._clean_leftovers()
+        live = self.segments()
+        if full:
+            chosen = live if len(live) > 1 or any(s.kind == "legacy" for s in live) else []
+        else:
+            chosen = [live[i] for i in plan_compaction([s.docs for s in live], self.cfg.compact_after,
+                                                       self.cfg.tier_ratio)]
+        if not chosen:
+            return None
+        seq = self._next_sequence()
+        name, docs = f"compacted-{seq:08d}", sum(s.docs for s in chosen)
+        bits = self._bits(docs)
+        units = _merge_units([f for s in chosen for f in s.files], bits)
+        where = "driver" if docs * (self.params.bands + 1) <= self.cfg.driver_max_rows else "spark"
+        files = self._merge(units, f"compacted/{name}", bits, where)
+        docs = sum(f.rows for f in files if f.part == EXACT)  # exact: a legacy batch's count was estimated
+        failpoint("index:compaction_written")
+        self._commit(name, "compaction", bits, docs, files, chosen)
+        failpoint("index:compaction_committed")
+        self._clean_leftovers()
+        summary = {"segment": name, "merged": [s.name for s in chosen], "documents": docs, "bucket_bits": bits,
+                   "files_read": sum(len(s.files) for s in chosen), "files_written": len(files), "where": where,
+                   "seconds": round(time.perf_counter() - t0, 3)}
+        log.info("dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name,
+                 len(files))
+        return summary
+
+    def _merge(self, units: list[tuple[int, int, list[str]]], segment: str, bits: int, where: str) -> list[IndexFile]:
+        root, opts = self.root.toString(), self._opts()
+
+        def merge(unit):
+            part, bucket, inputs = unit
+            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts)
+
+        if where == "driver":
+            return [f for u in units for f in merge(u)]
+        self.spark.sparkContext.setJobDescription(f"dedup index: compact into {segment}")
+        try:
+            return self.spark.sparkContext.parallelize(units, len(units)).flatMap(merge).collect()
+        finally:
+            self.spark.sparkContext.setJobDescription(None)
+
+    def _clean_leftovers(self) -> None:
+        """Remove what killed writers left: replaced segments (commit file first, then files)
+        and directories without a commit."""
+        commits = self._commits()
+        replaced = {r["sequence"] for c in commits for r in c.get("replaces", [])}
+        for c in commits:
+            if c["sequence"] in replaced:
+                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+        live = {(c["kind"] == "compaction", c["name"]) for c in commits if c["sequence"] not in replaced}
+        for compacted, top in ((False, "batches"), (True, "compacted")):
+            d = self._Path(self.root, top)
+            if self.fs.exists(d):
+                for st in self.fs.listStatus(d):
+                    if (compacted, st.getPath().getName()) not in live:
+                        self.fs.delete(st.getPath(), True)
 
     def retract(self, run: str) -> bool:
         """Remove a committed batch (a build whose output was never published); the commit file
-        goes first, so a crash half-way leaves an uncommitted batch that readers ignore."""
-        commits = self._Path(self.root, "commits")
+        goes first, so a crash half-way leaves an uncommitted batch that readers ignore. A batch
+        already merged by a compaction raises ``IndexCompacted``."""
+        commits = self._commits()
+        merged_into = [c["name"] for c in commits if any(r["name"] == run for r in c.get("replaces", []))]
+        if merged_into:
+            raise IndexCompacted(f"dedup index {self.root}: batch {run} was merged into {merged_into[0]}; "
+                                 "it cannot be retracted on its own (rebuild the index from the corpus)")
         found = False
-        if self.fs.exists(commits):
-            for st in self.fs.listStatus(commits):
-                name = st.getPath().getName()
-                if name.endswith(f"-{run}.json"):
-                    self.fs.delete(st.getPath(), False)
-                    found = True
+        for c in commits:
+            if c["name"] == run and c["kind"] != "compaction":
+                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+                found = True
         self.fs.delete(self._Path(self.root, f"batches/{run}"), True)
         return found
 
@@ -129,13 +489,87 @@ class DedupIndex:
         write_atomic(path.toString(), text, self.storage)
 
 
+def _by_band(bands: pa.Table) -> list[tuple[int, pa.Table]]:
+    band = bands.column("band").to_numpy()
+    return [(int(b), bands.filter(pa.array(band == b)).select(["key", "doc_id"])) for b in np.unique(band)]
+
+
+def _merge_units(files: list[IndexFile], bits: int) -> list[tuple[int, int, list[str]]]:
+    """(part, bucket, input paths) of every bucket of a new segment of ``bits`` that some input
+    file overlaps: a file of b bits and bucket k covers buckets k << (bits - b) onwards (b <= bits)
+    or lies inside bucket k >> (b - bits)."""
+    units: dict[tuple[int, int], list[str]] = {}
+    for f in files:
+        if f.bits <= bits:
+            first, count = f.bucket << (bits - f.bits), 1 << (bits - f.bits)
+        else:
+            first, count = f.bucket >> (f.bits - bits), 1
+        for b in range(first, first + count):
+            units.setdefault((f.part, b), []).append(f.path)
+    return [(p, b, paths) for (p, b), paths in sorted(units.items())]
+
+
+def _lookup_task(cat_bc, columns: list[str], acc):
+    """mapInArrow body of ``DedupIndex._lookup_spark``: one task's share of the night's keys."""
+    def run(batches):
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        night = pa.concat_tables(tables)
+        parts = night.column("part").to_numpy()
+        keys = night.column("key").to_numpy() if "key" in night.column_names else ixf.exact_hash(night.column("exact_key"))
+        stats = ScanStats()
+        found = ixf.lookup(cat_bc.value, parts, keys, columns, stats)
+        acc.add(stats)
+        yield from found.select(["part", "key", *columns]).to_batches()
+    return run
+
+
+def _write_task(root: str, segment: str, bits: int, opts: FileOptions):
+    """mapInArrow body of ``DedupIndex._write_spark``: rows arrive sorted by (part, bucket);
+    each (part, bucket) is written once it is complete, so a task holds one bucket at a time."""
+    def run(batches):
+        fs, base = ixf.filesystem(root)
+        pending: list[pa.Table] = []
+        current = None
+
+        def flush():
+            t = pa.concat_tables(pending)
+            if "key" not in t.column_names:
+                t = t.append_column("key", pa.array(ixf.exact_hash(t.column("exact_key")), pa.int64()))
+            files = ixf.write_sorted(fs, base, segment, t, current[0], current[1], bits, opts)
+            return pa.RecordBatch.from_pylist([{**asdict(f)} for f in files], schema=_WRITTEN) if files else None
+
+        for batch in batches:
+            t = pa.Table.from_batches([batch])
+            unit = np.stack([t.column("part").to_numpy(), t.column("bucket").to_numpy()], axis=1)
+            cuts = np.r_[0, np.flatnonzero((np.diff(unit, axis=0) != 0).any(axis=1)) + 1, len(t)]
+            for lo, hi in zip(cuts[:-1], cuts[1:]):
+                u = (int(unit[lo, 0]), int(unit[lo, 1]))
+                if current is not None and u != current:
+                    if (out := flush()) is not None:
+                        yield out
+                    pending = []
+                current = u
+                pending.append(t.slice(lo, hi - lo).drop_columns(["part", "bucket"]))
+        if pending and (out := flush()) is not None:
+            yield out
+    return run
+
+
+_WRITTEN = pa.schema([("path", pa.string()), ("part", pa.int32()), ("bucket", pa.int32()), ("bits", pa.int32()),
+                      ("rows", pa.int64())])
+
+
 def touched_prior_rows(prior: DataFrame, new_rows: DataFrame) -> DataFrame:
-    """Indexed (band, key, doc_id) rows in buckets some new document falls into."""
+    """Indexed (band, key, doc_id) rows in buckets some new document falls into (a join over a
+    full read of the index; ``DedupIndex.touched`` reads only the files the night needs)."""
     return prior.join(new_rows.select("band", "key").distinct(), ["band", "key"], "left_semi")
 
 
 def exact_prior_matches(prior_exact: DataFrame, keys: DataFrame) -> DataFrame:
-    """New documents whose normalised text is already indexed: (doc_id, duplicate_of)."""
+    """New documents whose normalised text is already indexed: (doc_id, duplicate_of).
+    ``prior_exact``: indexed (exact_key, doc_id) rows, all of them or those a lookup found."""
     p = prior_exact.select("exact_key", F.col("doc_id").alias("duplicate_of"))
     return (keys.join(p, "exact_key").where(F.col("doc_id") != F.col("duplicate_of"))  # never a duplicate of itself
             .groupBy("doc_id").agg(F.min("duplicate_of").alias("duplicate_of")))

@@ -1,0 +1,267 @@
+"""The files of a dedup index, read and written with pyarrow alone (no Spark), so the same
+functions run inside Spark tasks or on the driver.
+
+A file holds the rows of one *part* and *bucket* of a segment: part = a band (0 .. bands-1) of
+band keys, or ``EXACT`` for exact keys; bucket = the top ``bits`` bits of the key read as
+unsigned, so the 2**bits buckets of a segment cut the key space into ranges (keys are 64-bit
+hashes, uniform: the buckets are even). Rows are sorted by key, in row groups of a bounded size
+whose min/max statistics let a lookup skip every group that holds none of the night's keys, and
+read the ``doc_id`` column only for the rows that matched.
+
+    bands/band=B/bucket=K/part-00000.parquet    key (int64), doc_id
+    exact/bucket=K/part-00000.parquet           key (int64: the exact key's first 16 hex digits),
+                                                exact_key, doc_id
+
+Batches written by older versions (``bands/band=B/*.parquet`` unsorted, no bucket directory;
+``exact/*.parquet`` without a key column) read as one bucket of ``bits`` 0: they are still
+looked up correctly (unsorted key columns are matched with ``np.isin``), only slower.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+EXACT = -1  # the part of exact keys; bands are 0 .. bands-1
+MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup_index)
+BAND_SCHEMA = pa.schema([("key", pa.int64()), ("doc_id", pa.string())])
+EXACT_FILE_SCHEMA = pa.schema([("key", pa.int64()), ("exact_key", pa.string()), ("doc_id", pa.string())])
+_HEX = np.full(256, 255, np.uint8)
+_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16, dtype=np.uint8)
+_HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16, dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """One file of a segment; ``path`` relative to the index root."""
+    path: str
+    part: int  # a band, or EXACT
+    bucket: int
+    bits: int  # the segment's bucket bits: the file's keys lie in key_range(bucket, bits)
+    rows: int
+
+
+@dataclass
+class ScanStats:
+    """What a lookup read: ``rows_read`` are the rows of the row groups whose key column was
+    decoded, ``rows_skipped`` those of groups their statistics excluded."""
+    files: int = 0
+    row_groups_read: int = 0
+    row_groups_skipped: int = 0
+    rows_read: int = 0
+    rows_skipped: int = 0
+    matches: int = 0
+    cpu_s: float = 0.0  # CPU seconds of the lookup processes (driver or Python workers)
+
+    def add(self, other: "ScanStats") -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """How files are cut: at most ``max_rows`` rows a file, ``row_group_rows`` a row group."""
+    max_rows: int
+    row_group_rows: int = 65536
+
+
+def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's file system and path for a Hadoop-style root (file:/x, s3a://b/x, hdfs://...)."""
+    if root.startswith("file:"):
+        return pafs.LocalFileSystem(), urlparse(root).path
+    if "://" not in root:
+        return pafs.LocalFileSystem(), root
+    if root.startswith("s3a://") or root.startswith("s3n://"):
+        root = "s3://" + root.split("://", 1)[1]
+    return pafs.FileSystem.from_uri(root)
+
+
+def bucket_of(keys: np.ndarray, bits: int) -> np.ndarray:
+    """The bucket (top ``bits`` bits, unsigned) of each int64 key."""
+    if bits == 0:
+        return np.zeros(len(keys), np.int64)
+    return (keys.astype(np.int64).view(np.uint64) >> np.uint64(64 - bits)).astype(np.int64)
+
+
+def key_range(bucket: int, bits: int) -> tuple[int, int]:
+    """The smallest and largest signed key of ``bucket``. Every key of a bucket of ``bits`` >= 1
+    has the same sign bit, so signed order inside a bucket is unsigned order."""
+    if bits == 0:
+        return -(1 << 63), (1 << 63) - 1
+    lo = bucket << (64 - bits)
+    hi = lo + (1 << (64 - bits)) - 1
+    return tuple(int(np.array([v], np.uint64).view(np.int64)[0]) for v in (lo, hi))
+
+
+def exact_hash(exact_keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """int64 of the first 16 hex digits of each exact key (``filters.minhash.exact_key``)."""
+    arr = exact_keys.combine_chunks() if isinstance(exact_keys, pa.ChunkedArray) else exact_keys
+    if len(arr) == 0:
+        return np.zeros(0, np.int64)
+    arr = pc.utf8_slice_codeunits(arr.cast(pa.string()), 0, 16)
+    if arr.null_count or not pc.all(pc.equal(pc.utf8_length(arr), 16)).as_py():
+        raise ValueError("exact keys must be hex digests of at least 16 digits")
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset: arr.offset + len(arr) + 1]
+    raw = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0]: offsets[-1]].reshape(len(arr), 16)
+    nibbles = _HEX[raw]
+    if (nibbles == 255).any():
+        raise ValueError("exact keys must be hex digests")
+    shifts = np.arange(60, -4, -4, dtype=np.uint64)
+    return np.bitwise_or.reduce(nibbles.astype(np.uint64) << shifts, axis=1).view(np.int64)
+
+
+def part_dir(part: int, bucket: int) -> str:
+    return f"exact/bucket={bucket}" if part == EXACT else f"bands/band={part}/bucket={bucket}"
+
+
+def write_sorted(fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, part: int, bucket: int,
+                 bits: int, opts: FileOptions) -> list[IndexFile]:
+    """Sort ``table`` (``BAND_SCHEMA`` or ``EXACT_FILE_SCHEMA`` columns) by key and write it as
+    ``segment/<part dir>/part-NNNNN.parquet`` files of at most ``opts.max_rows`` rows. Each file
+    is written under a temporary name and renamed, so a retried task never leaves half a file."""
+    schema = EXACT_FILE_SCHEMA if part == EXACT else BAND_SCHEMA
+    table = table.select(schema.names).cast(schema).sort_by("key")
+    rel = f"{segment}/{part_dir(part, bucket)}"
+    if len(table):
+        fs.create_dir(f"{root}/{rel}", recursive=True)
+    files = []
+    for i, start in enumerate(range(0, len(table), opts.max_rows)):  # an empty bucket has no file
+        chunk = table.slice(start, opts.max_rows)
+        name = f"{rel}/part-{i:05d}.parquet"
+        tmp = f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
+        with fs.open_output_stream(tmp) as out:
+            pq.write_table(chunk, out, row_group_size=opts.row_group_rows, use_dictionary=False,
+                           compression={c: ("NONE" if c == "key" else "ZSTD") for c in schema.names},
+                           write_statistics=["key"])
+        fs.move(tmp, f"{root}/{name}")
+        files.append(IndexFile(name, part, bucket, bits, len(chunk)))
+    return files
+
+
+def _keys(pf: pq.ParquetFile, group: int, part: int) -> np.ndarray:
+    if "key" in pf.schema_arrow.names:
+        return pf.read_row_group(group, columns=["key"]).column(0).to_numpy()
+    return exact_hash(pf.read_row_group(group, columns=["exact_key"]).column(0))  # a legacy exact file
+
+
+def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Row numbers of ``keys`` equal to one of ``queries`` (sorted, unique), in row order."""
+    if len(keys) > 1 and not (keys[1:] >= keys[:-1]).all():  # a legacy, unsorted file
+        return np.flatnonzero(np.isin(keys, queries))
+    lo = np.searchsorted(keys, queries, "left")
+    hi = np.searchsorted(keys, queries, "right")
+    counts = hi - lo
+    if not counts.any():
+        return np.zeros(0, np.int64)
+    starts = np.repeat(lo, counts)
+    return starts + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def lookup_file(fs: pafs.FileSystem, path: str, part: int, queries: np.ndarray, columns: list[str],
+                stats: ScanStats) -> pa.Table | None:
+    """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique)."""
+    pf = pq.ParquetFile(fs.open_input_file(path))
+    md = pf.metadata
+    names = pf.schema_arrow.names
+    ki = names.index("key") if "key" in names else None
+    stats.files += 1
+    found = []
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        st = rg.column(ki).statistics if ki is not None else None
+        if st is not None and st.has_min_max and np.searchsorted(queries, st.min, "left") == \
+                np.searchsorted(queries, st.max, "right"):
+            stats.row_groups_skipped += 1
+            stats.rows_skipped += rg.num_rows
+            continue
+        keys = _keys(pf, g, part)
+        stats.row_groups_read += 1
+        stats.rows_read += len(keys)
+        rows = _matching_rows(keys, queries)
+        if len(rows):
+            got = pf.read_row_group(g, columns=[c for c in columns if c in names]).take(pa.array(rows))
+            found.append(got.append_column("key", pa.array(keys[rows], pa.int64())))
+    stats.matches += sum(len(t) for t in found)
+    return pa.concat_tables(found) if found else None
+
+
+@dataclass
+class Catalog:
+    """The live files of an index, by (part, bits, bucket), and the routing bits: the largest
+    ``bits`` of any segment. A routing bucket ``u`` of a part is inside bucket ``u >> (route - b)``
+    of every segment of ``b`` bits."""
+    root: str
+    route: int
+    files: dict[tuple[int, int, int], list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, root: str, files: list[IndexFile]) -> "Catalog":
+        cat = cls(root, max((f.bits for f in files), default=0))
+        for f in files:
+            cat.files.setdefault((f.part, f.bits, f.bucket), []).append(f.path)
+        return cat
+
+    def paths(self, part: int, bucket: int) -> list[str]:
+        """Files that may hold keys of routing bucket ``bucket`` of ``part``."""
+        bits = {b for (p, b, _) in self.files if p == part}
+        return [p for b in sorted(bits) for p in self.files.get((part, b, bucket >> (self.route - b)), [])]
+
+
+def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str],
+           stats: ScanStats) -> pa.Table:
+    """Index rows (part, key, ``columns``) whose part and key are among the queries
+    ``(parts[i], keys[i])``, reading for each routing bucket only the files that cover it."""
+    t0 = time.process_time()
+    fs, root = filesystem(cat.root)
+    buckets = bucket_of(keys, cat.route)
+    order = np.lexsort((keys, buckets, parts))
+    parts, buckets, keys = parts[order], buckets[order], keys[order]
+    cut = np.flatnonzero((np.diff(parts) != 0) | (np.diff(buckets) != 0)) + 1
+    out = []
+    for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(keys)]):
+        if lo == hi:
+            continue
+        part, queries = int(parts[lo]), np.unique(keys[lo:hi])
+        for path in cat.paths(part, int(buckets[lo])):
+            got = lookup_file(fs, f"{root}/{path}", part, queries, columns, stats)
+            if got is not None:
+                out.append(got.append_column("part", pa.array(np.full(len(got), part, np.int32))))
+    stats.cpu_s += time.process_time() - t0
+    schema = pa.schema([("part", pa.int32()), ("key", pa.int64())] + [(c, pa.string()) for c in columns])
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in out]) if out else schema.empty_table()
+
+
+def merge_bucket(cat_root: str, inputs: list[str], segment: str, part: int, bucket: int, bits: int,
+                 opts: FileOptions) -> list[IndexFile]:
+    """Compaction of one (part, bucket) of a new segment of ``bits``: the rows of ``inputs``
+    (files of the merged segments that cover the bucket) whose key lies in the bucket, sorted and
+    written anew. Row groups outside the bucket's key range are skipped by their statistics."""
+    fs, root = filesystem(cat_root)
+    lo, hi = key_range(bucket, bits)
+    names = EXACT_FILE_SCHEMA.names if part == EXACT else BAND_SCHEMA.names
+    tables = []
+    for path in inputs:
+        pf = pq.ParquetFile(fs.open_input_file(f"{root}/{path}"))
+        ki = pf.schema_arrow.names.index("key") if "key" in pf.schema_arrow.names else None
+        for g in range(pf.metadata.num_row_groups):
+            st = pf.metadata.row_group(g).column(ki).statistics if ki is not None else None
+            if st is not None and st.has_min_max and (st.max < lo or st.min > hi):
+                continue
+            t = pf.read_row_group(g, columns=[c for c in names if c in pf.schema_arrow.names])
+            if "key" not in t.column_names:
+                t = t.append_column("key", pa.array(exact_hash(t.column("exact_key")), pa.int64()))
+            keys = t.column("key")
+            t = t.filter(pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi)))
+            if len(t):
+                tables.append(t.select(names))
+    schema = EXACT_FILE_SCHEMA if part == EXACT else BAND_SCHEMA
+    table = pa.concat_tables([t.cast(schema) for t in tables]) if tables else schema.empty_table()
+    return write_sorted(fs, root, segment, table, part, bucket, bits, opts)
