@@ -40,6 +40,7 @@ class Case:
     par: ParallelConfig
     perturb: bool = False     # add noise to one rank's gradient: the check must catch it
     precision: str = "fp32"
+    compile: bool = False     # torch.compile per block, with the aot_eager backend (no C++ build)
     save_to: str = ""         # DCP-save the state after RESUME_AT steps under this name
     resume_from: str = ""     # DCP-load that state and run only the steps after RESUME_AT
 
@@ -101,7 +102,8 @@ def _perturb(trainer: Trainer) -> None:
 
 
 def _run_case(case: Case, out: str) -> None:
-    trainer = Trainer(CFG, case.par, dataclasses.replace(TRAIN, precision=case.precision), "cpu")
+    train = dataclasses.replace(TRAIN, precision=case.precision, compile=case.compile, compile_backend="aot_eager")
+    trainer = Trainer(CFG, case.par, train, "cpu")
     data = batches()
     if case.resume_from:
         sd = trainer.state_dict()

@@ -1,7 +1,12 @@
-"""The parallel layout: degrees, their validation, and the (pp, dp, tp) device mesh.
+"""The parallel layout: degrees, their validation, and the (pp, dp_replicate, dp_shard, tp) mesh.
 
 Ranks are laid out with tp innermost (neighbouring ranks, the fastest links, do the chattiest
-collectives), then dp, then pp: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+collectives), then dp, then pp: rank = (pp_rank * dp + dp_rank) * tp + tp_rank. The dp ranks
+are split once more, replicas outermost: dp_rank = replica * (dp / dp_replicate) + shard rank.
+With ZeRO-1 there is one replica group (the optimizer state is sharded over all of dp); FSDP2
+shards parameters, gradients and optimizer state over ``dp / dp_replicate`` ranks and, when
+``dp_replicate > 1``, keeps that many copies (HSDP: reduce-scatter inside a shard group, then
+all-reduce across the replicas, torchtitan's ``dp_replicate`` × ``dp_shard``).
 """
 
 from __future__ import annotations
@@ -16,14 +21,20 @@ from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode
 
 Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]  # torch.distributed.pipelining schedules
 SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
-MESH_DIMS = ("pp", "dp", "tp")
+# zero1: every replica holds all (tp/pp-local) weights, Adam state sharded over dp (train.parallel.zero);
+# fsdp: FSDP2 fully_shard, weights + gradients + Adam state sharded over dp (train.parallel.fsdp).
+DpShard = Literal["zero1", "fsdp"]
+DP_SHARDS: tuple[str, ...] = typing.get_args(DpShard)
+MESH_DIMS = ("pp", "dp_replicate", "dp_shard", "tp")
 
 
 @dataclass(frozen=True)
 class ParallelConfig:
     tp: int = 1                       # tensor-parallel degree (Megatron-LM §3): splits heads, FFN, vocab
     pp: int = 1                       # pipeline stages across ranks
-    dp: int = 1                       # data-parallel replicas; optimizer state is sharded over them (ZeRO-1)
+    dp: int = 1                       # data-parallel ranks: each runs global_batch / dp sequences a step
+    dp_shard: DpShard = "zero1"       # how dp shares the model states: zero1 | fsdp (FSDP2)
+    dp_replicate: int = 1             # fsdp only: copies of the sharded states (HSDP); shards over dp / dp_replicate
     virtual_stages: int = 1           # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
     schedule: Schedule = "1f1b"       # pipeline schedule
     sequence_parallel: bool = False   # shard LayerNorm/dropout activations over tp along the sequence
@@ -37,6 +48,11 @@ class ParallelConfig:
     def num_stages(self) -> int:
         return self.pp * self.virtual_stages
 
+    @property
+    def shard_degree(self) -> int:
+        """Ranks one copy of the dp-sharded states is split over (ZeRO-1: optimizer only)."""
+        return max(1, self.dp // max(1, self.dp_replicate))
+
 
 class LayoutError(ValueError):
     """A parallel layout that cannot run this model / batch; the message lists every problem."""
@@ -47,8 +63,8 @@ def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
     """Everything wrong with running ``model`` at layout ``par`` on ``world_size`` ranks, each with
     its fix; empty when it can run. (The planner's ``partition_problems`` asks the same of a
     cluster that does not exist yet, memory aside.)"""
-    degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "virtual_stages": par.virtual_stages,
-               "micro_batch": micro_batch, "global_batch": global_batch}
+    degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "dp_replicate": par.dp_replicate,
+               "virtual_stages": par.virtual_stages, "micro_batch": micro_batch, "global_batch": global_batch}
     bad = [f"{k} must be >= 1, got {v}" for k, v in degrees.items() if v < 1]
     if bad:
         return bad
@@ -63,12 +79,23 @@ def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
         p.append(f"virtual_stages={par.virtual_stages} needs pp > 1")
     if par.recompute not in RECOMPUTE_MODES:
         p.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {par.recompute!r}")
+    p += _dp_problems(par)
     p += _tp_problems(par, model)
     if model.n_layers % par.num_stages:
         p.append(f"n_layers={model.n_layers} does not divide into pp*virtual_stages = "
                  f"{par.pp}*{par.virtual_stages} = {par.num_stages} pipeline stages")
     p += _batch_problems(par, global_batch, micro_batch)
     return p
+
+
+def _dp_problems(par: ParallelConfig) -> list[str]:
+    if par.dp_shard not in DP_SHARDS:
+        return [f"dp_shard must be one of {', '.join(DP_SHARDS)}, got {par.dp_shard!r}"]
+    if par.dp % par.dp_replicate:
+        return [f"dp={par.dp} does not split into dp_replicate={par.dp_replicate} replica groups"]
+    if par.dp_replicate > 1 and par.dp_shard != "fsdp":
+        return [f"dp_replicate={par.dp_replicate} (HSDP) needs dp_shard='fsdp'; ZeRO-1 shards over all of dp"]
+    return []
 
 
 def _tp_problems(par: ParallelConfig, model: ModelConfig) -> list[str]:
@@ -117,5 +144,7 @@ def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_ba
 
 
 def build_mesh(par: ParallelConfig, device_type: str = "cpu") -> DeviceMesh:
-    """The (pp, dp, tp) mesh over the already-initialised default process group."""
-    return init_device_mesh(device_type, (par.pp, par.dp, par.tp), mesh_dim_names=MESH_DIMS)
+    """The (pp, dp_replicate, dp_shard, tp) mesh over the already-initialised default process
+    group; one mesh, so FSDP2's dp sub-mesh and the tensor-parallel DTensors share a root."""
+    shape = (par.pp, par.dp_replicate, par.dp // par.dp_replicate, par.tp)
+    return init_device_mesh(device_type, shape, mesh_dim_names=MESH_DIMS)

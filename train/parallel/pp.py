@@ -80,7 +80,7 @@ class TiedEmbeddingSync:
     def __init__(self, mesh: DeviceMesh, parts: list[GPT]):
         self.group = None
         self.weight = None
-        grid = mesh.mesh  # (pp, dp, tp) global ranks
+        grid = mesh.mesh.reshape(mesh.mesh.shape[0], -1, mesh.mesh.shape[-1])  # (pp, dp, tp) global ranks
         if grid.shape[0] == 1:
             return
         me = dist.get_rank()

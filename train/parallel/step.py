@@ -1,4 +1,5 @@
-"""The composed training step: mesh, model parts, tensor/pipeline/data parallelism, ZeRO-1.
+"""The composed training step: mesh, model parts, tensor/pipeline/data parallelism, ZeRO-1 or
+FSDP2, mixed precision, ``torch.compile``.
 
 A training loop (e.g. a Ray ``TorchTrainer`` worker, after the world process group exists)::
 
@@ -10,12 +11,16 @@ A training loop (e.g. a Ray ``TorchTrainer`` worker, after the world process gro
 Every layout computes the same step as one process running the whole global batch: each dp
 replica takes its contiguous slice of the batch, splits it into micro-batches, and the
 gradients are averaged so that they are those of the mean loss over all global_batch sequences.
+
+A part is built in torchtitan's order: seeded weights, tensor parallelism, activation
+recomputation, ``torch.compile`` per block, FSDP2 (``parallel.dp_shard = "fsdp"``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import typing
 from dataclasses import dataclass
 from typing import Literal
@@ -28,12 +33,16 @@ from torch.distributed.tensor.parallel import loss_parallel
 
 from train.model import GPT, ModelConfig
 from train.parallel.ac import apply_ac
+from train.parallel.compile import apply_compile
 from train.parallel.dims import MESH_DIMS, ParallelConfig, build_mesh, num_microbatches, validate
+from train.parallel.fsdp import ShardAdamW, apply_fsdp, copies
 from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, stage_ids, stage_model
 from train.parallel.tp import apply_tp
 from train.parallel.zero import ZeroAdamW, local_tensor
 
-Precision = Literal["fp32", "bf16"]  # bf16: autocast for forward/backward, fp32 weights and optimizer
+# bf16: bf16 compute (FSDP2's MixedPrecisionPolicy, else autocast), fp32 master weights, gradient
+# reductions and optimizer state; bf16 keeps fp32's exponent range, so no loss scaling.
+Precision = Literal["fp32", "bf16"]
 PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 log = logging.getLogger("zhcorpus")  # the project's logger: the training loop keeps rank 0's lines only
 
@@ -49,7 +58,9 @@ class TrainConfig:
     weight_decay: float = 0.1   # on matrices and embeddings; never on biases or LayerNorm
     grad_clip: float = 1.0      # max global gradient L2 norm (all parameters, all ranks); 0: off
     seed: int = 0               # initial weights: identical for every layout
-    precision: Precision = "fp32"  # fp32, or bf16 autocast for forward/backward (fp32 weights/optimizer)
+    precision: Precision = "fp32"  # fp32 | bf16 compute with fp32 master weights, reductions, optimizer
+    compile: bool = False       # torch.compile each transformer block (train.parallel.compile)
+    compile_backend: str = "inductor"  # torch.compile backend; the tests use aot_eager (no C++ build)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -72,7 +83,8 @@ class Trainer:
         self.model_cfg, self.par, self.train_cfg = model_cfg, par, train_cfg
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.mesh = build_mesh(par, self.device.type)
-        self.pp_rank, self.dp_rank, self.tp_rank = (self.mesh.get_local_rank(d) for d in MESH_DIMS)
+        self.pp_rank, replica, shard, self.tp_rank = (self.mesh.get_local_rank(d) for d in MESH_DIMS)
+        self.dp_rank = replica * par.shard_degree + shard  # this rank's slice of the global batch
         self.stages = stage_ids(self.pp_rank, par.pp, par.virtual_stages)
         self.parts: list[GPT] = [self._build_part(s) for s in self.stages]
         self.n_microbatches = num_microbatches(par, train_cfg.global_batch, train_cfg.micro_batch)
@@ -82,21 +94,52 @@ class Trainer:
         if par.pp > 1:
             self.schedule = build_schedule(self.parts, self.stages, par.num_stages, self.n_microbatches,
                                            par.schedule, cross_entropy, self.mesh.get_group("pp"), self.device)
-        self.optimizer = ZeroAdamW(self._param_specs(), self.mesh.get_group("dp"), lr=train_cfg.lr,
-                                   betas=(train_cfg.beta1, train_cfg.beta2), eps=train_cfg.eps)
+        self.optimizer = self._build_optimizer()
         self.grad_norm: float = 0.0  # global gradient norm of the last step, before clipping
+        self.compile_seconds: float | None = None  # wall time of the first (compiling) step
         if dist.get_rank() == 0:
-            log.info("layout tp=%d pp=%d dp=%d (%s, %d stages), %d micro-batches of %d per replica, "
-                     "%d parameters on rank 0", par.tp, par.pp, par.dp, par.schedule if par.pp > 1 else "no pipeline",
-                     par.num_stages, self.n_microbatches, train_cfg.micro_batch,
-                     sum(local_tensor(p).numel() for _, p in self.named_parameters()))
+            log.info("layout tp=%d pp=%d dp=%d (%s%s, %s, %d stages), %d micro-batches of %d per replica, "
+                     "%d parameters on rank 0, %s%s", par.tp, par.pp, par.dp, par.dp_shard,
+                     f" x{par.dp_replicate} replicas" if par.dp_replicate > 1 else "",
+                     par.schedule if par.pp > 1 else "no pipeline", par.num_stages, self.n_microbatches,
+                     train_cfg.micro_batch, sum(local_tensor(p).numel() for _, p in self.named_parameters()),
+                     train_cfg.precision, f", compiled ({train_cfg.compile_backend})" if train_cfg.compile else "")
 
     def _build_part(self, stage: int) -> GPT:
-        part = materialize(stage_model(self.model_cfg, stage, self.par.num_stages), self.train_cfg.seed, self.device)
-        if self.par.tp > 1:
-            apply_tp(part, self.mesh["tp"], self.par.sequence_parallel)
-        apply_ac(part, self.par.recompute)
+        """One stage's model, parallelised in torchtitan's order: TP, recomputation, compile, FSDP."""
+        par, cfg = self.par, self.train_cfg
+        part = materialize(stage_model(self.model_cfg, stage, par.num_stages), cfg.seed, self.device)
+        if par.tp > 1:
+            apply_tp(part, self.mesh["tp"], par.sequence_parallel)
+        # Full recomputation wraps the compiled block (eager checkpoint re-runs compiled code):
+        # torch 2.13's Dynamo cannot trace a plain checkpoint over DTensor weights ("expected all
+        # tensors_saved_with_vc_check to be Tensors": it saves the DeviceMesh). Selective
+        # recomputation is traced inside the compiled region, as torchtitan does, so its policy
+        # sees the individual matmuls.
+        compile_first = cfg.compile and par.recompute == "full"
+        if compile_first:
+            apply_compile(part, cfg.compile_backend)
+        apply_ac(part, par.recompute)
+        if cfg.compile and not compile_first:
+            apply_compile(part, cfg.compile_backend)
+        if self.fsdp:
+            apply_fsdp(part, self.dp_mesh(), cfg.precision, pipelined=par.pp > 1)
         return part.train()
+
+    @property
+    def fsdp(self) -> bool:
+        return self.par.dp_shard == "fsdp"
+
+    def dp_mesh(self):
+        """FSDP2's mesh: dp_shard, or (dp_replicate, dp_shard) for HSDP."""
+        return self.mesh["dp_replicate", "dp_shard"] if self.par.dp_replicate > 1 else self.mesh["dp_shard"]
+
+    def _build_optimizer(self):
+        cfg = self.train_cfg
+        kwargs = {"lr": cfg.lr, "betas": (cfg.beta1, cfg.beta2), "eps": cfg.eps}
+        if self.fsdp:
+            return ShardAdamW(self._param_specs(), **kwargs)
+        return ZeroAdamW(self._param_specs(), self.mesh.get_group("dp_shard"), **kwargs)
 
     def named_parameters(self):
         """(fully qualified name in the whole model, parameter) for this rank, each once."""
@@ -114,6 +157,8 @@ class Trainer:
             wd = self.train_cfg.weight_decay if p.ndim >= 2 else 0.0
             if p is tied_copy:
                 name, w = "embed.tok.weight", 0.0  # stage 0's copy is the one counted in the norm
+            elif self.fsdp:
+                w = 1.0 / copies(p, self.par.dp * self.par.tp)  # tp-replicated ones; dp_replicate (HSDP)
             elif isinstance(p, DTensor) and any(isinstance(pl, Shard) for pl in p.placements):
                 w = 1.0
             else:
@@ -125,7 +170,7 @@ class Trainer:
         stack = contextlib.ExitStack()
         if self.par.tp > 1:
             stack.enter_context(loss_parallel())
-        if self.train_cfg.precision == "bf16":
+        if self.train_cfg.precision == "bf16" and not self.fsdp:  # FSDP2 casts by its MixedPrecisionPolicy
             stack.enter_context(torch.autocast(self.device.type, dtype=torch.bfloat16))
         return stack
 
@@ -144,6 +189,7 @@ class Trainer:
         Every rank may pass the whole batch (it keeps its dp slice); ranks of one dp replica must
         pass the same rows. Under pp > 1 the shape must not change between steps (the pipeline
         stages size their buffers on the first step)."""
+        t0 = time.perf_counter()
         inputs, targets = self._local_batch(tokens)
         with self._context():
             loss = self._forward_backward(inputs, targets)
@@ -151,7 +197,13 @@ class Trainer:
         if lr is not None:
             self.optimizer.set_lr(lr)
         self.grad_norm = float(self.optimizer.step(self.train_cfg.grad_clip))
-        return self._global_mean(loss)
+        mean = self._global_mean(loss)
+        if self.train_cfg.compile and self.compile_seconds is None:
+            self.compile_seconds = time.perf_counter() - t0
+            if dist.get_rank() == 0:
+                log.info("first step with torch.compile (%s): %.1f s, compilation included",
+                         self.train_cfg.compile_backend, self.compile_seconds)
+        return mean
 
     @torch.no_grad()
     def eval_step(self, tokens: torch.Tensor) -> float:
