@@ -1,5 +1,8 @@
 """Hybrid parallelism against the single-process model: every layout trains the same.
 
+(FSDP2 on four processes, alone and with tensor and pipeline parallelism: ``tests/test_fsdp.py``,
+which reuses this file's reference and runner.)
+
 Each layout runs 5 optimizer steps of the ``debug`` GPT (vocabulary 1001, which no tp > 1
 divides, padded to 1008) on the same global batches, in ``mp.spawn`` processes over gloo; the
 per-step losses and the final parameters must match a plain single-process reference (the whole
@@ -24,6 +27,7 @@ import torch.multiprocessing as mp
 from train.model import build_model, preset
 from train.parallel.dims import LayoutError, ParallelConfig, validate
 from train.parallel.step import Trainer, TrainConfig, cross_entropy
+from train.parallel.zero import local_tensor
 
 CFG = preset("debug")
 TRAIN = TrainConfig(global_batch=8, micro_batch=2, lr=1e-3, grad_clip=1.0, seed=0)
@@ -55,11 +59,15 @@ WORLD2 = [
     Case("dp2_perturbed", ParallelConfig(dp=2), perturb=True),
     Case("pp2_resumed_from_tp2", ParallelConfig(pp=2), resume_from="tp2"),
     Case("pp2_bf16", ParallelConfig(pp=2), precision="bf16"),
+    Case("dp2_fsdp", ParallelConfig(dp=2, dp_shard="fsdp")),
+    Case("dp2_fsdp_full_compiled", ParallelConfig(dp=2, dp_shard="fsdp", recompute="full"), compile=True),
+    Case("dp2_fsdp_resumed_from_tp2", ParallelConfig(dp=2, dp_shard="fsdp"), resume_from="tp2"),
 ]
 WORLD8 = [
     Case("tp2_pp2_dp2", ParallelConfig(tp=2, pp=2, dp=2)),
     Case("tp2_pp2_dp2_interleaved_sp", ParallelConfig(tp=2, pp=2, dp=2, virtual_stages=2,
                                                       schedule="interleaved_1f1b", sequence_parallel=True)),
+    Case("tp2_pp2_dp2_fsdp", ParallelConfig(tp=2, pp=2, dp=2, dp_shard="fsdp")),
 ]
 
 
@@ -117,7 +125,8 @@ def _run_case(case: Case, out: str) -> None:
         losses.append(trainer.train_step(tokens))
         if case.save_to and step == RESUME_AT:
             dcp.save(trainer.state_dict(), checkpoint_id=f"{out}/ckpt_{case.save_to}")
-    result = {"losses": losses, "params": _full_params(trainer), "state_numel": trainer.optimizer.state_numel()}
+    result = {"losses": losses, "params": _full_params(trainer), "state_numel": trainer.optimizer.state_numel(),
+              "param_numel": sum(local_tensor(p).numel() for _, p in trainer.named_parameters())}
     if trainer.tp_rank == 0 and trainer.dp_rank == 0 or case.name.startswith("dp2"):
         torch.save(result, f"{out}/{case.name}.rank{dist.get_rank()}.pt")
     dist.barrier()
@@ -218,6 +227,16 @@ def test_zero1_shards_optimizer_state_over_dp(world2):
     n = sum(p.numel() for p in build_model(CFG, 0).parameters())
     per_rank = [r["state_numel"] for r in world2["dp2_zero1"]]
     assert len(per_rank) == 2 and all(3 * n / 2 <= s <= 3 * n / 2 + 3 * 4 for s in per_rank), (per_rank, n)
+    assert [r["param_numel"] for r in world2["dp2_zero1"]] == [n, n]  # every replica holds all the weights
+
+
+def test_fsdp_shards_weights_and_optimizer_state_over_dp(world2):
+    """FSDP2 splits each parameter's rows over dp (torch.chunk: an odd row count leaves one rank a
+    row more), so each rank holds about half of the weights and of the optimizer state."""
+    n = sum(p.numel() for p in build_model(CFG, 0).parameters())
+    params = [r["param_numel"] for r in world2["dp2_fsdp"]]
+    assert sum(params) == n and all(0.45 * n <= p <= 0.55 * n for p in params), (params, n)
+    assert [r["state_numel"] for r in world2["dp2_fsdp"]] == [3 * p for p in params]
 
 
 @pytest.mark.parametrize("par, world, match", [

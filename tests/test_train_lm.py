@@ -6,8 +6,9 @@ checkpoints after steps 3, 6 and 8, validation at steps 4 and 8, on a small hand
 
 * ``reference``: 1 worker;
 * ``tp2_dp2``: 4 workers at (tp, pp, dp) = (2, 1, 2), keeping every checkpoint;
-* ``killed``: 2 workers at dp=2; rank 1 dies (``os._exit``) fetching step 5's batch on the first
-  attempt only, Ray restarts the group from the step-3 checkpoint;
+* ``killed``: 2 workers at dp=2 with FSDP2 and asynchronous checkpoints; on the first attempt
+  only, rank 1 dies (``os._exit``) while step 6's checkpoint is being written in the background,
+  and Ray restarts the group from the previous complete checkpoint, step 3;
 * ``resharded``: 2 workers at pp=2, starting from ``tp2_dp2``'s step-3 checkpoint.
 
 Each must log the reference's per-step losses (and validation losses) to 1e-5 relative.
@@ -218,26 +219,29 @@ def train(corpus: Path, run_dir: Path, overrides: list[str], loop=None) -> dict:
     return run(cfg, str(corpus), str(run_dir), loop=loop)
 
 
-def crash_once(marker: str, at_step: int, rank: int):
-    """A ``train_loop`` whose world rank ``rank`` dies fetching step ``at_step``'s batch, unless
-    ``marker`` exists (it creates it first, so only the first attempt dies)."""
+def killed_during_async_save(marker: str, step: int, rank: int):
+    """A ``train_loop`` whose world rank ``rank`` dies (``os._exit``) as soon as the background
+    thread of step ``step``'s asynchronous save starts, before it waits for DCP's write, unless
+    ``marker`` exists (first attempt only). The marker records whether DCP's upload had finished."""
     def loop(config):
         import os
 
         import ray.train
 
+        from train import checkpoint as ckpt
         from train import loop as train_loop_module
 
-        original = train_loop_module.TokenData.batch
+        original = ckpt._finish_upload
 
-        def batch(self, step, global_batch):
-            if (self.split == "train" and step == at_step - 1 and not os.path.exists(marker)
+        def finish(upload, path, r):
+            if (ckpt.step_of(path) == step and not os.path.exists(marker)
                     and ray.train.get_context().get_world_rank() == rank):
-                open(marker, "w").close()
+                with open(marker, "w") as f:
+                    f.write(json.dumps({"upload_done": upload.done()}))
                 os._exit(1)
-            return original(self, step, global_batch)
+            return original(upload, path, r)
 
-        train_loop_module.TokenData.batch = batch
+        ckpt._finish_upload = finish
         train_loop_module.train_loop(config)
     return loop
 
@@ -282,19 +286,24 @@ def test_tp2_dp2_on_four_workers_follows_the_one_process_curve(reference, tp2_dp
 
 
 @pytest.mark.slow
-def test_a_killed_worker_is_replaced_and_the_run_ends_on_the_same_loss(local_ray, corpus, reference, tmp_path):
+def test_a_worker_killed_during_an_async_save_is_replaced_and_resumes_from_the_last_complete_checkpoint(
+        local_ray, corpus, reference, tmp_path):
     run_dir = tmp_path / "run"
     marker = tmp_path / "killed-once"
-    train(corpus, run_dir, layout(dp=2), loop=crash_once(str(marker), at_step=5, rank=1))
+    train(corpus, run_dir, layout(dp=2) + ["parallel.dp_shard=fsdp", "train.async_checkpoint=true"],
+          loop=killed_during_async_save(str(marker), step=6, rank=1))
     assert marker.exists(), "the worker was never killed"
     got, ref = rows(run_dir), rows(reference)
-    assert [r["step"] for r in got] == list(range(1, STEPS + 1))  # replayed steps 4-5 logged once
+    assert [r["step"] for r in got] == list(range(1, STEPS + 1))  # replayed steps 4-6 logged once
     assert_same_curve(got, ref)
     assert got[-1]["loss"] == pytest.approx(ref[-1]["loss"], rel=RTOL)
     events = rows(run_dir, "events.jsonl")
     resume = [e for e in events if e["event"] == "resume"]
     assert len(resume) == 1 and resume[0]["attempt"] == 2
+    # step 6's files were (being) written but it had no COMPLETE: the previous checkpoint it is
     assert (resume[0]["step"], resume[0]["data_index"], resume[0]["samples"]) == (3, 3, 3 * 8)
+    # a checkpoint event means complete; step 6 only became complete when the second attempt saved it
+    assert [(e["attempt"], e["step"]) for e in events if e["event"] == "checkpoint"] == [(1, 3), (2, 6), (2, 8)]
     # keep_checkpoints = 2: step-3 is pruned once step-8 is complete
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-0000006", "step-0000008"]
 

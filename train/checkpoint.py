@@ -10,7 +10,10 @@ optimizer steps)::
     COMPLETE                         {"step", "files": {name: {"bytes", "sha256"}}}: written last,
                                      atomically, after every rank has finished and hashed its files
 
-A directory without a valid ``COMPLETE`` is an interrupted save and is never loaded. Resume takes
+A directory without a valid ``COMPLETE`` is an interrupted save and is never loaded. ``save``
+blocks until the checkpoint is complete; ``AsyncSaver`` writes it with DCP's ``async_save`` while
+training goes on and writes ``COMPLETE`` only once every rank's write has finished (a process
+killed before then leaves a directory without it: the run resumes from the previous one). Resume takes
 the newest complete checkpoint whose files still match their checksums. ``RUN_DIR`` must be
 visible to every worker at the same path (one machine's disk, or a shared file system).
 
@@ -28,6 +31,8 @@ import os
 import pickle
 import re
 import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,29 +120,122 @@ def save(path: Path, state_dict: dict[str, Any], state: dict[str, Any]) -> None:
 
     Rank 0 clears a leftover directory of an interrupted save and writes ``state.json``; DCP
     writes the tensors; every rank hashes its share of the files; rank 0 writes ``COMPLETE``."""
-    rank = dist.get_rank()
-    if rank == 0:
+    _prepare(path, state)
+    dcp.save(state_dict, checkpoint_id=str(path))
+    dist.barrier()  # every rank's files and the coordinator's .metadata are on disk
+    _write_marker(path, state["step"], _hash_share(path, sorted(p.name for p in path.iterdir() if p.name != MARKER)))
+    dist.barrier()
+
+
+def _prepare(path: Path, state: dict[str, Any]) -> None:
+    """Rank 0 replaces any leftover directory with an empty one holding ``state.json``; a barrier."""
+    if dist.get_rank() == 0:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         write_atomic(path / STATE, json.dumps(state, indent=1, sort_keys=True))
     dist.barrier()
-    dcp.save(state_dict, checkpoint_id=str(path))
-    dist.barrier()  # every rank's files and the coordinator's .metadata are on disk
-    hashes = _hash_share(path, sorted(p.name for p in path.iterdir() if p.name != MARKER))
+
+
+def _write_marker(path: Path, step: int, hashes: dict[str, dict[str, Any]]) -> None:
+    """Gather every rank's file hashes (a collective); rank 0 writes ``COMPLETE`` with them all."""
     shares: list[dict[str, dict[str, Any]]] = [{} for _ in range(dist.get_world_size())]
     dist.all_gather_object(shares, hashes)
-    if rank == 0:
+    if dist.get_rank() == 0:
         files = {name: info for share in shares for name, info in share.items()}
-        write_atomic(path / MARKER, json.dumps({"step": state["step"], "files": dict(sorted(files.items()))}, indent=1))
-    dist.barrier()
+        write_atomic(path / MARKER, json.dumps({"step": step, "files": dict(sorted(files.items()))}, indent=1))
 
 
 def _hash_share(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     """sha256 and size of every ``world``-th file from this rank's offset: the ranks split the work."""
     rank, world = dist.get_rank(), dist.get_world_size()
-    return {name: {"bytes": (path / name).stat().st_size, "sha256": sha256_file(path / name)}
-            for name in names[rank::world]}
+    return _hashes(path, names[rank::world])
+
+
+def _hashes(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    return {name: {"bytes": (path / name).stat().st_size, "sha256": sha256_file(path / name)} for name in names}
+
+
+# --- asynchronous save --------------------------------------------------------------------------
+
+def own_files(path: Path, rank: int) -> list[str]:
+    """The files of checkpoint ``path`` that ``rank`` wrote: its DCP data files
+    (``__<rank>_<n>.distcp``), and for rank 0 (DCP's coordinator) ``.metadata`` and ``state.json``."""
+    mine = re.compile(rf"^__{rank}_\d+\.distcp$")
+    names = sorted(p.name for p in path.iterdir() if mine.match(p.name))
+    return names + ([METADATA, STATE] if rank == 0 else [])
+
+
+def _finish_upload(upload: Future, path: Path, rank: int) -> dict[str, dict[str, Any]]:
+    """In the background: wait for this rank's DCP write (rank 0's includes ``.metadata``, written
+    after every rank reported its files), then hash what this rank wrote."""
+    upload.result()
+    return _hashes(path, own_files(path, rank))
+
+
+@dataclass
+class _Pending:
+    path: Path
+    step: int
+    hashes: Future    # this rank's {file: {bytes, sha256}} once its part of the save is on disk
+
+
+class AsyncSaver:
+    """Checkpoints written while training goes on, one in flight at a time (torchtitan's async mode).
+
+    ``start`` is a collective: rank 0 prepares the directory and ``state.json``; DCP's
+    ``async_save`` copies this rank's tensors into CPU memory before it returns (training may
+    change the weights right after) and writes them from a background thread, over a gloo process
+    group of its own so that its collectives never interleave with the training's; the same thread
+    then hashes this rank's files. ``poll`` (every step; one all-reduce while a save is pending)
+    sees the step at which every rank has finished, and only then does rank 0 write ``COMPLETE``.
+    Every rank must make the same sequence of calls.
+    """
+
+    def __init__(self):
+        self.group = dist.new_group(backend="gloo")  # a collective: every rank creates it
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-finish")
+        self.pending: _Pending | None = None
+
+    def start(self, path: Path, state_dict: dict[str, Any], state: dict[str, Any]) -> Path | None:
+        """Begin saving ``state_dict`` to ``path``; returns the previous save's path if this call
+        had to finish it first (see ``wait``)."""
+        previous = self.wait()
+        _prepare(path, state)
+        upload = dcp.async_save(state_dict, checkpoint_id=str(path), process_group=self.group)
+        self.pending = _Pending(path, state["step"], self.pool.submit(_finish_upload, upload, path, dist.get_rank()))
+        return previous
+
+    def poll(self) -> Path | None:
+        """The path of the pending checkpoint if every rank has written and hashed its part (it is
+        now complete), else None."""
+        if self.pending is None:
+            return None
+        done = torch.tensor([int(self.pending.hashes.done())])
+        dist.all_reduce(done, op=dist.ReduceOp.MIN)
+        return self._finish() if int(done) else None
+
+    def wait(self) -> Path | None:
+        """Block until the pending checkpoint is complete; its path (None if there was none)."""
+        if self.pending is None:
+            return None
+        self.pending.hashes.exception()  # waits; a failure is raised on every rank in _finish
+        return self._finish()
+
+    def _finish(self) -> Path:
+        pending, self.pending = self.pending, None
+        error = pending.hashes.exception()
+        failures: list[str | None] = [None] * dist.get_world_size()
+        dist.all_gather_object(failures, None if error is None else f"rank {dist.get_rank()}: {error!r}")
+        if any(failures):
+            raise CheckpointError(f"asynchronous save of {pending.path} failed: " + "; ".join(f for f in failures if f))
+        _write_marker(pending.path, pending.step, pending.hashes.result())
+        return pending.path
+
+    def close(self) -> None:
+        """Finish the pending save, then stop the background thread."""
+        self.wait()
+        self.pool.shutdown()
 
 
 # --- find, verify, load, prune ------------------------------------------------------------------

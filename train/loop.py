@@ -54,6 +54,7 @@ class LoopConfig(TrainConfig):
     eval_every: int = 0           # validation loss every this many steps; 0: never
     eval_batches: int = 2         # global batches of the validation split per evaluation (the same each time)
     checkpoint_every: int = 50    # sharded checkpoint every this many steps (and after the last); 0: only the last
+    async_checkpoint: bool = False  # write checkpoints in the background (DCP async_save) while training goes on
     keep_checkpoints: int = 2     # newest complete checkpoints kept on disk; 0: all
     peak_tflops: float = 989.0    # per worker, for MFU: H100 SXM dense bf16; 0 leaves MFU out
 
@@ -128,22 +129,44 @@ def run_steps(trainer: Trainer, job: Job, data: TokenData, valid: TokenData | No
     cfg = job.train
     meter = StepMeter(job.model, job.data.seq_len, cfg.global_batch, dist.get_world_size(), cfg.peak_tflops,
                       trainer.device)
+    saver = checkpoint.AsyncSaver() if cfg.async_checkpoint else None
+    saved_rows: dict[int, dict[str, Any]] = {}  # what Ray is told about each checkpoint once it is complete
     for step in range(start + 1, cfg.steps + 1):
         t0 = time.perf_counter()
         lr = lr_at(step, cfg)
         loss = trainer.train_step(data.batch(step - 1, cfg.global_batch), lr=lr)
         row = meter.row(step, loss, lr, trainer.grad_norm, time.perf_counter() - t0)
+        if trainer.compile_seconds is not None and step == start + 1:
+            row["compile_s"] = trainer.compile_seconds  # the first step's wall time, compilation included
         if cfg.eval_every and step % cfg.eval_every == 0:
             row["val_loss"] = evaluate(trainer, valid, cfg)
             row["val_ppl"] = perplexity(row["val_loss"])
         if writer is not None and (step % cfg.log_every == 0 or step in (start + 1, cfg.steps) or "val_loss" in row):
             writer.log(row)
             log.info(log_line(row, cfg.steps))
+        if saver is not None:
+            completed(job, saver.poll(), saved_rows, writer)
         if step == cfg.steps or (cfg.checkpoint_every and step % cfg.checkpoint_every == 0):
-            path = save(trainer, job, step)
-            report({k: row[k] for k in ("step", "loss", "lr")}, path)
-            if writer is not None:
-                writer.event("checkpoint", step=step, path=str(path))
+            saved_rows[step] = {k: row[k] for k in ("step", "loss", "lr")}
+            completed(job, save(trainer, job, step, saver), saved_rows, writer)
+    if saver is not None:
+        completed(job, saver.wait(), saved_rows, writer)
+        saver.close()
+
+
+def completed(job: Job, path: Path | None, rows: dict[int, dict[str, Any]], writer: MetricsWriter | None) -> None:
+    """Checkpoint ``path`` is complete (None: nothing completed): prune older ones, report it to
+    Ray, record the event. Every rank calls it with the same ``path``."""
+    if path is None:
+        return
+    step = checkpoint.step_of(path)
+    if dist.get_rank() == 0:
+        for gone in checkpoint.prune(job.run_dir, job.train.keep_checkpoints):
+            log.info("pruned checkpoint %s", gone.name)
+    dist.barrier()
+    report(rows.pop(step), path)
+    if writer is not None:
+        writer.event("checkpoint", step=step, path=str(path))
 
 
 def evaluate(trainer: Trainer, valid: TokenData, cfg: LoopConfig) -> float:
@@ -166,8 +189,10 @@ def _state_dict(trainer: Trainer, with_rng: bool) -> dict[str, Any]:
     return sd
 
 
-def save(trainer: Trainer, job: Job, step: int) -> Path:
-    """Checkpoint the state after ``step`` steps into RUN_DIR/checkpoints, then prune old ones."""
+def save(trainer: Trainer, job: Job, step: int, saver: checkpoint.AsyncSaver | None = None) -> Path | None:
+    """Checkpoint the state after ``step`` steps into RUN_DIR/checkpoints. Without ``saver``: the
+    path, complete. With it: the save goes on in the background (``saver.poll`` says when it is
+    complete) and the return is the previous save's path if this call had to wait for it."""
     cfg = job.train
     path = checkpoint.step_dir(job.run_dir, step)
     state = {"step": step, "world_size": dist.get_world_size(), "layout": asdict(job.parallel),
@@ -177,11 +202,9 @@ def save(trainer: Trainer, job: Job, step: int) -> Path:
              "lr_schedule": {"kind": cfg.lr_schedule, "lr": cfg.lr, "warmup": cfg.warmup, "steps": cfg.steps,
                              "min_lr_ratio": cfg.min_lr_ratio, "last_lr": lr_at(step, cfg)},
              "model": asdict(job.model)}
+    if saver is not None:
+        return saver.start(path, _state_dict(trainer, with_rng=True), state)
     checkpoint.save(path, _state_dict(trainer, with_rng=True), state)
-    if dist.get_rank() == 0:
-        for gone in checkpoint.prune(job.run_dir, cfg.keep_checkpoints):
-            log.info("pruned checkpoint %s", gone.name)
-    dist.barrier()
     return path
 
 
