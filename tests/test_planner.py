@@ -7,7 +7,7 @@ import pytest
 
 from jobs import plan_layout
 from jobs.config import ConfigError
-from train.planner import (Cluster, Layout, Training, activation_bytes_per_layer, bubble_fraction, evaluate,
+from train.planner import (GIB, Cluster, Layout, Training, activation_bytes_per_layer, bubble_fraction, evaluate,
                            flops_per_iteration, layer_params, plan, total_params)
 from train.shapes import PRESETS, ModelConfig
 
@@ -111,6 +111,23 @@ def test_optimizer_sharding_divides_the_optimizer_state():
     assert sharded.weights == replicated.weights
 
 
+def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
+    """13B at tp=8, dp=8 (pp=1): ZeRO-1 keeps 2 + 2 bytes of every tp-local parameter; FSDP2
+    keeps (12 + 4)/8 of them plus two gathered blocks' bf16 weights and one block's gradients."""
+    shape, lay = PRESETS["13B"], Layout(8, 1, 8)
+    zero1 = evaluate(shape, Cluster(gpus=64), Training(zero=1), lay)
+    fsdp = evaluate(shape, Cluster(gpus=64), Training(zero=3), lay)
+    P = zero1.memory.weights / 2  # GiB per byte-per-parameter: the tp-local parameters on the stage
+    block = layer_params(shape) / 8 / GIB
+    assert fsdp.memory.optimizer == pytest.approx(zero1.memory.optimizer) == pytest.approx(12 * P / 8)
+    assert fsdp.memory.weights == pytest.approx(2 * 2 * block)
+    assert fsdp.memory.grads == pytest.approx(4 * P / 8 + 2 * block)
+    assert fsdp.memory.total < zero1.memory.total - 3 * P  # 4P -> about P/2 + 3 blocks
+    assert fsdp.comm_gb["dp"] == pytest.approx(1.5 * zero1.comm_gb["dp"])
+    piped = evaluate(shape, Cluster(gpus=64), Training(zero=3), Layout(8, 2, 4)).memory
+    assert piped.weights == pytest.approx(evaluate(shape, Cluster(gpus=64), Training(zero=1), Layout(8, 2, 4)).memory.weights)
+
+
 def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
     shape = ModelConfig(n_layers=32, dim=8192, n_heads=64, ffn_dim=4 * 8192, vocab_size=40_000, seq_len=2048,
                         query_layer=False)
@@ -142,7 +159,7 @@ def test_invalid_layouts_name_their_reasons():
 @pytest.mark.parametrize("make, message", [
     (lambda: ModelConfig(n_layers=40, dim=5120, n_heads=48, ffn_dim=20480), "not divisible"),
     (lambda: Training(recompute="half"), "recompute must be one of"),
-    (lambda: Training(zero=3), "zero must be 0 or 1"),
+    (lambda: Training(zero=2), "zero must be 0, 1 or 3"),
     (lambda: Cluster(gpus=0), "gpus must be >= 1"),
     (lambda: Layout.parse("8,2"), "tp,pp,dp"),
     (lambda: ModelConfig.from_preset("13x"), "unknown model preset"),

@@ -18,7 +18,13 @@ the formulas h = dim, a = n_heads, f = ffn_dim, l = n_layers, s = seq_len, V = v
   1F1B stage holds p micro-batches, × (1 + (p−1)/(p·v)) interleaved (their §4.2.3).
 * Model states, mixed-precision Adam (Rajbhandari et al. 2019, ZeRO §3): 2 + 2 + 12 bytes per
   parameter, 2 + 2 + 12/d with the optimizer state sharded over dp (ZeRO-1, PanGu-α's optimizer
-  model parallelism).
+  model parallelism). FSDP2 (``zero=3``, ZeRO stage 3): 12/d (fp32 master shard + Adam moments)
+  + 4/d (fp32 reduced gradient shards), plus the bf16 weights and gradients of what is gathered
+  at once (ours, from how ``train.parallel.fsdp`` shards: without pipelining two blocks' weights,
+  the running one and the prefetched next, and one block's gradients; with pipelining the whole
+  stage, which stays gathered across micro-batches, gradients accumulated unsharded). Its dp
+  traffic is 1.5 all-reduces (ZeRO §7.2.2: all-gather in forward and again in backward,
+  reduce-scatter), one with pipelining (gathered once per step).
 
 Placement (PanGu-α's topology-aware mapping, as issue 7 states it): ranks are numbered tp
 innermost, then pp, then dp, so a tp group is ``tp`` neighbouring ranks (one node when
@@ -73,7 +79,8 @@ class Training:
     global_batch: int = 512            # sequences per optimizer step
     micro_batch: int = 1               # sequences per micro-batch (b)
     recompute: RecomputeMode = "selective"
-    zero: int = 1                      # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated
+    zero: int = 1                      # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated;
+                                       # 3: FSDP2, weights + gradients + optimizer state sharded
     virtual_stages: int = 1            # v > 1: interleaved 1F1B
     sequence_parallel: bool = True     # Korthikanti et al.: shards the 10·sbh replicated activations
     dp_exposed: float = 0.3            # ours: fraction of dp traffic not hidden behind the backward
@@ -81,8 +88,8 @@ class Training:
     def __post_init__(self):
         if self.recompute not in RECOMPUTE_MODES:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
-        if self.zero not in (0, 1):
-            raise ValueError(f"zero must be 0 or 1, got {self.zero}")
+        if self.zero not in (0, 1, 3):
+            raise ValueError(f"zero must be 0, 1 or 3 (FSDP2), got {self.zero}")
         for name in ("global_batch", "micro_batch", "virtual_stages"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -290,12 +297,23 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
         first_params = first_params + 2 * h + query
         first_act = first_act + logits + model.query_layer * per_layer
         last_params, last_act = first_params, first_act
-    shard = lay.dp if train.zero else 1
-    stages = {"first": (first_params, first_act), "last": (last_params, last_act)}
-    name = max(stages, key=lambda k: stages[k][0] * (4 + 12 / shard) + stages[k][1])
-    params, act = stages[name]
-    return Memory(weights=2 * params / GIB, grads=2 * params / GIB, optimizer=12 * params / shard / GIB,
+    block = layer_params(model) / t
+    stages = [states_memory(params, block, lay, train.zero) + (act, name)
+              for name, params, act in (("first", first_params, first_act), ("last", last_params, last_act))]
+    weights, grads, optimizer, act, name = max(stages, key=lambda m: m[0] + m[1] + m[2] + m[3])
+    return Memory(weights=weights / GIB, grads=grads / GIB, optimizer=optimizer / GIB,
                   activations=act / GIB, overhead=cluster.overhead_gb, stage=name)
+
+
+def states_memory(params: float, block: float, lay: Layout, zero: int) -> tuple[float, float, float]:
+    """Bytes of (weights, gradients, optimizer state) for a stage of ``params`` parameters per
+    rank whose blocks hold ``block`` each, under ZeRO stage ``zero`` over dp (module docstring)."""
+    d = lay.dp
+    if zero == 3:
+        gathered = params if lay.pp > 1 else 2 * block  # bf16 weights held unsharded at once
+        grads = params if lay.pp > 1 else block        # bf16 gradients before the reduce-scatter
+        return 2 * gathered, 4 * params / d + 2 * grads, 12 * params / d
+    return 2 * params, 2 * params, 12 * params / (d if zero else 1)
 
 
 def params_on_busiest_rank(model: ModelConfig, lay: Layout) -> float:
@@ -317,6 +335,8 @@ def comm_bytes(model: ModelConfig, train: Training, lay: Layout, m: int) -> dict
     tp = m * blocks * n_allreduce * ring_factor(t) * act if t > 1 else 0.0
     pp = m * train.virtual_stages * 2 * act / t if p > 1 else 0.0
     dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(model, lay) if d > 1 else 0.0
+    if train.zero == 3 and p == 1:
+        dp *= 1.5  # FSDP: all-gather before forward and again before backward, then reduce-scatter
     return {"tp": tp, "pp": pp, "dp": dp}
 
 
