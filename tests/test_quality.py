@@ -51,6 +51,29 @@ def test_date_line_frac():
     assert sig(NEWS)["date_line_frac"] == 0.0
 
 
+def test_date_lines_match_a_whole_text_search():
+    # The windowed search (a stamp's last character, at most _DATE_MAX before it) finds the lines
+    # that DATE_END.finditer over the whole text finds: trailing spaces and brackets, two
+    # brackets (no stamp), "\r", a stamp after a long prefix, stamps that are not at the end.
+    lines = ["标题　2018年3月13日", "标题 10-20 ", "标题（2024-02-24）", "标题 2024-02-24))", "x\u3000３月５日\u3000）\u3000",
+             "12:30:45", "2019-1-1\r", "长" * 40 + "2019/12/31日", "2018年3月13日之后", "日", "10-2", "1:2", "",
+             "  ", "第16页", "2019.1", "a12:3456", "时间：12：30 ) ", "99年9月"]
+    rng = np.random.default_rng(5)
+    texts = ["\n".join(rng.choice(lines, size=rng.integers(1, 12))) for _ in range(300)] + lines
+    joined = "\n".join(texts)
+    expected = np.zeros(len(texts))
+    dated = {joined.count("\n", 0, m.start()) for m in q.DATE_END.finditer(joined)}  # global line numbers
+    line = 0
+    for i, t in enumerate(texts):
+        n_lines = t.count("\n") + 1
+        real = sum(1 for x in t.split("\n") if x.strip())
+        expected[i] = sum(line + k in dated for k in range(n_lines)) / real if real else 0.0
+        line += n_lines
+    got = q.signals_batch(texts)["date_line_frac"]
+    assert got.tolist() == pytest.approx(expected.astype(np.float32).tolist())
+    assert expected.max() > 0
+
+
 def test_line_punct_frac_closers_limit():
     # 。 followed by 3 closers counts, by 4 does not (MAX_CLOSERS = 3) -> 1/2
     assert sig("好。”）」\n好。”）」』")["line_punct_frac"] == pytest.approx(1 / 2)
