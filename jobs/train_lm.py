@@ -17,7 +17,8 @@ machine any directory; on a cluster a shared file system. It gets::
     metrics.jsonl    one row per logged step (step, loss, lr, tokens_per_s, mfu, memory_gib, val_loss…)
     events.jsonl     start / resume / checkpoint / finish, with attempt numbers
     tensorboard/     TensorBoard event files
-    checkpoints/     step-XXXXXXX/ sharded DCP checkpoints, each with a COMPLETE marker (train/checkpoint.py)
+    checkpoints/     step-XXXXXXX/ sharded DCP checkpoints, each with a COMPLETE marker (train/checkpoint.py),
+                     written in the background with train.async_checkpoint (docs/training.md)
     config.json      the resolved config of the latest launch
     ray/             Ray Train's run state (pointers to our checkpoints)
 
@@ -152,8 +153,9 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
     init_ray(cfg.ray, cfg.parallel.world_size)
     check_cluster_fits(cfg.parallel, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
     p = cfg.parallel
-    log.info("training %s at tp=%d pp=%d dp=%d on %d workers: %d steps of %d x %d tokens -> %s",
-             _size(job.model), p.tp, p.pp, p.dp, p.world_size, cfg.train.steps, cfg.train.global_batch,
+    log.info("training %s at tp=%d pp=%d dp=%d (%s) on %d workers, %s%s: %d steps of %d x %d tokens -> %s",
+             _size(job.model), p.tp, p.pp, p.dp, p.dp_shard, p.world_size, cfg.train.precision,
+             ", compiled" if cfg.train.compile else "", cfg.train.steps, cfg.train.global_batch,
              job.data.seq_len, run_dir)
     result = build_trainer(cfg, job, loop).fit()
     rows = _rows(run_dir / "metrics.jsonl")

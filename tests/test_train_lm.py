@@ -117,12 +117,15 @@ def test_model_section_is_the_models_config_on_a_preset():
         load_config(TrainLMConfig, None, ["model.preset=7B"])
     with pytest.raises(ConfigError, match="parallel.schedule must be one of"):
         load_config(TrainLMConfig, None, ["parallel.schedule=zigzag"])
+    with pytest.raises(ConfigError, match="train.compile_backend must be one of"):
+        load_config(TrainLMConfig, None, ["train.compile_backend=tvm"])
 
 
 @pytest.mark.parametrize("overrides, match", [
     (["parallel.tp=3"], "n_heads=4 does not divide by tp=3"),
     (["data.seq_len=32"], "longer than the model's context"),
     (["data.weights.books=1"], "unknown source"),
+    (["parallel.dp_replicate=2", "parallel.dp=2"], r"needs dp_shard='fsdp'"),
 ])
 def test_bad_configs_fail_before_any_worker_starts(corpus, overrides, match):
     cfg = load_config(TrainLMConfig, CONFIGS / "debug.toml", overrides)

@@ -5,7 +5,8 @@ Ray starts one worker per rank with the world process group already set up (gloo
 GPU); ``train_loop`` builds the (pp, dp, tp) mesh and the model parts through ``Trainer``, reads
 the batch of step s as ``TokenData.batch(s - 1, global_batch)`` (a pure function of the step, so
 the data position is the step), and every ``checkpoint_every`` steps and at the end writes a
-sharded checkpoint (``train.checkpoint``) and reports it with ``ray.train.report``.
+sharded checkpoint (``train.checkpoint``; with ``async_checkpoint`` in the background while the
+next steps run) and, once it is complete, reports it with ``ray.train.report``.
 
 On start it resumes from the newest complete checkpoint in ``RUN_DIR/checkpoints`` that passes
 its checksums, whatever layout saved it: model, optimizer moments, Adam step, LR schedule position

@@ -11,12 +11,18 @@ the compiled code. The first step pays for compilation; ``Trainer`` logs its wal
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 from torch import nn
 
-COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")  # inductor: generated kernels (C++ on CPU, Triton on GPU)
+# inductor: generated kernels (C++ on CPU, Triton on GPU); aot_eager: Dynamo + AOTAutograd graphs run
+# by eager kernels (the same capture, no code generation); eager: Dynamo's capture only.
+CompileBackend = Literal["inductor", "aot_eager", "eager"]
+COMPILE_BACKENDS: tuple[str, ...] = typing.get_args(CompileBackend)
 
 
-def apply_compile(model: nn.Module, backend: str = "inductor") -> None:
+def apply_compile(model: nn.Module, backend: CompileBackend = "inductor") -> None:
     """Compile every block of ``model.layers`` and the query layer in place."""
     if backend not in COMPILE_BACKENDS:
         raise ValueError(f"compile_backend must be one of {', '.join(COMPILE_BACKENDS)}, got {backend!r}")

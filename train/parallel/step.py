@@ -33,7 +33,7 @@ from torch.distributed.tensor.parallel import loss_parallel
 
 from train.model import GPT, ModelConfig
 from train.parallel.ac import apply_ac
-from train.parallel.compile import apply_compile
+from train.parallel.compile import CompileBackend, apply_compile
 from train.parallel.dims import MESH_DIMS, ParallelConfig, build_mesh, num_microbatches, validate
 from train.parallel.fsdp import ShardAdamW, apply_fsdp, copies
 from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, stage_ids, stage_model
@@ -60,7 +60,7 @@ class TrainConfig:
     seed: int = 0               # initial weights: identical for every layout
     precision: Precision = "fp32"  # fp32 | bf16 compute with fp32 master weights, reductions, optimizer
     compile: bool = False       # torch.compile each transformer block (train.parallel.compile)
-    compile_backend: str = "inductor"  # torch.compile backend; the tests use aot_eager (no C++ build)
+    compile_backend: CompileBackend = "inductor"  # torch.compile backend; the tests use aot_eager (no C++ build)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
