@@ -99,3 +99,21 @@ def test_small_files_clean_job_tasks_files_and_rows(spark, tmp_path):
         expected = rows(tmp_path / "one" / d)
         assert len(expected) > 20
         assert rows(tmp_path / "small" / d) == expected and rows(tmp_path / "split" / d) == expected
+
+
+@pytest.mark.slow
+def test_listing_walks_directories_like_os_walk(spark, tmp_path):
+    """list_inputs (Hadoop listStatus, recursively) against os.walk: every file with its size and
+    OS path, files in hidden directories included, hidden files (``_*``, ``.*``) skipped."""
+    import os
+
+    from etl.readers import list_inputs
+
+    for rel in ("a.jsonl", "_SUCCESS", ".x.jsonl", "d/b c.jsonl", "d/_tmp/e/f.warc.gz", ".h/g.jsonl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"{}\n" * len(rel))
+    expected = sorted((f"file:{os.path.join(d, n)}", os.path.getsize(os.path.join(d, n)), os.path.join(d, n))
+                      for d, _, names in os.walk(tmp_path) for n in names if not n.startswith(("_", ".")))
+    assert len(expected) == 4
+    assert [(f.path, f.size, f.local) for f in list_inputs(spark, [str(tmp_path)])] == expected
+    assert [f.path for f in list_inputs(spark, [f"file://{tmp_path}/d/*.jsonl"])] == [f"file:{tmp_path}/d/b c.jsonl"]
