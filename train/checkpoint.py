@@ -137,10 +137,11 @@ def _prepare(path: Path, state: dict[str, Any]) -> None:
     dist.barrier()
 
 
-def _write_marker(path: Path, step: int, hashes: dict[str, dict[str, Any]]) -> None:
-    """Gather every rank's file hashes (a collective); rank 0 writes ``COMPLETE`` with them all."""
+def _write_marker(path: Path, step: int, hashes: dict[str, dict[str, Any]], group=None) -> None:
+    """Gather every rank's file hashes (a collective over ``group``, default: all ranks); rank 0
+    writes ``COMPLETE`` with them all."""
     shares: list[dict[str, dict[str, Any]]] = [{} for _ in range(dist.get_world_size())]
-    dist.all_gather_object(shares, hashes)
+    dist.all_gather_object(shares, hashes, group=group)
     if dist.get_rank() == 0:
         files = {name: info for share in shares for name, info in share.items()}
         write_atomic(path / MARKER, json.dumps({"step": step, "files": dict(sorted(files.items()))}, indent=1))
@@ -189,11 +190,14 @@ class AsyncSaver:
     group of its own so that its collectives never interleave with the training's; the same thread
     then hashes this rank's files. ``poll`` (every step; one all-reduce while a save is pending)
     sees the step at which every rank has finished, and only then does rank 0 write ``COMPLETE``.
-    Every rank must make the same sequence of calls.
+    Every rank must make the same sequence of calls. The main thread's agreement runs over a second
+    gloo group: CPU tensors work there whatever the training's backend (NCCL takes only CUDA ones),
+    and it never shares a group with the background thread's collectives.
     """
 
     def __init__(self):
-        self.group = dist.new_group(backend="gloo")  # a collective: every rank creates it
+        self.group = dist.new_group(backend="gloo")  # DCP's, used from the background thread
+        self.sync = dist.new_group(backend="gloo")   # the main thread's: poll, failures, the marker
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-finish")
         self.pending: _Pending | None = None
 
@@ -212,7 +216,7 @@ class AsyncSaver:
         if self.pending is None:
             return None
         done = torch.tensor([int(self.pending.hashes.done())])
-        dist.all_reduce(done, op=dist.ReduceOp.MIN)
+        dist.all_reduce(done, op=dist.ReduceOp.MIN, group=self.sync)
         return self._finish() if int(done) else None
 
     def wait(self) -> Path | None:
@@ -226,10 +230,11 @@ class AsyncSaver:
         pending, self.pending = self.pending, None
         error = pending.hashes.exception()
         failures: list[str | None] = [None] * dist.get_world_size()
-        dist.all_gather_object(failures, None if error is None else f"rank {dist.get_rank()}: {error!r}")
+        dist.all_gather_object(failures, None if error is None else f"rank {dist.get_rank()}: {error!r}",
+                               group=self.sync)
         if any(failures):
             raise CheckpointError(f"asynchronous save of {pending.path} failed: " + "; ".join(f for f in failures if f))
-        _write_marker(pending.path, pending.step, pending.hashes.result())
+        _write_marker(pending.path, pending.step, pending.hashes.result(), group=self.sync)
         return pending.path
 
     def close(self) -> None:

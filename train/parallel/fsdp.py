@@ -91,7 +91,8 @@ class ShardAdamW:
         self.adam = torch.optim.AdamW([{"params": ps, "weight_decay": wd} for wd, ps in groups.items()],
                                       lr=lr, betas=betas, eps=eps, fused=True)
         for local in self.locals:  # state up front: a checkpoint loads into it before the first step
-            self.adam.state[local] = {"step": torch.zeros((), dtype=torch.float32),
+            # fused AdamW keeps ``step`` on the parameter's device
+            self.adam.state[local] = {"step": torch.zeros((), dtype=torch.float32, device=local.device),
                                       "exp_avg": torch.zeros_like(local), "exp_avg_sq": torch.zeros_like(local)}
 
     def set_lr(self, lr: float) -> None:
@@ -142,7 +143,7 @@ class ShardAdamW:
                 src = local_tensor(sd[f"{self.names[id(p)]}.{key}"])
                 if src.data_ptr() != state[key].data_ptr():
                     state[key].copy_(src)
-            state["step"] = sd["step"].detach().clone().float().cpu()
+            state["step"] = sd["step"].detach().float().to(local.device, copy=True)
 
     def state_numel(self) -> int:
         """Optimizer-state elements this rank holds (fp32 master shard + two moments)."""

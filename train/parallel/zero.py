@@ -172,7 +172,7 @@ class ZeroAdamW:
             for key in ("exp_avg", "exp_avg_sq"):
                 flat = self._flatten([local_tensor(sd[f"{self.names[id(p)]}.{key}"]) for p in b.params], b.numel)
                 state[key] = self._my_slice(flat).clone()
-            state["step"] = sd["step"].detach().clone().float().cpu()
+            state["step"] = sd["step"].detach().float().to(b.shard.device, copy=True)  # fused: on the device
             b.shard.copy_(self._my_slice(self._flatten([local_tensor(p).detach() for p in b.params], b.numel)))
 
     def _step_tensor(self) -> torch.Tensor:
