@@ -273,13 +273,13 @@ def verify(path: Path) -> bool:
     """Whether every file of checkpoint ``path`` matches its checksum in the marker: a collective,
     each rank hashing a share; the same answer on every rank."""
     marker = read_marker(path)
-    bad = torch.tensor([0 if marker is not None else 1])
+    bad = 0 if marker is not None else 1
     if marker is not None:
-        names = sorted(marker["files"])
-        mine = _hash_share(path, names)
+        mine = _hash_share(path, sorted(marker["files"]))
         bad += sum(mine[n]["sha256"] != marker["files"][n]["sha256"] for n in mine)
-    dist.all_reduce(bad)
-    return int(bad) == 0
+    counts: list[int | None] = [None] * dist.get_world_size()
+    dist.all_gather_object(counts, bad)  # an object collective: works over NCCL as over gloo
+    return sum(counts) == 0
 
 
 def read_state(path: Path) -> dict[str, Any]:
