@@ -7,8 +7,9 @@ Each layout runs 5 optimizer steps of the ``debug`` GPT (vocabulary 1001, which 
 divides, padded to 1008) on the same global batches, in ``mp.spawn`` processes over gloo; the
 per-step losses and the final parameters must match a plain single-process reference (the whole
 global batch in one forward, ``torch.optim.AdamW``, ``clip_grad_norm_``) to 1e-5 relative.
-One run saves a DCP checkpoint at tp=2 and another resumes it at pp=2 (model and optimizer
-state resharded). Layouts that share a world size run in one spawn, to pay the start-up once.
+One run saves a DCP checkpoint at tp=2 and others resume it at pp=2 and under FSDP2 at dp=2
+(model and optimizer state resharded, ZeRO-1 to FSDP2). Compiled cases use the aot_eager backend.
+Layouts that share a world size run in one spawn, to pay the start-up once.
 """
 
 from __future__ import annotations

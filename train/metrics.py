@@ -4,7 +4,8 @@
 * ``metrics.jsonl``: one JSON object per logged step: ``step``, ``loss``, ``lr``, ``grad_norm``,
   ``tokens_per_s``, ``tflops`` (model FLOPs per second per worker), ``mfu``, ``memory_gib``
   (peak CUDA memory allocated, or the peak resident set size of the process on CPU), ``tokens``
-  (seen so far), plus ``val_loss`` and ``val_ppl`` on evaluation steps. After a resume it is cut
+  (seen so far), plus ``val_loss`` and ``val_ppl`` on evaluation steps and ``compile_s`` (the first
+  step's wall time, compilation included) on a compiled run's first step. After a resume it is cut
   back to the resumed step, so it always holds the run's one loss curve, each step once.
 * ``tensorboard/``: the same scalars (``tensorboard --logdir RUN_DIR/tensorboard``), written with
   tensorboardX (the format TensorBoard reads; ``torch.utils.tensorboard`` needs the

@@ -1,6 +1,7 @@
 """Parallelism applied from outside to the single-device GPT in ``train.model``.
 
-``Trainer`` composes the pieces (mesh, tensor/pipeline/data parallel, ZeRO-1, recomputation);
+``Trainer`` composes the pieces (mesh, tensor/pipeline/data parallel, ZeRO-1 or FSDP2,
+recomputation, ``torch.compile``, bf16);
 ``ParallelConfig`` and ``TrainConfig`` are its config sections (``parallel.*``, ``train.*``).
 """
 
