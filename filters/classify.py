@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
+from filters.text import nfkc_lower_batch
 
 PREPROCESS_VERSION = "1"  # bump when preprocess() changes: models trained before must be retrained
 # Score the opening of a document; long tails add time, not signal (ours; bench/bench_segment.py
@@ -58,8 +59,11 @@ def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | Non
 
 def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS,
                      segmenter: Segmenter | None = None) -> list[str]:
-    seg = segmenter or get_segmenter(None, PREPROCESS_HMM)
-    return [preprocess(t, max_chars, seg) for t in texts]
+    """``[preprocess(t, max_chars, segmenter) for t in texts]``, the normalisation done for the
+    batch at once (``filters.text.nfkc_lower_batch``, ~4x faster than text by text)."""
+    cut = (segmenter or get_segmenter(None, PREPROCESS_HMM)).cut
+    heads = nfkc_lower_batch([t[:max_chars] for t in texts])
+    return [" ".join(" ".join(cut(" ".join(h.split()))).split()) for h in heads]
 
 
 def preprocess_metadata(engine: str | None = None) -> dict[str, Any]:

@@ -11,13 +11,36 @@ import numpy as np
 import pytest
 
 from filters.classify import (MODEL_FILE, ModelError, TextClassifier, binary_metrics, pareto_draw, pareto_keep,
-                              pareto_keep_probability, preprocess)
+                              pareto_keep_probability, preprocess, preprocess_batch)
+from filters.segment import parity_sample
+from filters.text import nfkc_lower_batch
 
 
 def test_preprocess_is_one_line_of_words():
     out = preprocess("今天　天气很好！\n\nＡＢＣ 新闻\t报道")
     assert "\n" not in out and "abc" in out and "天气" in out.split()
     assert preprocess("x" * 10_000).count("x") <= 3000
+
+
+def test_nfkc_lower_batch_is_unicodedata_on_every_code_point():
+    # Every code point alone, after a letter and before a combining accent (compositions), in
+    # batches; and texts where NFKC grows ("…" -> "..."), Hangul jamo compose, a final sigma, NUL.
+    import unicodedata
+
+    cps = [chr(c) for c in [*range(1, 0xD800), *range(0xE000, 0x32400), *range(0xE0000, 0xE0200)]]  # the rest is Cn
+    for context in ("{}", "a{}\u0301"):
+        texts = [context.format(c) for c in cps]
+        for i in range(0, len(texts), 8192):
+            part = texts[i:i + 8192]
+            assert nfkc_lower_batch(part) == [unicodedata.normalize("NFKC", t).lower() for t in part]
+    texts = ["等等…", "２５℃，５㎡", "\u1100\u1161\u11a8", "ΟΔΟΣ Σ", "a\x00b", "", "ＡＢＣ，ｄｅｆ。", "e\u0301"]
+    assert nfkc_lower_batch(texts) == [unicodedata.normalize("NFKC", t).lower() for t in texts]
+    assert nfkc_lower_batch(texts[:1]) == ["等等..."]
+
+
+def test_preprocess_batch_is_preprocess_text_by_text():
+    texts = list(parity_sample()) + ["今天　天气很好！…\n\nＡＢＣ 新闻\t报道" * 200, "Ｔ恤和B超，ΣΑΣ"]
+    assert preprocess_batch(texts) == [preprocess(t) for t in texts]
 
 
 def test_pareto_keep_is_deterministic_per_doc_id():
