@@ -19,7 +19,10 @@
 #
 # Binds. `head` keeps every socket on 127.0.0.1: Ray swaps --node-ip-address=127.0.0.1 for the
 # host's LAN address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which this sets (its only other
-# effect: no node can join). `cluster-head` and `join` cannot stay on loopback: GCS, raylets and
+# effect: no node can join), and points torch.distributed's gloo and NCCL transports at the loopback
+# interface (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME; gloo would listen on the address the host's name
+# resolves to, NCCL on the first interface that is not loopback). A job's own local Ray does the
+# same (train/launch.py). `cluster-head` and `join` cannot stay on loopback: GCS, raylets and
 # workers listen on all interfaces, agents on the node's address, and three metrics endpoints on
 # 0.0.0.0 without authentication. Firewall them (README, "Ray on several nodes, and what it exposes").
 set -euo pipefail
@@ -83,6 +86,14 @@ check_ports() {  # check_ports "NAME DEFAULT" ... -- ARGS: refuse ports another 
     done
 }
 
+loopback_interface() {  # the name of the loopback network interface (IFF_LOOPBACK = 0x8), else lo
+    local flags
+    for flags in /sys/class/net/*/flags; do
+        [[ -r $flags ]] && (( $(< "$flags") & 0x8 )) && { basename "$(dirname "$flags")"; return; }
+    done
+    echo lo
+}
+
 session_pids() {  # the pids of session $1
     ps -eo pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'
 }
@@ -108,7 +119,9 @@ case $mode in
     join) check_ports "dashboard-agent-listen-port 52365" -- "$@" ;;
 esac
 case $mode in
-    head) start RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 -- --head --node-ip-address=127.0.0.1 \
+    head) lo=$(loopback_interface)
+          start RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 GLOO_SOCKET_IFNAME="$lo" NCCL_SOCKET_IFNAME="$lo" -- \
+              --head --node-ip-address=127.0.0.1 \
               --dashboard-host=127.0.0.1 "$@" ;;
     cluster-head) start -- --head --dashboard-host=127.0.0.1 "$@" ;;
     join) address=${1:?usage: ray-node.sh join TEMP_DIR HEAD:PORT [options]}; shift

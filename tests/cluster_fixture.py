@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+SIOCGIFADDR = 0x8915  # <linux/sockios.h>: an interface's IPv4 address
 
 
 def short_dir() -> Path:
@@ -47,6 +50,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def lan_interface() -> str | None:
+    """A network interface of this host with an IPv4 address beyond loopback, if any. Tests hand it
+    to jobs as GLOO_SOCKET_IFNAME: where gloo listens on a host whose name resolves to its LAN
+    address (this one's resolves to 127.0.0.1), which a loopback-only Ray must override."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                reply = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue
+            if not socket.inet_ntoa(reply[20:24]).startswith("127."):
+                return name
+    return None
 
 
 def session_of(pid: int) -> int | None:

@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 
 from tests import shard_fixture
-from tests.cluster_fixture import (ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, readme_binds, short_dir,
-                                   watched)
+from tests.cluster_fixture import (ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, lan_interface, readme_binds,
+                                   short_dir, watched)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 RAY = str(VENV_BIN / "ray")
@@ -60,7 +60,7 @@ class RayCluster:
 
 def ray_env(root: Path) -> dict[str, str]:
     """A fresh home (no ~/.ray), the venv first on PATH (job entrypoints run `python`), free
-    ports for the metrics servers that otherwise take fixed ones."""
+    ports for the metrics servers that otherwise take fixed ones, gloo pointed at a LAN interface."""
     home = root / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "DASHBOARD_", "AUTOSCALER_"))}
@@ -69,6 +69,8 @@ def ray_env(root: Path) -> dict[str, str]:
                # The test machine is shared: other work filling its memory must not make Ray's
                # memory monitor kill these few small workers (it acts at 95 % of the machine).
                RAY_memory_monitor_refresh_ms="0")
+    if lan := lan_interface():  # gloo as on a host whose name resolves to its LAN address: ray-node.sh head
+        env["GLOO_SOCKET_IFNAME"] = lan  # must bring it back to loopback
     return env
 
 

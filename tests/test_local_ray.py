@@ -3,14 +3,17 @@
 * ``python -m jobs.train_lm`` without an address, at dp=2 (the tiny debug model, shards written by
   hand as tests/test_cluster_ray.py writes them), with the dashboard on;
 * the proxy judge's start-up (``train.proxy.init_ray``, what ``jobs.judge_rules`` runs before its
-  proxy trainings) followed by two trivial tasks, so that workers start.
+  proxy trainings) followed by two tasks that each set up a one-rank gloo group as a proxy run
+  does, and sleep.
 
 Each runs as the leader of a session of its own; the listening sockets of every process of that
 session (GCS, raylet, agents, dashboard, metrics exporters, workers, torch's store, the driver)
 are sampled while it runs (tests/cluster_fixture.py) and must all be on loopback. The metrics
 exporters get free ports (DASHBOARD_METRIC_PORT, AUTOSCALER_METRIC_PORT), so another Ray on this
-machine holding the default ones cannot hide them. Before train/launch.py both runs listened on
-every interface and on the host's address.
+machine holding the default ones cannot hide them. The jobs' environment points gloo at a LAN
+interface (GLOO_SOCKET_IFNAME), which is where gloo listens on a host whose name resolves to its
+LAN address (this one's resolves to 127.0.0.1); the local Ray must bring it back to loopback.
+Before train/launch.py both runs listened on every interface and on the host's address.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 
 import pytest
 
-from tests.cluster_fixture import ROOT, Sampler, Sessions, free_port, short_dir, watched
+from tests.cluster_fixture import ROOT, Sampler, Sessions, free_port, lan_interface, short_dir, watched
 from tests.test_cluster_ray import TRAIN, write_shards
 
 pytestmark = pytest.mark.slow
@@ -29,9 +32,17 @@ RAY_CORE = {"gcs_server", "raylet", "dashboard agent", "runtime env agent", "ray
 PROXY_PROBE = """
 import time, ray
 from train.proxy import ProxyRaySection, init_ray
+
+def run(seconds):  # what train.proxy.train_one sets up: a one-rank gloo group
+    import torch.distributed as dist
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    time.sleep(seconds)
+    dist.destroy_process_group()
+    return ray.util.get_node_ip_address()
+
 init_ray(ProxyRaySection())
-nap = ray.remote(num_cpus=1)(lambda s: time.sleep(s) or ray.util.get_node_ip_address())
-print("workers on", sorted(set(ray.get([nap.remote(4), nap.remote(4)]))))
+run = ray.remote(num_cpus=1)(run)
+print("workers on", sorted(set(ray.get([run.remote(4), run.remote(4)]))))
 """
 
 
@@ -44,6 +55,8 @@ def ray_root():
     metrics = {"DASHBOARD_METRIC_PORT": free_port(), "AUTOSCALER_METRIC_PORT": free_port()}
     env.update({k: str(v) for k, v in metrics.items()}, RAY_TMPDIR=str(root), RAY_memory_monitor_refresh_ms="0",
                PYTHONPATH=str(ROOT))
+    if lan := lan_interface():
+        env["GLOO_SOCKET_IFNAME"] = lan
     with watched(root, remove=True):  # Ray's session logs in the report of a failing test
         yield root, env, metrics
 
