@@ -137,6 +137,23 @@ class DedupIndex:
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._check_settings()
 
+    @classmethod
+    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None) -> "DedupIndex":
+        """An index that exists, opened with the MinHash settings it records (tools that do not
+        compute signatures: compaction, inspection). FileNotFoundError without settings.json."""
+        path = spark._jvm.org.apache.hadoop.fs.Path(root, "settings.json")
+        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+        if not fs.exists(path):
+            raise FileNotFoundError(f"{root} is not a dedup index (no settings.json)")
+        stream = fs.open(path)
+        try:
+            text = spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+        settings = json.loads(text)
+        settings.pop("format_version", None)
+        return cls(spark, root, MinHashParams(**settings), cfg)
+
     def _check_settings(self) -> None:
         settings = {"format_version": FORMAT_VERSION, **asdict(self.params)}
         path = self._Path(self.root, "settings.json")

@@ -201,18 +201,20 @@ class Catalog:
     root: str
     route: int
     files: dict[tuple[int, int, int], list[str]] = field(default_factory=dict)
+    bits: dict[int, list[int]] = field(default_factory=dict)  # part -> the bucket bits its segments use
 
     @classmethod
     def of(cls, root: str, files: list[IndexFile]) -> "Catalog":
         cat = cls(root, max((f.bits for f in files), default=0))
         for f in files:
             cat.files.setdefault((f.part, f.bits, f.bucket), []).append(f.path)
+        for part, b in {(f.part, f.bits) for f in files}:
+            cat.bits.setdefault(part, []).append(b)
         return cat
 
     def paths(self, part: int, bucket: int) -> list[str]:
         """Files that may hold keys of routing bucket ``bucket`` of ``part``."""
-        bits = {b for (p, b, _) in self.files if p == part}
-        return [p for b in sorted(bits) for p in self.files.get((part, b, bucket >> (self.route - b)), [])]
+        return [p for b in sorted(self.bits.get(part, [])) for p in self.files.get((part, b, bucket >> (self.route - b)), [])]
 
 
 def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str],

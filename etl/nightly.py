@@ -16,6 +16,10 @@ at least ``refresh.settle_seconds`` old (a file still being copied is left for t
 Trainers read ``CURRENT`` → ``versions/<v>/corpus.json`` only, so they never see a half-published
 version.
 
+Compaction: after publishing (or finding nothing new), a run merges the dedup index's segments
+once there are more than ``dedup.index.compact_after`` of them (``DedupIndex.compact``,
+docs/nightly.md), so a year of nights leaves a few files per band and bucket, not one per night.
+
 Recovery: CURRENT is the single commit point. A run killed anywhere leaves either an unpublished
 version directory and/or an index batch named after that version; the next run removes both
 and rebuilds the same version from the same files, so the published result is what an
@@ -160,11 +164,18 @@ def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: st
         version = version_name(history["number"] + 1 if history else 1)
         spark = spark or session("zhcorpus-nightly", cfg.spark)
         index_dir = index_dir or str(corpus / "dedup-index")
-        _recover(corpus, DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()), current, version)
+        index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index)
+        _recover(corpus, index, current, version)
         if not new:
             log.info("nothing new in %s since %s", crawl_root, current or "the beginning")
-            return {"published": None, "current": current, "new_files": 0}
-        return _publish_version(cfg, corpus, history, version, new, index_dir, spark)
+            result = {"published": None, "current": current, "new_files": 0}
+        else:
+            result = _publish_version(cfg, corpus, history, version, new, index_dir, spark)
+        # After publishing, so every batch it merges belongs to a published version (never
+        # retracted); a compaction killed here is finished by the next run, new files or not.
+        result["compaction"] = index.compact()
+        result["index"] = index.describe()
+        return result
 
 
 def _publish_version(cfg: NightlyConfig, corpus: Path, history: dict | None, version: str,

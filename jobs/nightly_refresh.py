@@ -6,8 +6,10 @@ deduplicated against everything already in the corpus, and publish a new version
         [--submit-training --ray-address http://127.0.0.1:8265 --train-config jobs/configs/debug.toml]
 
 The config is build_corpus's, under the same keys (--set classify.spam_model=DIR,
---set tokenizer.model=DIR ...), plus [refresh] settle_seconds and max_files. The layout of
-CORPUS_ROOT, the watermark and the recovery rules: etl/nightly.py.
+--set tokenizer.model=DIR ...), plus [refresh] settle_seconds and max_files. After publishing, a
+run compacts the dedup index once it holds more than dedup.index.compact_after segments
+(--set dedup.index.compact_after=8, dedup.index.target_file_mb=256). The layout of CORPUS_ROOT,
+the watermark and the recovery rules: etl/nightly.py; the index and its growth: docs/nightly.md.
 
 Exit codes: 0 published a version or found nothing new; 1 published, but some new files could not
 be read; 2 bad input or configuration; 3 another run holds the lock; anything else a failure

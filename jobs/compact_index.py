@@ -1,0 +1,67 @@
+"""Compact a dedup index: merge its segments (one batch a night) into bucketed files of
+``dedup.index.target_file_mb``, sorted by key, so a night opens a few files per band and bucket.
+
+    python -m jobs.compact_index --index CORPUS/dedup-index            # everything into one segment
+    python -m jobs.compact_index --index DIR --auto                    # only what the nightly rule asks
+    spark-submit jobs/compact_index.py --index hdfs:///corpus/dedup-index --set dedup.index.target_file_mb=256
+
+The nightly refresh compacts by itself (``--auto``'s rule: more than ``dedup.index.compact_after``
+segments). Run this when no refresh runs: one writer at a time. A compaction killed anywhere
+leaves the index readable as it was (or already compacted); run it again to finish. The layout
+and the commit protocol: etl/dedup_index.py, docs/nightly.md.
+
+Exit codes: 0 compacted, or nothing to do; 2 not an index, or a bad config; anything else a
+failure (re-run it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from etl.dedup import DedupConfig  # noqa: E402
+from etl.spark import SparkConfig  # noqa: E402
+from jobs import cli  # noqa: E402
+from jobs.config import load_config  # noqa: E402
+
+
+@dataclass(frozen=True)
+class CompactJobConfig:
+    """The nightly's ``spark`` and ``dedup`` sections (only ``dedup.index`` is used here: the
+    index's MinHash settings are the ones it records)."""
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli.setup_logging()
+    p = cli.parser("jobs.compact_index", __doc__, None, "dedup.index.target_file_mb=256")
+    p.add_argument("--index", required=True, help="the dedup index directory (any Hadoop path)")
+    p.add_argument("--auto", action="store_true",
+                   help="merge only when there are more than dedup.index.compact_after segments (the nightly rule)")
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        from etl.dedup_index import DedupIndex
+        from etl.spark import session
+
+        cfg = load_config(CompactJobConfig, args.config, args.overrides)
+        spark = session("zhcorpus-compact-index", cfg.spark)
+        index = DedupIndex.existing(spark, args.index, cfg.dedup.index)
+        before = index.describe()
+        summary = index.compact(full=not args.auto)
+        after = index.describe()
+        cli.log.info("dedup index %s: %s", args.index, json.dumps({"before": before, "compaction": summary,
+                                                                   "after": after}))
+        return cli.EXIT_OK
+
+    return cli.run_job(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
