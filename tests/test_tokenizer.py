@@ -104,6 +104,18 @@ def test_presegmentation_rule():
     assert "".join(lines).replace(" ", "") == presegment("第一段。\n第二段。" + "长" * 5000).replace(" ", "")
 
 
+def test_join_words_marks_as_word_by_word():
+    # The joined fast path (replaces) against marking each word on its own (the definition):
+    # spaces and newlines as words and inside words, the marks themselves, a NUL (word-by-word path).
+    from filters.tokenizer import SEP, join_words
+
+    cases = [["我", " ", "爱", "\n"], ["a b", "\n\n", "c"], [SPACE, " ", NEWLINE, "\u2581"], ["x\x00", " ", "y"],
+             ["\r\n", "\t", "  "], []]
+    for words in cases:
+        text = "".join(words)
+        assert join_words(words, text) == SEP.join(w.replace(" ", SPACE).replace("\n", NEWLINE) for w in words)
+
+
 def test_reserved_block_characters_are_the_documented_exception(tok):
     assert tok.decode(tok.encode(f"a{SPACE}b{NEWLINE}c")) == "a b\nc"
 
