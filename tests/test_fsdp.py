@@ -101,7 +101,7 @@ def test_bf16_follows_fp32_over_50_steps(world_of_one, one_thread):  # noqa: F81
 
 
 @pytest.mark.skipif(not os.environ.get("ZHCORPUS_TEST_INDUCTOR"),
-                    reason="inductor builds C++ kernels: 1-2 minutes on 2 cores; set ZHCORPUS_TEST_INDUCTOR=1")
+                    reason="inductor builds C++ kernels: 207 s here, cold cache; set ZHCORPUS_TEST_INDUCTOR=1")
 def test_inductor_compiled_blocks_equal_eager(world_of_one, one_thread):  # noqa: F811
     """The real backend: generated C++ kernels for every block, with selective recomputation."""
     par = ParallelConfig(dp_shard="fsdp", recompute="selective")
