@@ -107,7 +107,7 @@ class Screen:
         buckets: list[str | None] = [None] * n
         if self.cuts is not None:
             buckets = [BUCKETS[i] for i in np.searchsorted(self.cuts, signals[FLUENCY], side="right")]
-        safety = [self.safety.scores(t) if self.safety else {} for t in texts]
+        safety = self.safety.scores_batch(texts) if self.safety else [{} for _ in texts]
         flags: list[list[str]] = [[] for _ in range(n)]
         for i, scores in enumerate(safety):
             unsafe = self.safety.verdict(scores) if self.safety else None

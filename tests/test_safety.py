@@ -20,7 +20,7 @@ import pytest
 
 from filters.keywords import SENSITIVE_DIR, normalise, read_lists_dir
 from filters.safety import (CATEGORIES, PROMOTION, REPORTING, SAFETY_DIR, PatternError, SafetyConfig, SafetyScorer,
-                            requirement)
+                            leading, requirement)
 
 POSITIVES = {
     "gambling": [
@@ -564,6 +564,30 @@ def test_prefilter_never_hides_a_match(scorer):
                 spans = [m.span() for m in rx.finditer(norm)]
                 counted = [re.search(p, norm).span() for p in gated[cat].patterns]
                 assert all(any(s < e2 and s2 < e for s2, e2 in counted) for s, e in spans), (cat, pattern)
+
+
+def test_leading_strings_of_hand_written_patterns():
+    assert leading(r"(存|充)\d+元?(送|返)") == {"存", "充"}
+    assert leading("点击(下方|上方)链接") == {"点击下方链接", "点击上方链接"}  # the literal run goes on
+    assert leading(r"日息|(月息|利息)[^。]{0,3}低至") == {"日息", "月息", "利息"}
+    assert leading(r"(?:仅剩)+\d") == {"仅剩"}
+    assert leading(r"(官方)?app") is None  # an optional opening: nothing every match begins with
+    assert leading(r"\d+元") is None and leading(r"(\d+|十)倍") is None and leading("(?i)abc") is None
+
+
+def test_matching_at_leading_strings_finds_what_a_search_finds(scorer):
+    """Hits (the counted matches themselves) and scores equal those of the same scorer searching
+    every candidate pattern in the whole text, on our pages, news, and pages made of slogans."""
+    from demo.sources import news_pages
+    texts = [p for ps in POSITIVES.values() for p in ps] + list(NEGATIVES.values())
+    texts += ["\n".join([t, *paras]) for t, paras, _ in news_pages()[::6]]
+    pages = [p for ps in POSITIVES.values() for p in ps]
+    texts += ["".join(pages[(7 * i + k) % len(pages)][k * 13 % 40:][:60] for k in range(8)) for i in range(200)]
+    searching = SafetyScorer()
+    searching._leading = [False] * len(searching._leading)
+    assert sum(scorer._leading) > 90  # most bundled patterns begin with literals
+    assert [scorer.hits(t) for t in texts] == [searching.hits(t) for t in texts]
+    assert scorer.scores_batch(texts) == [searching.scores(t) for t in texts]
 
 
 # --- clean text: the false-removal rate --------------------------------------------------------------
