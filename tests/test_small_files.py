@@ -76,29 +76,39 @@ def _parquet_files(d: Path) -> int:
 
 @pytest.mark.slow
 def test_small_files_clean_job_tasks_files_and_rows(spark, tmp_path):
-    """300 one-record files through the cleaning job: 4 read partitions, at most 2 × cores files in
-    documents/ and rejected/, and the rows of the same records read from one file. The one file
-    is also read with a 4 KB split (about 70 ranges, one task each): its outputs are sized too."""
+    """200 one-record files through the cleaning job: 4 read partitions (13 MB of cost, 64 KiB a
+    file, over 2 × cores), at most 2 × cores files in documents/ and rejected/, and the rows of
+    the same records read from one file."""
     from bench.bench_small_files import make_inputs, rows
     from etl.corpus import CleanConfig, clean_corpus
     from etl.progress import Counters
     from etl.readers import read_raw
 
-    small, one = make_inputs(tmp_path / "in", 300)
+    small, one = make_inputs(tmp_path / "in", 200)
     raw, files = read_raw(spark, [str(small)], rec.ReaderConfig(), Counters(spark.sparkContext))
-    assert len(files) == 300 and raw.rdd.getNumPartitions() == 2 * CORES
-    split = CleanConfig(reader=rec.ReaderConfig(split_bytes=4096, min_split_bytes=1))
-    runs = {"small": (CleanConfig(), small), "one": (CleanConfig(), one), "split": (split, one)}
-    for name, (cfg, inputs) in runs.items():
-        report = clean_corpus(cfg, [str(inputs)], str(tmp_path / name), spark=spark)
-        assert report["input"]["records"] == 300
+    assert len(files) == 200 and raw.rdd.getNumPartitions() == 2 * CORES
+    for name, inputs in (("small", small), ("one", one)):
+        report = clean_corpus(CleanConfig(), [str(inputs)], str(tmp_path / name), spark=spark)
+        assert report["input"]["records"] == 200
         for d in ("documents", "rejected"):
             assert 1 <= _parquet_files(tmp_path / name / d) <= 2 * CORES, (name, d)
-    assert report["files"][f"file:{one}"]["ranges"] > 50  # the split run had many tasks to size
     for d in ("documents", "rejected"):
         expected = rows(tmp_path / "one" / d)
         assert len(expected) > 20
-        assert rows(tmp_path / "small" / d) == expected and rows(tmp_path / "split" / d) == expected
+        assert rows(tmp_path / "small" / d) == expected
+
+
+@pytest.mark.slow
+def test_sized_joins_partitions_in_order(spark, tmp_path):
+    """A frame of 20 partitions is written as 2 × cores files (its bytes are far under the
+    target), or as ceil(bytes / target) when that is more; rows and their order are kept."""
+    df = spark.range(0, 1000, 1, 20)
+    sized = sizing.sized(df, 1000, sizing.OutputConfig())
+    assert sized.rdd.getNumPartitions() == 2 * CORES
+    sized.write.parquet(str(tmp_path / "out"))
+    assert _parquet_files(tmp_path / "out") == 2 * CORES
+    assert [r.id for r in sized.collect()] == list(range(1000))
+    assert sizing.sized(df, 7000, sizing.OutputConfig(target_file_bytes=1000)).rdd.getNumPartitions() == 7
 
 
 @pytest.mark.slow
