@@ -1,0 +1,263 @@
+"""Object storage for the readers: ``s3://`` (and ``s3a://``, its Hadoop spelling) through
+pyarrow's S3 file system, listed on the driver and read on the executors in byte ranges.
+
+The driver resolves everything an executor needs once (``S3Access.resolve``): the endpoint, the
+region, the addressing style and the credentials, from ``reader.s3`` and the standard AWS
+environment (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
+``AWS_PROFILE`` in ``~/.aws/credentials``, ``AWS_ENDPOINT_URL[_S3]``, ``AWS_REGION``). Found
+credentials travel to the executors with the task, as Hadoop's ``fs.s3a.access.key`` does; they
+never appear in a repr, a log line or a report. A problem that would fail every task (no
+credentials, a missing bucket, access denied) is an ``S3Refused`` raised by ``list_files``
+before any work: the job's one-line refusal, exit 2.
+
+An executor opens a range with ``open_input``: a seekable file object over ranged GETs whose
+read-ahead starts small after each seek (a sniff of the first bytes costs one small request)
+and doubles up to ``reader.s3.read_ahead_bytes`` on sequential reads, so a record never costs
+a round trip and memory stays one buffer per open file. Connection errors are retried by the
+AWS SDK (``retries``); what still fails is an ``OSError``, which the reader turns into that
+file's error, not the run's.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+import functools
+import io
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+SCHEMES = ("s3", "s3a")
+_GLOB = set("*?[{")
+
+
+@dataclass(frozen=True)
+class S3Config:
+    # Host[:port] or URL of an S3-compatible store (MinIO, Ceph, OSS, COS); "" = AWS_ENDPOINT_URL_S3
+    # or AWS_ENDPOINT_URL from the environment, else AWS itself.
+    endpoint_override: str = ""
+    # "" = AWS_REGION / AWS_DEFAULT_REGION, else us-east-1 (MinIO and moto accept any region).
+    region: str = ""
+    # Used when endpoint_override names no scheme: "http" for a MinIO without TLS.
+    scheme: str = "https"
+    # bucket.host addressing (AWS and OSS want it); False = path style host/bucket, what MinIO
+    # and Ceph need (pyarrow's default, force_virtual_addressing=False).
+    virtual_addressing: bool = False
+    # Unsigned requests for a public bucket: no credentials are looked for.
+    anonymous: bool = False
+    # Trust the executors' own AWS credential chain (EC2 instance profile, IRSA, ECS task role)
+    # when the driver finds no credentials; False = refuse before any work.
+    instance_credentials: bool = False
+    # Seconds; the AWS SDK's own defaults are 1 s connect / 3 s request, short for a busy store.
+    connect_timeout_s: float = 10.0
+    request_timeout_s: float = 60.0
+    # Attempts per request on connection errors and 5xx/throttling (AWS standard retry strategy).
+    retries: int = 5
+    # Largest ranged GET of a sequential read (bytes): 8 MiB, where S3 throughput per request
+    # levels off; also the read buffer held per open file.
+    read_ahead_bytes: int = 8 << 20
+
+
+class S3Refused(PermissionError):
+    """The store cannot be read as configured (credentials, access); one line, with the fix."""
+
+
+class S3BucketMissing(FileNotFoundError):
+    """An input names a bucket that does not exist on the endpoint."""
+
+
+@dataclass(frozen=True)
+class S3Access:
+    """Everything an executor needs to open an object: resolved settings and credentials."""
+    cfg: S3Config
+    endpoint: str  # "" = AWS
+    scheme: str
+    region: str
+    access_key: str | None = field(default=None, repr=False)
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def resolve(cls, cfg: S3Config, env: dict[str, str] | None = None) -> S3Access:
+        """Settings from ``cfg`` and the environment; raises ``S3Refused`` when no credentials
+        are found and neither ``anonymous`` nor ``instance_credentials`` is set."""
+        env = os.environ if env is None else env
+        raw = cfg.endpoint_override or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or ""
+        parts = urlsplit(raw if "://" in raw else f"{cfg.scheme}://{raw}") if raw else None
+        region = cfg.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+        base = cls(cfg, parts.netloc if parts else "", parts.scheme if parts else cfg.scheme, region)
+        if cfg.anonymous:
+            return base
+        keys = _credentials(env)
+        if keys is not None:
+            return cls(cfg, base.endpoint, base.scheme, region, *keys)
+        if cfg.instance_credentials or env.get("AWS_WEB_IDENTITY_TOKEN_FILE") or \
+                env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+            return base  # the executors' own chain (IRSA, ECS task role, instance profile)
+        raise S3Refused("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE in "
+                        "~/.aws/credentials), or --set reader.s3.instance_credentials=true on EC2, or "
+                        "reader.s3.anonymous=true for a public bucket")
+
+    def filesystem(self):
+        return _filesystem(self)
+
+
+def _credentials(env) -> tuple[str, str, str | None] | None:
+    """(access key, secret key, session token) from the environment, else the shared credentials
+    file's profile (``AWS_PROFILE``, else ``default``), else None."""
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN") or None
+    path = env.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.expanduser("~/.aws/credentials")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None
+    profile = env.get("AWS_PROFILE") or "default"
+    if parser.has_option(profile, "aws_access_key_id") and parser.has_option(profile, "aws_secret_access_key"):
+        return (parser.get(profile, "aws_access_key_id"), parser.get(profile, "aws_secret_access_key"),
+                parser.get(profile, "aws_session_token", fallback=None))
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _filesystem(access: S3Access):
+    """One pyarrow S3FileSystem per process and settings (its connection pool is reused)."""
+    from pyarrow import fs as pafs
+
+    cfg = access.cfg
+    return pafs.S3FileSystem(
+        access_key=access.access_key, secret_key=access.secret_key, session_token=access.session_token,
+        anonymous=cfg.anonymous, region=access.region, scheme=access.scheme,
+        endpoint_override=access.endpoint or None, force_virtual_addressing=cfg.virtual_addressing,
+        connect_timeout=cfg.connect_timeout_s, request_timeout=cfg.request_timeout_s,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max(1, cfg.retries)))
+
+
+def is_s3(path: str | None) -> bool:
+    return path is not None and urlsplit(path).scheme.lower() in SCHEMES
+
+
+def split(uri: str) -> tuple[str, str, str]:
+    """(scheme, bucket, key) of ``s3://bucket/key``; the key has no leading slash."""
+    parts = urlsplit(uri)
+    return parts.scheme, parts.netloc, parts.path.lstrip("/")
+
+
+def list_files(uri: str, access: S3Access) -> list[tuple[str, int]]:
+    """(uri, size) of the objects at ``uri``: one object, every object under it taken as a
+    prefix directory (recursively), or those a glob matches (``*``, ``?`` and ``[]`` within one
+    path segment; a matched directory brings its objects). Names keep ``uri``'s scheme. Raises
+    ``S3BucketMissing`` for a missing bucket and ``S3Refused`` for denied access."""
+    from pyarrow import fs as pafs
+
+    scheme, bucket, key = split(uri)
+    fs = access.filesystem()
+    glob = bool(_GLOB & set(key))
+    root = key.split("/")
+    root = "/".join(root[:next(i for i, s in enumerate(root) if _GLOB & set(s))]) if glob else key.rstrip("/")
+    with _refusals(uri, access):
+        info = fs.get_file_info(f"{bucket}/{root}") if root else None
+        if info is not None and info.type == pafs.FileType.File and not glob:
+            return [(uri, info.size)]
+        found = fs.get_file_info(pafs.FileSelector(f"{bucket}/{root}", recursive=True, allow_not_found=True))
+    objects = [(f.path, f.size) for f in found if f.type == pafs.FileType.File]
+    if glob:
+        pattern = key.split("/")
+        objects = [(p, n) for p, n in objects
+                   if all(fnmatch.fnmatchcase(s, g) for s, g in zip(p.split("/")[1:], pattern))
+                   and len(p.split("/")) > len(pattern)]
+    return sorted((f"{scheme}://{p}", n) for p, n in objects)
+
+
+class _refusals:
+    """OSError of a listing -> the refusal it means (missing bucket, access denied)."""
+
+    def __init__(self, uri: str, access: S3Access):
+        self.uri, self.where = uri, access.endpoint or "AWS"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, OSError):
+            return False
+        text = str(exc)
+        if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
+            raise S3BucketMissing(f"input bucket does not exist on {self.where}: {self.uri}") from exc
+        if any(s in text for s in ("ACCESS_DENIED", "AccessDenied", "403", "InvalidAccessKeyId",
+                                   "SignatureDoesNotMatch", "Forbidden")):
+            raise S3Refused(f"access denied listing {self.uri} on {self.where}: check the credentials "
+                            f"and the bucket policy ({text.splitlines()[0][:200]})") from exc
+        return False
+
+
+def open_input(where: str, access: S3Access | None):
+    """A readable, seekable binary file: ``where`` is an OS path, or an s3 URI read through
+    ``access`` with growing read-ahead (``ReadAhead``)."""
+    if not is_s3(where):
+        return open(where, "rb")  # noqa: SIM115 - the caller closes it
+    if access is None:
+        raise OSError(f"no S3 settings to open {where}")
+    _, bucket, key = split(where)
+    return ReadAhead(access.filesystem().open_input_file(f"{bucket}/{key}"), access.cfg.read_ahead_bytes)
+
+
+class ReadAhead(io.RawIOBase):
+    """A seekable reader over a pyarrow RandomAccessFile (one ranged GET a ``read_at``). Bytes
+    come from one buffer; a miss fetches ``max(asked, window)`` bytes, where the window starts at
+    ``FIRST`` after a seek outside the buffer and doubles on each sequential miss up to ``most``.
+    So sniffing a header costs 64 KiB, and a long scan costs one request per ``most`` bytes."""
+
+    FIRST = 64 << 10
+
+    def __init__(self, raw, most: int):
+        super().__init__()
+        self._raw, self._most, self._size = raw, max(most, self.FIRST), raw.size()
+        self._pos, self._buf, self._buf_at, self._window = 0, b"", 0, self.FIRST
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._size - self._pos if n is None or n < 0 else min(n, max(0, self._size - self._pos))
+        if n <= 0:
+            return b""
+        at = self._pos - self._buf_at
+        if not 0 <= at or at + n > len(self._buf):
+            self._fill(n)
+            at = self._pos - self._buf_at
+        out = self._buf[at:at + n]
+        self._pos += len(out)
+        return out
+
+    def readinto(self, b) -> int:
+        data = self.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+    def _fill(self, n: int) -> None:
+        """The buffer from ``_pos``: the unread tail kept, the rest fetched in one request."""
+        sequential = self._buf_at <= self._pos <= self._buf_at + len(self._buf)
+        self._window = min(self._window * 2, self._most) if sequential else self.FIRST
+        keep = self._buf[self._pos - self._buf_at:] if sequential else b""
+        want = max(n, self._window) - len(keep)
+        fetched = self._raw.read_at(min(want, self._size - self._pos - len(keep)), self._pos + len(keep))
+        self._buf, self._buf_at = keep + fetched, self._pos
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
