@@ -7,8 +7,9 @@ uncompressed WARC/WET file at record starts found by walking its headers, a Parq
 group; a gzip file is one range (gzip cannot be split). One Spark task reads a range, or a pack
 of small files, in Python with bounded memory (``etl.records.parse_range``), so one big file
 keeps every core busy, reports progress per range and has no size limit; small files are packed
-into about two tasks per core (``etl.sizing``: 3,000 one-record files are 4 tasks on 2 cores). Files on other file
-systems go through Spark's ``binaryFile`` (whole files, each under 2 GiB). Empty files,
+into about two tasks per core (``etl.sizing``: 3,000 one-record files are 4 tasks on 2 cores).
+``s3://``/``s3a://`` objects are listed and read the same way through ``etl.remote`` (ranged
+GETs). Files on other file systems go through Spark's ``binaryFile`` (whole files, each under 2 GiB). Empty files,
 unknown formats and oversized remote files get their reader row from the driver. After reading,
 the records are spread over every core when the read itself could not be (``reader.rebalance``).
 """
@@ -25,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from etl import records as rec
-from etl import sizing, warc
+from etl import remote, sizing, warc
 from etl.paths import NoInputFiles
 from etl.progress import Counters
 from etl.sizing import OPEN_COST
@@ -52,7 +53,7 @@ DEFAULT_PACK = 64 << 20  # bytes a task packs when ranges are not split (reader.
 class InputFile:
     path: str  # as Hadoop names it: the records' source_file
     size: int
-    local: str | None  # the OS path when it is on the local file system
+    local: str | None  # where Python opens it: the OS path of a local file, or an s3 URI
 
 
 @dataclass
@@ -72,26 +73,33 @@ class Plan:
         return sum(len(t) for t in self.tasks)
 
 
-def list_inputs(spark: SparkSession, paths: list[str]) -> list[InputFile]:
+def list_inputs(spark: SparkSession, paths: list[str], s3: remote.S3Access | None = None) -> list[InputFile]:
     """Expand files, directories (recursively) and globs through Hadoop's FileSystem API, with
-    sizes; hidden files (``_*``, ``.*``) are skipped, as Spark does. Raises ``NoInputFiles``
-    (a ``FileNotFoundError``) for a path that matches nothing or only hidden files."""
+    sizes (s3 URIs through ``etl.remote.list_files`` and ``s3``, resolved from the defaults when
+    None); hidden files (``_*``, ``.*``) are skipped, as Spark does. Raises ``NoInputFiles``
+    (a ``FileNotFoundError``) for a path that matches nothing or only hidden files, and the
+    refusals of ``etl.remote`` (credentials, bucket, access)."""
     jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
     out: dict[str, InputFile] = {}
     for p in paths:
-        path = jvm.org.apache.hadoop.fs.Path(p)
-        fs = path.getFileSystem(conf)
-        statuses = fs.globStatus(path)
-        if statuses is None or len(statuses) == 0:
-            raise NoInputFiles(f"input path matches nothing: {p}")
-        found = [f for st in statuses for f in _walk(fs, st)]
+        if remote.is_s3(p):
+            found, local = remote.list_files(p, s3 or remote.S3Access.resolve(remote.S3Config())), True
+            if not found:
+                raise NoInputFiles(f"input path matches nothing: {p}")
+        else:
+            path = jvm.org.apache.hadoop.fs.Path(p)
+            fs = path.getFileSystem(conf)
+            statuses = fs.globStatus(path)
+            if statuses is None or len(statuses) == 0:
+                raise NoInputFiles(f"input path matches nothing: {p}")
+            found = [f for st in statuses for f in _walk(fs, st)]
+            local = statuses[0].getPath().toUri().getScheme() == "file"
         visible = [(name, size) for name, size in found if not name.rsplit("/", 1)[-1].startswith(("_", "."))]
         if not visible:
             raise NoInputFiles(f"no input files under {p} ({len(found)} hidden file(s) skipped: names starting "
                                f"with '.' or '_')")
-        local = statuses[0].getPath().toUri().getScheme() == "file"
         for name, size in visible:
-            out[name] = InputFile(name, size, _local_path(name) if local else None)
+            out[name] = InputFile(name, size, (name if remote.is_s3(name) else _local_path(name)) if local else None)
     return [out[k] for k in sorted(out)]
 
 
@@ -131,13 +139,19 @@ def split_size(cfg: rec.ReaderConfig, splittable_bytes: int, parallelism: int) -
     return max(1, min(cfg.split_bytes, max(cfg.min_split_bytes, want)))
 
 
+def _python_reads(f: InputFile, cfg: rec.ReaderConfig) -> bool:
+    return f.local is not None and (cfg.local_reads or remote.is_s3(f.local))
+
+
 def _splittable(f: InputFile, fmt: str | None, cfg: rec.ReaderConfig) -> bool:
-    return (cfg.local_reads and f.local is not None and f.size > 0 and fmt is not None
+    return (_python_reads(f, cfg) and f.size > 0 and fmt is not None
             and (fmt == rec.PARQUET_FMT or not rec.named_gzip(f.path)))
 
 
-def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int) -> Plan:
-    """Ranges, packed into tasks; what goes through binaryFile; the driver's own reader rows."""
+def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int,
+         s3: remote.S3Access | None = None) -> Plan:
+    """Ranges, packed into tasks; what goes through binaryFile; the driver's own reader rows.
+    ``s3`` opens s3 objects where a WARC file is walked for its record starts."""
     out, ranges = Plan(), []
     out.split = split_size(cfg, sum(f.size for f in files if _splittable(f, rec.detect_format(f.path), cfg)),
                            parallelism)
@@ -147,8 +161,8 @@ def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int) -> Pla
             out.driver_rows.append(rec.error_row(f.path, None, f.size, rec.UNSUPPORTED_FORMAT, f.path))
         elif f.size == 0:
             out.driver_rows.append(rec.error_row(f.path, fmt, 0, rec.EMPTY_FILE, "the file has no bytes"))
-        elif cfg.local_reads and f.local is not None:
-            ranges += _file_ranges(f, fmt, out.split if _splittable(f, fmt, cfg) else None, cfg)
+        elif _python_reads(f, cfg):
+            ranges += _file_ranges(f, fmt, out.split if _splittable(f, fmt, cfg) else None, cfg, s3)
         elif f.size > BINARY_FILE_LIMIT:
             out.driver_rows.append(rec.error_row(
                 f.path, fmt, f.size, rec.FILE_TOO_LARGE, f"{f.size} bytes: Spark's binaryFile reads at most "
@@ -171,12 +185,13 @@ def _pack_plan(out: Plan, ranges: list[rec.Range], cfg: rec.ReaderConfig, parall
         out.remote_tasks = len(sizing.pack(remote, out.capacity))
 
 
-def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig) -> list[rec.Range]:
+def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig,
+                 s3: remote.S3Access | None = None) -> list[rec.Range]:
     if split is None or f.size <= split:
         return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
     if fmt == rec.WARC_FMT:
         try:
-            with open(f.local, "rb") as fh:
+            with remote.open_input(f.local, s3) as fh:
                 if fh.read(2) == GZIP_MAGIC:  # gzip without the name: read whole
                     return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
                 cuts = warc.record_starts(Stream(fh, False), cfg.max_record_bytes, split)
@@ -202,13 +217,14 @@ def _costs(ranges: list[rec.Range]) -> list[int]:
 def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters) -> tuple[DataFrame, list[str]]:
     """All records of the inputs, and the files they come from. Every file gets reader rows
     (``kind="file"``): its counts, or the file-level error that kept it from being read."""
-    files = list_inputs(spark, paths)
+    s3 = remote.S3Access.resolve(cfg.s3) if any(remote.is_s3(p) for p in paths) else None
+    files = list_inputs(spark, paths, s3)
     sc = spark.sparkContext
-    p = plan(files, cfg, sc.defaultParallelism)
+    p = plan(files, cfg, sc.defaultParallelism, s3)
     frames: list[DataFrame] = []
     if p.tasks:
         packs = sc.parallelize([[asdict(r) for r in t] for t in p.tasks], len(p.tasks)).flatMap(lambda t: t)
-        frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters), RAW_SCHEMA))
+        frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters, s3), RAW_SCHEMA))
     if p.remote:
         binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
         if p.remote_tasks:  # small files: Spark would pack 2 a task (openCostInBytes 4 MB, 8 MB a task)
@@ -257,13 +273,13 @@ def _counted(rows: Iterator[dict[str, Any]], nbytes: int, counters: Counters) ->
     counters.ranges.add(1)
 
 
-def _read_ranges(cfg: rec.ReaderConfig, counters: Counters):
+def _read_ranges(cfg: rec.ReaderConfig, counters: Counters, s3: remote.S3Access | None = None):
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def rows() -> Iterator[dict[str, Any]]:
             for batch in batches:
                 for r in batch.to_pylist():
                     rng = rec.Range(**r)
-                    yield from _counted(rec.parse_range(rng, cfg), rng.end - rng.start, counters)
+                    yield from _counted(rec.parse_range(rng, cfg, s3=s3), rng.end - rng.start, counters)
         yield from _batches(rows())
     return read
 

