@@ -56,9 +56,9 @@ def test_big_inputs_keep_their_split():
 
 
 def test_small_remote_files_are_coalesced_like_local_ones():
-    files = [InputFile(f"s3a://b/part-{i}.jsonl", 700, None) for i in range(3000)]
+    files = [InputFile(f"hdfs://nn/in/part-{i}.jsonl", 700, None) for i in range(3000)]
     assert plan(files, rec.ReaderConfig(), parallelism=CORES).remote_tasks == 2 * CORES
-    big = files + [InputFile("s3a://b/big.jsonl", 1 << 30, None)]
+    big = files + [InputFile("hdfs://nn/in/big.jsonl", 1 << 30, None)]
     assert plan(big, rec.ReaderConfig(), parallelism=CORES).remote_tasks == 0  # left to Spark
 
 
