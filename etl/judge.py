@@ -6,17 +6,24 @@ corresponding cleaning rules and filtering models are considered to be better".
 
 1. **Sample**: the input files (all, or ``judge.sample_files`` of them chosen by a seeded hash),
    the same for every variant.
-2. **Builds**: ``etl.corpus.build_corpus`` once per variant (its BuildConfig is the base config
-   plus the variant's keys), baseline first; one tokenizer for all: ``tokenizer.model`` when
-   given, else the one the baseline build trains. A variant that keeps no document is refused.
-3. **Ledger moves**: per variant, the records whose fate differs from the baseline's, counted by
+2. **Proxy vocabulary** (``judge.vocab_size`` > 0): a small SentencePiece model trained on the dev
+   set, independent of the build's tokenizer (``train_proxy_tokenizer``); every build tokenizes
+   with it. With ``judge.vocab_size = 0``: ``tokenizer.model`` when given, else the one the
+   baseline build trains.
+3. **Builds**: ``etl.corpus.build_corpus`` once per variant (its BuildConfig is the base config
+   plus the variant's keys), baseline first. A variant that keeps no document is refused.
+4. **Ledger moves**: per variant, the records whose fate differs from the baseline's, counted by
    (baseline outcome -> variant outcome), e.g. ``kept -> clean/too_short`` (``etl.judge_report``).
-4. **Dev set** (``etl.judge_dev``): dev documents that are exact or near duplicates of any
+5. **Dev set** (``etl.judge_dev``): dev documents that are exact or near duplicates of any
    variant's training documents are removed (the dedup machinery: a ``DedupIndex`` of every
    variant's documents, then ``dedup_phase``) and counted; the rest is tokenized into dev shards.
-5. **Proxy runs** (``trainer``, ``train.proxy`` in the job): checked before any starts (corpus
-   not empty, one tokenizer, dev set large enough), then one per (variant, seed), side by side.
-6. **Report**: ``judge.json`` and ``judge.html``; the ranking is by mean dev perplexity.
+6. **Proxy runs in rounds** (``trainer``, ``train.proxy`` in the job; ``run_rounds``): checked
+   before any starts (corpus not empty, one tokenizer, dev set large enough); the plan (seeds
+   from ``judge.prior_sd`` and ``judge.effect``, and its minimum detectable difference) logged
+   before the first run; every variant runs the same seeds; after each round the paired
+   comparisons (``etl.judge_stats``) decide: more seeds, more tokens, or stop.
+7. **Report**: ``judge.json`` and ``judge.html``; the ranking is by mean dev perplexity, each
+   variant's verdict against the baseline by its paired difference and MDD.
 
 The output directory is published atomically (``etl.publish``) and must be a local or shared
 file-system path: the proxy runs memory-map the shards from every Ray node.
@@ -295,6 +302,7 @@ def judge_rules(cfg: JudgeSection, builds: dict[str, BuildConfig], overrides: di
         raise JudgeError(f"the first variant must be {BASELINE}")
     t0 = time.monotonic()
     spark = spark or session("zhcorpus-judge", builds[BASELINE].spark)
+    given = builds[BASELINE]  # the config as given: judge.json records it, not the staging paths
     dev_docs, dev_counts = read_dev(spark, dev)  # a bad dev set is refused before any build
     files = sample_files(spark, inputs, cfg)
     with publish_dir(_local(output), overwrite, LocalStorage()) as out:
@@ -321,7 +329,7 @@ def judge_rules(cfg: JudgeSection, builds: dict[str, BuildConfig], overrides: di
         report = assemble(seeds=sorted({r["seed"] for r in results}), overrides=overrides, builds=reports,
                           moves=moves, checked=checked, results=results, plan=plan, power=cfg.power_spec,
                           dev=dev_summary, proxy=trainer.describe(), sample=files,
-                          config={"judge": dataclasses.asdict(cfg), "baseline": dataclasses.asdict(builds[BASELINE])},
+                          config={"judge": dataclasses.asdict(cfg), "baseline": dataclasses.asdict(given)},
                           timings=timings)
         report[TIMINGS]["total_s"] = round(time.monotonic() - t0, 1)
         out.write_text("judge.json", json.dumps(report, ensure_ascii=False, indent=1))

@@ -14,11 +14,13 @@ VARIANTS.toml has one table per variant, whose keys are build-config keys exactl
     "rules.length.min_chars" = 300
 
 The config (default jobs/configs/proxy.toml) is the build config at the top level (what every
-variant starts from, e.g. --set tokenizer.vocab_size=8000 or classify.spam_model=DIR) plus
-``[judge]`` (seeds, input sample) and ``[proxy]`` (the proxy's model, training and Ray settings;
+variant starts from, e.g. classify.spam_model=DIR) plus ``[judge]`` (the first seeds, the effect
+worth finding and the caps on seeds and tokens, the proxy's own vocabulary, the input sample;
+docs/judge.md) and ``[proxy]`` (the proxy's model, training and Ray settings;
 jobs/configs/proxy-350M.toml is PanGu-α's 350M proxy for a GPU cluster). DEV is JSONL or Parquet
-with a ``text`` column. Writes OUT/judge.json, OUT/judge.html, OUT/variants/NAME/ (each build),
-OUT/dev/ and OUT/runs/. Exit codes (jobs/cli.py): 0 done; 1 done, but some proxy runs failed (named
+with a ``text`` column. The minimum detectable difference planned is logged before training,
+and re-measured after every round. Writes OUT/judge.json, OUT/judge.html, OUT/tokenizer/ (the
+proxy vocabulary), OUT/variants/NAME/ (each build), OUT/dev/ and OUT/runs/. Exit codes (jobs/cli.py): 0 done; 1 done, but some proxy runs failed (named
 in judge.json and the log); 2 refused before training (bad variant key, empty variant corpus, dev
 set that overlaps everything, tokenizer mismatch, ...).
 """

@@ -155,7 +155,7 @@ def test_the_plan_before_training_and_the_escalation():
 
 
 def test_the_proxy_vocabulary_gives_characters_at_most_their_share():
-    counts = {"的": 50, "是": 30, "乎": 10, "之": 5, "乙": 5}  # ties by code point: 之 U+4E4B before 乙 U+4E59
+    counts = {"乙": 5, "是": 30, "之": 5, "的": 50, "乎": 10}  # ties by code point: 之 U+4E4B before 乙 U+4E59
     assert rare_characters(counts, 2) == "乎之乙" and rare_characters(counts, 4) == "乙"
     assert rare_characters(counts, 5) == ""
 
