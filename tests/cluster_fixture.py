@@ -330,6 +330,7 @@ def readme_binds(readme: Path = ROOT / "README.md") -> set[tuple[str, str]]:
 
 # --- the daemons' logs, for a failing test ------------------------------------------------------
 
+IMPORTED_AT = float(Path("/proc/uptime").read_text().split()[0])  # seconds since boot, as dmesg counts
 WATCHED: list[Path] = []  # roots of the clusters running now (``watched``): their logs are read on a failure
 CAUGHT: list[str] = []    # log tails read as a failure left a root that was then removed
 LOG_SUFFIXES = (".log", ".out", ".err")  # Ray's session logs, our daemon logs; Spark executors: stdout, stderr
@@ -355,11 +356,30 @@ def watched(root: Path, remove: bool = False) -> Iterator[Path]:
 
 
 def failure_logs() -> str:
-    """Tails of the logs of every cluster running now and of any a failure has just left; empty
-    when there is none. Clears what was caught."""
+    """Tails of the logs of every cluster running now and of any a failure has just left, after
+    the machine's state (``machine_state``); empty when there is none. Clears what was caught."""
     text = "\n".join([*CAUGHT, *(log_tails([r]) for r in WATCHED)]).strip()
     CAUGHT.clear()
-    return text
+    return f"{machine_state()}\n\n{text}" if text else ""
+
+
+def machine_state() -> str:
+    """Load average, available memory and the kernel's OOM kills since this module was imported
+    (``dmesg``, where readable): on a shared machine a failure is often its neighbours' doing (a
+    job driver SIGKILLed with exit code 137 was the kernel's global OOM killer)."""
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+    available = int(meminfo.get("MemAvailable", "0 kB").split()[0]) / 2**20
+    lines = [f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, "
+             f"{available:.1f} GiB of memory available"]
+    try:
+        kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return lines[0] + "; dmesg not readable"
+    for line in kernel:
+        m = re.match(r"\[\s*(\d+\.\d+)\]\s*(Out of memory: Killed process .*)", line)
+        if m and float(m[1]) >= IMPORTED_AT:
+            lines.append(f"kernel: {m[2][:200]}")
+    return "\n".join(lines if len(lines) > 1 else [lines[0] + "; no OOM kill since the tests started"])
 
 
 def log_files(root: Path) -> list[Path]:
