@@ -5,25 +5,22 @@ names the list's version. Terms and documents are matched NFKC-normalised and lo
 full-width ``ＱＱ`` matches ``qq``.
 
 Speed (issue 14): ``normalise`` skips NFKC when ``filters.text.scan`` finds no code point NFKC
-could change, and maps the common one-to-one cases (full-width forms, the ideographic space,
-compatibility ideographs) by table before CPython's quick check; the matcher is the Rust
+could change, and replaces the others by their decomposition (``filters.text.nfkc_lower``: full-width
+forms, the ideographic space, compatibility ideographs, "…") before CPython's quick check; the matcher is the Rust
 ``aho-corasick`` crate (overlapping matches: every occurrence of every term, as before).
 """
 
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import ahocorasick_rs
-import numpy as np
 
-from filters.text import FOLD, CharScan, char_table, scan
+from filters.text import CharScan, nfkc_lower
 
 # The bundled lists, through importlib.resources: a path from __file__ breaks when the project is
 # imported from a zip (spark-submit --py-files), where these are zip members, not files.
@@ -31,28 +28,9 @@ SENSITIVE_DIR = files("filters").parent / "sensitive_words"
 AD_KEYWORDS_FILE = files("filters") / "resources" / "ad_keywords.txt"
 
 
-@lru_cache(maxsize=None)
-def _fold_map() -> np.ndarray:
-    """code point -> its compatibility decomposition where that is one code point, else itself.
-    Replacing characters by their full decomposition leaves NFKD, hence NFKC, of the text as it
-    was, so the quick check after it is exact."""
-    table = np.arange(len(char_table()), dtype=np.uint32)
-    for cp in np.flatnonzero(char_table() & FOLD).tolist():
-        d = unicodedata.normalize("NFKD", chr(cp))
-        if len(d) == 1:
-            table[cp] = ord(d)
-    return table
-
-
 def normalise(text: str, scanned: CharScan | None = None) -> str:
     """NFKC, then lower case. ``scanned`` is ``filters.text.scan(text)`` when the caller has it."""
-    s = scanned if scanned is not None else scan(text)
-    if not s.flags & FOLD:
-        return text.lower()  # no code point NFKC could change
-    mapped = _fold_map()[s.codes].tobytes().decode("utf-32-le", "surrogatepass")
-    if not unicodedata.is_normalized("NFKC", mapped):
-        mapped = unicodedata.normalize("NFKC", mapped)
-    return mapped.lower()
+    return nfkc_lower(text, scanned)  # FOLD characters replaced by their NFKD, then the quick check
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import pytest
 from filters.classify import (MODEL_FILE, ModelError, TextClassifier, binary_metrics, pareto_draw, pareto_keep,
                               pareto_keep_probability, preprocess, preprocess_batch)
 from filters.segment import parity_sample
+from filters.keywords import normalise
 from filters.text import nfkc_lower_batch
 
 
@@ -32,9 +33,11 @@ def test_nfkc_lower_batch_is_unicodedata_on_every_code_point():
         texts = [context.format(c) for c in cps]
         for i in range(0, len(texts), 8192):
             part = texts[i:i + 8192]
-            assert nfkc_lower_batch(part) == [unicodedata.normalize("NFKC", t).lower() for t in part]
+            expected = [unicodedata.normalize("NFKC", t).lower() for t in part]
+            assert nfkc_lower_batch(part) == expected
+            assert [normalise(t) for t in part[::16]] == expected[::16]  # one text at a time (keywords)
     texts = ["等等…", "２５℃，５㎡", "\u1100\u1161\u11a8", "ΟΔΟΣ Σ", "a\x00b", "", "ＡＢＣ，ｄｅｆ。", "e\u0301"]
-    assert nfkc_lower_batch(texts) == [unicodedata.normalize("NFKC", t).lower() for t in texts]
+    assert nfkc_lower_batch(texts) == [unicodedata.normalize("NFKC", t).lower() for t in texts] == list(map(normalise, texts))
     assert nfkc_lower_batch(texts[:1]) == ["等等..."]
 
 
