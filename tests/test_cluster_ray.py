@@ -206,13 +206,13 @@ def test_submission_without_the_token_is_refused(two_nodes):
     bare_home = two_nodes.root / "bare-home"
     bare_home.mkdir(exist_ok=True)
     no_token = {**two_nodes.env, "HOME": str(bare_home)}
-    run = submit(two_nodes, "python", "-c", "print('ran')", env=no_token, timeout=120)
+    run = submit(two_nodes, "python", "-c", "print('ran')", env=no_token, timeout=300)
     assert run.returncode != 0 and "ran" not in run.stdout
     assert "Unauthorized" in run.stdout + run.stderr
     other = two_nodes.root / "other-token"
     other.write_text(secrets.token_hex(32))
     other.chmod(0o600)
-    run = submit(two_nodes, "python", "-c", "print('ran')", timeout=120,
+    run = submit(two_nodes, "python", "-c", "print('ran')", timeout=300,
                  env={**no_token, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(other)})
     assert run.returncode != 0 and "ran" not in run.stdout
     assert "Invalid authentication token" in run.stdout + run.stderr
