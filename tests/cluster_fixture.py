@@ -124,22 +124,30 @@ class Sessions:
 
     def stop(self, grace: float = 10.0) -> list[int]:
         """SIGTERM every process of every session, SIGKILL what is left after ``grace`` seconds;
-        returns the pids that had to be killed."""
-        pids = alive(self.pids())
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
+        returns the pids that had to be killed. The sessions are listed again at every step: a
+        process may start while they stop (a raylet or a Spark worker replacing a worker it just
+        lost), and one that was never signalled would outlive the teardown."""
+        termed: set[int] = set()
         deadline = time.monotonic() + grace
-        while alive(pids) and time.monotonic() < deadline:
+        while (pids := alive(self.pids())) and time.monotonic() < deadline:
+            for pid in set(pids) - termed:
+                _signal(pid, signal.SIGTERM)
+                termed.add(pid)
             time.sleep(0.2)
-        killed = alive(pids)
-        for pid in killed:
-            _signal(pid, signal.SIGKILL)
+        killed: set[int] = set()
+        for _ in range(50):  # SIGKILL cannot be caught: one round, or a few for late children
+            if not (pids := alive(self.pids())):
+                break
+            for pid in pids:
+                _signal(pid, signal.SIGKILL)
+            killed.update(pids)
+            time.sleep(0.1)
         for p in self.children:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        return killed
+        return sorted(killed)
 
 
 def _signal(pid: int, sig: int) -> None:
