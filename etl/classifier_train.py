@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.publish import publish_dir
-from filters.classify import (META_FILE, MODEL_FILE, PREPROCESS_VERSION, TrainParams, binary_metrics,
+from filters.classify import (META_FILE, MODEL_FILE, TrainParams, binary_metrics, preprocess_metadata,
                               choose_threshold, fasttext_line, positive_probs, preprocess, sha256_file, train_fasttext)
 
 log = logging.getLogger("zhcorpus")
@@ -170,7 +170,8 @@ def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
         model.save_model(staging.path(MODEL_FILE))
         meta = {
             "kind": cfg.kind, "labels": [neg, pos], "positive_label": pos,
-            "sha256": sha256_file(staging.path(MODEL_FILE)), "preprocess_version": PREPROCESS_VERSION,
+            "sha256": sha256_file(staging.path(MODEL_FILE)),
+            **preprocess_metadata(),  # the segmenter too: a worker loading the model skips the parity check
             "threshold": metrics["threshold"],
             "threshold_rule": cfg.threshold_rule,
             **({"keep_share": cfg.keep_share} if cfg.threshold_rule == "keep_reference" else {}),

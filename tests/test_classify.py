@@ -180,6 +180,7 @@ def test_train_save_load_predict_reaches_f1(kind, positive, seed_data, spark, tm
     epochs = [] if kind == "spam" else ["classifier.fasttext.epoch=30"]
     meta = _train(spark, [f"classifier.kind={kind}", *epochs], train_file, tmp_path / "model")
     assert meta["counts"]["valid"] and meta["sha256"]
+    assert meta["segmenter"]["engine"] == "rjieba" and meta["max_chars"] == 3000  # loads without a parity check
     model = TextClassifier(tmp_path / "model")
     probs = model.positive_prob([r["text"] for r in held])
     truth = np.array([r["label"] == positive for r in held])
