@@ -94,22 +94,31 @@ loopback_interface() {  # the name of the loopback network interface (IFF_LOOPBA
     echo lo
 }
 
-session_pids() {  # the pids of session $1
-    ps -eo pid=,sid= | awk -v s="$1" '$2 == s { print $1 }'
+session_pids() {  # the pids of session $1 (zombies left out: they are gone, their parent has not reaped them yet)
+    ps -eo pid=,sid=,stat= | awk -v s="$1" '$2 == s && $3 !~ /^Z/ { print $1 }'
 }
 
 stop() {
-    local sid pids grace=${RAY_NODE_STOP_GRACE:-10}
+    local sid pids pid grace=${RAY_NODE_STOP_GRACE:-10}
+    local -A termed=()
     [[ -s $temp_dir/node.sid ]] || { echo "ray-node: no node.sid in $temp_dir: nothing started there" >&2; return 1; }
     sid=$(cat "$temp_dir/node.sid")
-    pids=$(session_pids "$sid")
-    [[ -n $pids ]] && kill -TERM $pids 2> /dev/null || true
-    for ((i = 0; i < grace * 2; i++)); do
+    # The session is listed again at every step: a raylet may start a worker while the node stops,
+    # and a process never signalled would outlive the node.
+    for ((i = 0; i <= grace * 2; i++)); do
         pids=$(session_pids "$sid")
         [[ -z $pids ]] && break
+        for pid in $pids; do
+            [[ -n ${termed[$pid]:-} ]] || { kill -TERM "$pid" 2> /dev/null || true; termed[$pid]=1; }
+        done
         sleep 0.5
     done
-    [[ -n $pids ]] && kill -KILL $pids 2> /dev/null || true
+    for ((i = 0; i < 20; i++)); do  # SIGKILL what is left, and any child started meanwhile
+        pids=$(session_pids "$sid")
+        [[ -z $pids ]] && break
+        kill -KILL $pids 2> /dev/null || true
+        sleep 0.1
+    done
     rm -f "$temp_dir/node.sid"
 }
 
