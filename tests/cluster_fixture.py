@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import ipaddress
 import os
+import random
 import re
 import shutil
 import signal
@@ -36,6 +37,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+# free_port's ports: above Ray's worker ports (10002-19999, README port table), below the ephemeral range.
+HANDOUT = (20000, 32767)
+HANDED_OUT: set[int] = set()  # ports free_port gave out in this process
 SIOCGIFADDR = 0x8915  # <linux/sockios.h>: an interface's IPv4 address
 
 
@@ -46,10 +50,40 @@ def short_dir() -> Path:
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the OS picks one from its ephemeral range)."""
+    """A TCP port free on every interface now, for a daemon to bind later, never the same twice in
+    this process. Taken below the kernel's ephemeral range (``ephemeral_ports``) when there is room:
+    a port from that range may be given to any bind(0) or outgoing connection on the machine (Ray
+    makes dozens of each while a node starts) before the daemon binds it."""
+    low, high = HANDOUT[0], min(HANDOUT[1], ephemeral_ports()[0] - 1)
+    for _ in range(200 if high - low >= 1000 else 0):
+        port = random.randint(low, high)
+        if port not in HANDED_OUT and _bindable(port):
+            HANDED_OUT.add(port)
+            return port
+    while True:  # no room below the ephemeral range: the kernel's choice
+        with socket.socket() as s:
+            s.bind(("", 0))
+            if (port := s.getsockname()[1]) not in HANDED_OUT:
+                HANDED_OUT.add(port)
+                return port
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range for bind(0) and outgoing connections (Linux default 32768-60999)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
 
 
 def lan_interface() -> str | None:
