@@ -142,7 +142,10 @@ def run_night(spark, index: DedupIndex, night: pa.Table, cfg: DedupConfig, group
         seconds = time.perf_counter() - t0
     spark.sparkContext.setJobGroup("bench", "bench")
     index.retract("night")
-    lookup = result.report.get("index_lookup", {})
+    parts = result.report.get("index_lookup", {}).values()
+    lookup = {k: sum(p.get(k, 0) for p in parts) for k in ("rows_read", "rows_skipped", "row_groups_read",
+                                                            "row_groups_skipped", "files", "cpu_s", "matches")}
+    lookup["where"] = "+".join(sorted({p.get("where", "?") for p in parts}))
     return {"seconds": seconds, "cpu_s": cpu.seconds, "lookup_s": result.report["seconds"].get("index lookup", 0.0),
             "lookup": lookup, "duplicates": sorted(zip(dups.column("doc_id").to_pylist(),
                                                        dups.column("duplicate_of").to_pylist())),
@@ -183,7 +186,7 @@ def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores:
     return {"index_documents": docs, "index_rows": index_rows, "index_bytes": index_bytes(root),
             "seconds": round(med("seconds"), 2), "cpu_s": round(med("cpu_s"), 1), "lookup_s": round(lookup_s, 3),
             "lookup_where": where, "rows_per_s_per_core": round(index_rows / max(lookup_s, 1e-9)
-                                                              / (cores if where == "spark" else 1)),
+                                                              / (cores if "spark" in where else 1)),
             "decoded_rows_per_cpu_s": round(decoded), "row_groups_skipped": lookups[0].get("row_groups_skipped", 0),
             "row_groups_read": lookups[0].get("row_groups_read", 0),
             "shuffle_bytes": int(med("shuffle_write_bytes")), "lookup_shuffle_bytes": int(med("lookup_shuffle_bytes")),

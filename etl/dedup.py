@@ -315,7 +315,7 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     with phase(spark, "signatures + exact + candidate edges", report["seconds"]):
         report["candidate_edges"] = n_edges = edges.count()
     if index is not None and index.committed():
-        report["index_lookup"] = index.lookup_summary()
+        report["index_lookup"] = {"bands": index.lookup_summary()}  # the exact lookup's tasks ran in the same jobs
     if n_edges <= cfg.driver_max_edges:
         near, verified = _resolve_on_driver(docs, _collect_edges(edges, report), cfg, p, report)
         near = spark.createDataFrame(near, "doc_id string, duplicate_of string")
@@ -344,10 +344,11 @@ def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashP
     if index is not None and index.committed():
         with phase(spark, "index lookup", report["seconds"]):
             seen = _exact_prior_arrow(unique, index)
+            report["index_lookup"] = {"exact": index.lookup_summary()}
             exact = pa.concat_tables([exact, seen.cast(exact.schema)])
             unique = unique.filter(pc.invert(pc.is_in(unique.column("doc_id"), value_set=seen.column("doc_id"))))
             prior = index.touched_arrow(dl.band_table(unique, p.bands).select(["band", "key"]))
-            report["index_lookup"] = index.lookup_summary()
+            report["index_lookup"]["bands"] = index.lookup_summary()
     with phase(spark, "exact + candidate edges (driver)", report["seconds"]):
         rows = dl.band_table(unique, p.bands)
         tbl = dl.candidate_edges_local(rows, unique.select(["doc_id", "quality_score"]), prior, cfg.all_pairs_max)

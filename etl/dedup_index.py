@@ -75,9 +75,11 @@ class IndexConfig:
     # Rows of a row group: a lookup reads a group's keys only if its min/max statistics admit
     # one of the night's keys.
     row_group_rows: int = 65536
-    # Appends, lookups and compactions of up to this many rows run on the driver with pyarrow
-    # (no Spark job: ~0.1 s a million rows); larger ones in Spark tasks, one per bucket.
-    driver_max_rows: int = 4_000_000
+    # Lookups, appends and compactions of up to this many index rows run on the driver with
+    # pyarrow: a lookup reads ~100 M key rows a second there, while a Spark job costs a second
+    # or more before it reads anything (bench.bench_nightly); an append holds its rows in Arrow
+    # (~30 bytes a row). Larger ones run in Spark tasks, a share of the buckets each.
+    driver_max_rows: int = 20_000_000
 
 
 class IndexSettingsMismatch(ValueError):
@@ -135,6 +137,7 @@ class DedupIndex:
         self.cfg = cfg or IndexConfig()
         self.storage = HadoopStorage(spark)
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
+        self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
         self._check_settings()
 
     @classmethod
@@ -170,7 +173,8 @@ class DedupIndex:
     # --- segments -------------------------------------------------------------------------------
 
     def _commits(self) -> list[dict]:
-        """Every commit file's record, by sequence (a legacy record gains its kind)."""
+        """Every commit file's record, by sequence (a legacy record gains its kind). A commit
+        file is written once, by rename: records are cached by (name, length, mtime)."""
         commits = self._Path(self.root, "commits")
         if not self.fs.exists(commits):
             return []
@@ -178,11 +182,13 @@ class DedupIndex:
         for st in self.fs.listStatus(commits):
             name = st.getPath().getName()
             if name.endswith(".json"):
-                rec = json.loads(self._read(st.getPath()))
-                rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
-                rec.setdefault("kind", "legacy")
-                rec["_file"] = name
-                out.append(rec)
+                stamp = (name, st.getLen(), st.getModificationTime())
+                if stamp not in self._records:
+                    rec = json.loads(self._read(st.getPath()))
+                    rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
+                    rec.setdefault("kind", "legacy")
+                    self._records[stamp] = {**rec, "_file": name}
+                out.append(self._records[stamp])
         return sorted(out, key=lambda r: r["sequence"])
 
     def segments(self) -> list[Segment]:
@@ -284,16 +290,43 @@ class DedupIndex:
         return found.select(["exact_key", "doc_id"])
 
     def _lookup_arrow(self, parts: np.ndarray, keys: np.ndarray, columns: list[str], band_rows: bool) -> pa.Table:
+        """Driver-held queries looked up on the driver, or, above ``driver_max_rows`` index rows,
+        in Spark tasks that each get a share of the (part, bucket) groups with their keys: no
+        shuffle at all, the keys travel with the tasks."""
         segs = self.segments()
+        cat = self.catalog(segs)
         size = sum(s.docs for s in segs) * (self.params.bands if band_rows else 1)
-        if size > self.cfg.driver_max_rows and len(keys):
-            table = pa.table({"part": pa.array(parts, pa.int32()), "key": pa.array(keys, pa.int64())})
-            found = self._lookup_spark(self.spark.createDataFrame(table), columns, segs)
-            return found.toArrow()
         t0, stats = time.perf_counter(), ScanStats()
-        found = ixf.lookup(self.catalog(segs), parts, keys, columns, stats)
-        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": "driver"}
+        if size <= self.cfg.driver_max_rows or not len(keys):
+            found, where = ixf.lookup(cat, parts, keys, columns, stats), "driver"
+        else:
+            found, where = self._lookup_in_tasks(cat, parts, keys, columns, stats), "spark"
+        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
         return found
+
+    def _lookup_in_tasks(self, cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str],
+                         stats: ScanStats) -> pa.Table:
+        buckets = ixf.bucket_of(keys, cat.route)
+        order = np.lexsort((buckets, parts))
+        cut = np.flatnonzero((np.diff(parts[order]) != 0) | (np.diff(buckets[order]) != 0)) + 1
+        groups = np.split(order, cut)
+        sc = self.spark.sparkContext
+        n = max(1, min(len(groups), 2 * sc.defaultParallelism))
+        shares = [(parts[rows], keys[rows]) for rows in (np.concatenate(groups[i::n]) for i in range(n))]
+        cat_bc = sc.broadcast(cat)
+
+        def task(share):
+            st = ScanStats()
+            return [(ixf.lookup(cat_bc.value, share[0], share[1], columns, st), st)]
+
+        sc.setJobDescription("dedup: index lookup")
+        try:
+            results = sc.parallelize(shares, n).flatMap(task).collect()
+        finally:
+            sc.setJobDescription(None)
+        for _, st in results:
+            stats.add(st)
+        return pa.concat_tables([t for t, _ in results])
 
     def touched(self, rows: DataFrame) -> DataFrame:
         """``touched_arrow`` for a night too large to collect: (band, key, doc_id), found by

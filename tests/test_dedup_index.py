@@ -6,6 +6,7 @@ an index that reads the same and that the next writer finishes."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -93,6 +94,9 @@ def test_lookup_on_the_driver_and_in_spark_equals_a_full_join(spark, three_batch
     night = spark.createDataFrame(three_batches["queries"])
     assert _rows(index.touched(night).toArrow()) == want
     assert index.lookup_summary()["matches"] == len(want)
+    in_tasks = DedupIndex(spark, three_batches["root"], PARAMS, replace(SMALL, driver_max_rows=0))
+    assert _rows(in_tasks.touched_arrow(three_batches["queries"])) == want
+    assert in_tasks.lookup_summary()["where"] == "spark" and in_tasks.lookup_summary()["matches"] == len(want)
     exact = pa.concat_tables(three_batches["exact"])
     asked = pa.concat_arrays([exact.column("exact_key").combine_chunks().slice(295, 10), pa.array(["f" * 32])])
     assert _rows(index.exact_arrow(asked)) == _rows(exact.slice(295, 10))
@@ -120,6 +124,28 @@ def test_compaction_keeps_every_row_and_bounds_the_files(spark, three_batches, t
     assert _rows(index.bands().toArrow()) == sorted(r for b in three_batches["bands"] for r in _rows(b))
     with pytest.raises(IndexCompacted, match="r2 was merged"):
         index.retract("r2")
+
+
+def test_appends_and_compactions_in_spark_tasks_write_what_the_driver_writes(spark, three_batches, tmp_path):
+    """driver_max_rows 0: the batch is written by Spark tasks (rows partitioned and sorted by
+    band and bucket), the compaction's buckets merged by Spark tasks."""
+    import shutil
+
+    rng = np.random.default_rng(5)
+    root = str(tmp_path / "idx")
+    shutil.copytree(three_batches["root"], root)
+    b4, e4, _ = _batch(rng, "d", 250)
+    index = DedupIndex(spark, root, PARAMS, replace(SMALL, driver_max_rows=0))
+    index.append(spark.createDataFrame(b4), spark.createDataFrame(e4), "r4")
+    written = index.segments()[-1]
+    assert written.bits >= 1 and written.docs == 250 and {f.part for f in written.files} == {-1, 0, 1, 2, 3}
+    everything = three_batches["bands"] + [b4]
+    queries = pa.concat_tables([three_batches["queries"], b4.slice(100, 20).select(["band", "key"])])
+    assert _rows(index.touched_arrow(queries)) == _reference(everything, queries)
+    summary = index.compact(full=True)
+    assert summary["where"] == "spark" and index.describe()["documents"] == 650
+    assert _rows(index.bands().toArrow()) == sorted(r for b in everything for r in _rows(b))
+    assert _rows(index.touched_arrow(queries)) == _reference(everything, queries)
 
 
 class Killed(BaseException):

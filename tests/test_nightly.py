@@ -180,3 +180,111 @@ def test_three_nights_through_the_cli(tmp_path):
     assert [c.split("-", 1)[1] for c in commits] == ["v000001.json", "v000002.json", "v000003.json"]
     dups = pq.read_table(corpus / "versions" / "v000003" / "duplicates").to_pylist()
     assert [(d["doc_id"], d["duplicate_of"]) for d in dups] == [("n2-copy", "n0-0")]
+
+
+class Killed(BaseException):
+    """Raised at a failpoint instead of SIGKILL (this test runs in the pytest process): the
+    refresh and the compaction have no handler that tidies up, so what stays on disk is what a
+    killed run leaves, except the lock (the SIGKILL tests above cover its takeover)."""
+
+
+def _year_of_nights(nights: int) -> list[dict]:
+    """Night k's records (two new pages; every third night a near copy of a page of night k // 2,
+    every fifth an exact copy of one of night k - 1) and what its dedup must find."""
+    from demo.sources import news_pages
+
+    pages = iter(["\n".join([t, *p]) for t, p, _ in news_pages()[:800] if sum(map(len, p)) > 300])
+    texts, plan = {}, []
+    for k in range(nights):
+        rows = [{"id": f"n{k:02d}-{i}", "text": next(pages)} for i in range(20 if k == 0 else 2)]
+        dups = {}
+        if k and k % 3 == 0:
+            src = f"n{k // 2:02d}-1"
+            rows.append({"id": f"n{k:02d}-near", "text": texts[src][:100] + "的" + texts[src][101:]})
+            dups[f"n{k:02d}-near"] = src
+        if k and k % 5 == 0:
+            src = f"n{k - 1:02d}-0"
+            rows.append({"id": f"n{k:02d}-same", "text": texts[src]})
+            dups[f"n{k:02d}-same"] = src
+        texts.update({r["id"]: r["text"] for r in rows})
+        plan.append({"rows": rows, "kept": sorted(r["id"] for r in rows if r["id"] not in dups), "dups": dups})
+    return plan
+
+
+def _arrives(crawl: Path, k: int, rows: list[dict]) -> None:
+    """Night k's file lands in the crawl (later mtime than every earlier night's)."""
+    path = crawl / f"night-{k:02d}.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    os.utime(path, ns=((1_700_000_000 + k * 1000) * 10**9,) * 2)
+
+
+def test_thirty_nights_one_killed_before_publishing_one_while_compacting(spark, tmp_path, monkeypatch):
+    """Issue 24: a month of small nights through etl.nightly, with compaction after 3 segments:
+    every version's corpus.json, ledger and duplicates, and the index, are what the plan says."""
+    import etl.dedup_index
+    import etl.nightly
+    from etl.dedup_index import DedupIndex
+    from train.indexed_dataset import open_shards
+
+    crawl, corpus = tmp_path / "crawl", tmp_path / "corpus"
+    crawl.mkdir()
+    plan = _year_of_nights(30)
+    cfg = load_config(RefreshConfig, None, SETTINGS + ["tokenizer.vocab_size=1300", "dedup.index.compact_after=3"])
+    kills = {12: (etl.nightly, "refresh:manifest_written"), 20: (etl.dedup_index, "index:compaction_written")}
+    compactions = []
+    for k in range(30):
+        _arrives(crawl, k, plan[k]["rows"])
+        if k in kills:
+            module, point = kills[k]
+            monkeypatch.setattr(module, "failpoint", lambda name, p=point: _raise_at(name, p))
+            with pytest.raises(Killed):
+                refresh(cfg, str(crawl), str(corpus), spark=spark)
+            monkeypatch.undo()
+            assert published_version(corpus) == f"v{k + (point.startswith('index')):06d}"
+            if point.startswith("index"):  # published; the re-run finds nothing new and finishes the compaction
+                again = refresh(cfg, str(crawl), str(corpus), spark=spark)
+                assert again["published"] is None and again["compaction"] is not None
+                compactions.append(again["compaction"])
+                continue
+        result = refresh(cfg, str(crawl), str(corpus), spark=spark)
+        assert result["published"] == f"v{k + 1:06d}"
+        assert result["index"]["segments"] <= 3
+        compactions += [result["compaction"]] if result["compaction"] else []
+    assert len(compactions) >= 8  # more than 3 segments every few nights
+    _check_versions(corpus, plan)
+    index = DedupIndex(spark, str(corpus / "dedup-index"), cfg.dedup.minhash.resolved(), cfg.dedup.index)
+    kept = sorted(d for night in plan for d in night["kept"])
+    assert index.describe()["documents"] == len(kept) and index.describe()["max_files_per_bucket"] <= 3
+    assert sorted(index.exact().toArrow().column("doc_id").to_pylist()) == kept
+    on_disk = sorted(p.name for top in ("batches", "compacted") for p in (corpus / "dedup-index" / top).glob("*"))
+    assert on_disk == sorted(index.committed())  # nothing left of the killed night or the killed compaction
+    manifest = json.loads((corpus / "versions" / "v000030" / "corpus.json").read_text())
+    assert sum(len(s) for s in open_shards(corpus / "versions" / "v000030" / "corpus.json")) == len(kept)
+    assert manifest["totals"]["documents"] == len(kept)
+
+
+def _raise_at(name: str, point: str) -> None:
+    if name == point:
+        raise Killed(name)
+
+
+def published_version(corpus: Path) -> str:
+    return (corpus / "CURRENT").read_text().strip()
+
+
+def _check_versions(corpus: Path, plan: list[dict]) -> None:
+    """Each version: corpus.json lists every version so far and their documents; the ledger
+    balances; duplicates/ and documents/ are the plan's."""
+    total = 0
+    for k, night in enumerate(plan):
+        v = corpus / "versions" / f"v{k + 1:06d}"
+        total += len(night["kept"])
+        manifest = json.loads((v / "corpus.json").read_text())
+        assert manifest["versions"] == [f"v{i:06d}" for i in range(1, k + 2)]
+        assert manifest["totals"]["documents"] == total
+        report = json.loads((v / "report.json").read_text())
+        assert report["input"]["records"] == report["documents"] + report["rejected"] + report["duplicates"]
+        assert (report["documents"], report["rejected"]) == (len(night["kept"]), 0), v.name
+        dups = {r["doc_id"]: r["duplicate_of"] for r in pq.read_table(v / "duplicates").to_pylist()}
+        assert dups == night["dups"], v.name
+        assert sorted(pq.read_table(v / "documents", columns=["doc_id"]).column("doc_id").to_pylist()) == night["kept"]
