@@ -163,6 +163,10 @@ def list_files(uri: str, access: S3Access) -> list[tuple[str, int]]:
             return [(uri, info.size)]
         found = fs.get_file_info(pafs.FileSelector(f"{bucket}/{root}", recursive=True, allow_not_found=True))
     objects = [(f.path, f.size) for f in found if f.type == pafs.FileType.File]
+    if not objects:
+        with _refusals(uri, access):  # a missing bucket lists as empty under a missing prefix
+            if fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+                raise S3BucketMissing(f"input bucket does not exist on {access.endpoint or 'AWS'}: {uri}")
     if glob:
         pattern = key.split("/")
         objects = [(p, n) for p, n in objects
