@@ -9,7 +9,7 @@ process, uploads both, then reads each file through the reader (``etl.readers.pl
 read in a fresh Python process (one core: the ranges one after another), ``--repeat`` times.
 Reports per file and source the median MB/s of wall time, MB/s per CPU-second of the reading
 process (= per core; the server's CPU is its own process's), the reader's peak RSS, and the ratio
-remote / local (peak RSS beside the RSS after the imports, so the reading's own share shows). The anchor is the local read of the same file in the same run. Moto is a Python
+remote / local (peak RSS while reading, the imports' peak reset, beside the RSS before reading). The anchor is the local read of the same file in the same run. Moto is a Python
 server: on loopback it, not the network, bounds the remote figure, so the ratio is a floor
 for a real store. Spark is not started (its start and scheduling are the same for both).
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import resource
 import socket
 import statistics
 import subprocess
@@ -100,7 +99,8 @@ def read_child(where: str, size: int, url: str) -> dict:
     cfg = rec.ReaderConfig(split_bytes=SPLIT, s3=S3Config(endpoint_override=url))
     s3 = S3Access.resolve(cfg.s3, {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
     files = [readers.InputFile(where, size, where)]
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the imports' share
+    base_rss = _vm("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS: the peak below is the reading's
     wall, cpu = time.perf_counter(), time.process_time()
     plan = readers.plan(files, cfg, parallelism=1, s3=s3)
     records = chars = 0
@@ -112,7 +112,15 @@ def read_child(where: str, size: int, url: str) -> dict:
                     chars += len(row["text"] or "")
     return {"records": records, "chars": chars, "ranges": plan.ranges, "wall_s": time.perf_counter() - wall,
             "cpu_s": time.process_time() - cpu, "base_rss_mb": base_rss,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mb": _vm("VmHWM")}
+
+
+def _vm(field: str) -> float:
+    """A /proc/self/status memory figure, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise KeyError(field)
 
 
 def measure(where: str, size: int, url: str) -> dict:
