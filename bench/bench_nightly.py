@@ -248,21 +248,26 @@ def main(argv: list[str] | None = None) -> int:
         for k in args.sizes:
             runs[k].append(run_night(spark, indexes[k][0], night, cfg, f"night-{k}x-{rep}"))
             log.warning("%dx repeat %d: %.1f s", k, rep, runs[k][-1]["seconds"])
-    found = {k: {d for d, _ in r[0]["duplicates"]} for k, r in runs.items()}
-    assert all(f == set(copies) for f in found.values()), "every index size must find the planted copies"
+    found = {k: r[0]["duplicates"] for k, r in runs.items()}
+    first = found[min(args.sizes)]
+    missed = set(copies.items()) - set(first)
+    assert not missed and all(f == first for f in found.values()), \
+        f"every index size must find the same duplicates, the planted copies among them (missed: {sorted(missed)[:5]})"
     sizes = {k: summarise(runs[k], *indexes[k], k * args.night_docs, cores) for k in args.sizes}
     year = None
     if args.nights:
         ycfg = replace(cfg, index=IndexConfig())
         year = {**year_of_nights(spark, work / "year", ycfg, args.nights, args.small_docs),
                 "compact_after": ycfg.index.compact_after}
-    report = {"date": time.strftime("%Y-%m-%d"), "cores": cores, "night_docs": args.night_docs, "sizes": sizes,
+    report = {"date": time.strftime("%Y-%m-%d"), "cores": cores, "night_docs": args.night_docs,
+              "planted_copies": len(copies), "duplicates_found": len(first), "sizes": sizes,
               "year": year, "load_average": list(map(float, Path("/proc/loadavg").read_text().split()[:3]))}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(sizes, year))
     big, small = sizes[max(args.sizes)], sizes[min(args.sizes)]
-    print(f"\n100x/1x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); shuffle bytes "
+    print(f"\n{len(copies)} planted copies, {len(first)} duplicates found at every size.")
+    print(f"100x/1x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); shuffle bytes "
           f"{small['shuffle_bytes']:,} -> {big['shuffle_bytes']:,} for an index {big['index_bytes'] / small['index_bytes']:.0f}x "
           f"larger; {report['load_average']} load average at the end")
     return 0

@@ -381,12 +381,14 @@ class DedupIndex:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
         deterministic batch name (e.g. the corpus version), so that ``retract`` can undo it."""
         run = self._new_name(run)
-        docs = exact.count()
-        bits = self._bits(docs)
-        if docs * self.params.bands <= self.cfg.driver_max_rows:
-            files = self._write_local(f"batches/{run}", bands.select("band", "key", "doc_id").toArrow(),
-                                      exact.select("exact_key", "doc_id").toArrow(), bits)
+        local_docs = self.cfg.driver_max_rows // self.params.bands
+        head = exact.select("exact_key", "doc_id").limit(local_docs + 1).toArrow()  # one job, not a count and a collect
+        if len(head) <= local_docs:
+            docs, bits = len(head), self._bits(len(head))
+            files = self._write_local(f"batches/{run}", bands.select("band", "key", "doc_id").toArrow(), head, bits)
         else:
+            docs = exact.count()
+            bits = self._bits(docs)
             files = (self._write_spark(f"batches/{run}", bands.select(F.col("band").alias("part"), "key", "doc_id"), bits)
                      + self._write_spark(f"batches/{run}", exact.select(F.lit(EXACT).alias("part"), "exact_key",
                                                                          "doc_id"), bits))

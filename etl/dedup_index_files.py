@@ -146,10 +146,12 @@ def write_sorted(fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, 
     return files
 
 
-def _keys(pf: pq.ParquetFile, group: int, part: int) -> np.ndarray:
+def _keys(pf: pq.ParquetFile, groups: list[int]) -> np.ndarray:
+    """The key column of ``groups``, in one read (one thread: the lookup runs one per core)."""
     if "key" in pf.schema_arrow.names:
-        return pf.read_row_group(group, columns=["key"]).column(0).to_numpy()
-    return exact_hash(pf.read_row_group(group, columns=["exact_key"]).column(0))  # a legacy exact file
+        return pf.read_row_groups(groups, columns=["key"], use_threads=False).column(0).to_numpy()
+    exact = pf.read_row_groups(groups, columns=["exact_key"], use_threads=False).column(0)
+    return exact_hash(exact)  # a legacy exact file
 
 
 def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -165,32 +167,40 @@ def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return starts + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def lookup_file(fs: pafs.FileSystem, path: str, part: int, queries: np.ndarray, columns: list[str],
+def lookup_file(fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: list[str],
                 stats: ScanStats) -> pa.Table | None:
-    """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique)."""
+    """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique).
+    Reads the key column of the row groups whose min/max admit a query, then ``columns`` of
+    the row groups that hold a match only."""
     pf = pq.ParquetFile(fs.open_input_file(path))
-    md = pf.metadata
-    names = pf.schema_arrow.names
+    md, names = pf.metadata, pf.schema_arrow.names
     ki = names.index("key") if "key" in names else None
     stats.files += 1
-    found = []
+    groups = []
     for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        st = rg.column(ki).statistics if ki is not None else None
+        st = md.row_group(g).column(ki).statistics if ki is not None else None
         if st is not None and st.has_min_max and np.searchsorted(queries, st.min, "left") == \
                 np.searchsorted(queries, st.max, "right"):
             stats.row_groups_skipped += 1
-            stats.rows_skipped += rg.num_rows
-            continue
-        keys = _keys(pf, g, part)
-        stats.row_groups_read += 1
-        stats.rows_read += len(keys)
-        rows = _matching_rows(keys, queries)
-        if len(rows):
-            got = pf.read_row_group(g, columns=[c for c in columns if c in names]).take(pa.array(rows))
-            found.append(got.append_column("key", pa.array(keys[rows], pa.int64())))
-    stats.matches += sum(len(t) for t in found)
-    return pa.concat_tables(found) if found else None
+            stats.rows_skipped += md.row_group(g).num_rows
+        else:
+            groups.append(g)
+    if not groups:
+        return None
+    keys = _keys(pf, groups)
+    stats.row_groups_read += len(groups)
+    stats.rows_read += len(keys)
+    rows = _matching_rows(keys, queries)
+    if not len(rows):
+        return None
+    starts = np.cumsum([0] + [md.row_group(g).num_rows for g in groups])
+    in_group = np.searchsorted(starts, rows, "right") - 1  # index into ``groups`` of each matched row
+    hit = np.unique(in_group)
+    hit_starts = np.cumsum(np.r_[0, starts[hit + 1] - starts[hit]])  # where each hit group begins in the read
+    at = rows - starts[in_group] + hit_starts[np.searchsorted(hit, in_group)]
+    got = pf.read_row_groups([groups[i] for i in hit], columns=[c for c in columns if c in names], use_threads=False)
+    stats.matches += len(rows)
+    return got.take(pa.array(at)).append_column("key", pa.array(keys[rows], pa.int64()))
 
 
 @dataclass
@@ -233,7 +243,7 @@ def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str]
             continue
         part, queries = int(parts[lo]), np.unique(keys[lo:hi])
         for path in cat.paths(part, int(buckets[lo])):
-            got = lookup_file(fs, f"{root}/{path}", part, queries, columns, stats)
+            got = lookup_file(fs, f"{root}/{path}", queries, columns, stats)
             if got is not None:
                 out.append(got.append_column("part", pa.array(np.full(len(got), part, np.int32))))
     stats.cpu_s += time.process_time() - t0
