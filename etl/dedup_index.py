@@ -5,7 +5,8 @@ Layout (any Hadoop path; the files themselves are read and written with pyarrow,
 ``etl.dedup_index_files`` for their format):
 
     INDEX/settings.json                  the MinHash settings that built it; other settings are refused
-    INDEX/batches/<run>/                 a batch: one build's survivors (bands/band=B/bucket=K/, exact/bucket=K/)
+    INDEX/batches/<run>/                 a batch: one build's survivors (bands/band=B/bucket=K/,
+                                         exact/bucket=K/, docs/bucket=K/)
     INDEX/compacted/<name>/              a compacted segment: several batches merged, same layout
     INDEX/commits/<seq>-<name>.json      written last, by rename: a segment exists only once committed;
                                          it lists the segment's files (and, for a compaction, the
@@ -43,7 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl import dedup_index_files as ixf
-from etl.dedup_index_files import EXACT, Catalog, FileOptions, IndexFile, ScanStats
+from etl.dedup_index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
 from etl.failpoints import failpoint
 from etl.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
@@ -52,9 +53,9 @@ log = logging.getLogger("zhcorpus")
 FORMAT_VERSION = 1
 BANDS_SCHEMA = "band int, key bigint, doc_id string"  # what etl.dedup.band_rows writes
 EXACT_SCHEMA = "exact_key string, doc_id string"
-# Bytes of a band row on disk (8 of key, ~12 of zstd doc_id, measured on bench_nightly's ids):
-# turns target_file_mb into rows.
-BAND_ROW_BYTES = 20
+# Bytes of a band row on disk (key and doc hash: two incompressible int64): turns target_file_mb
+# into rows.
+BAND_ROW_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ class DedupIndex:
         return [self._segment(c) for c in commits if c["sequence"] not in replaced]
 
     def _segment(self, c: dict) -> Segment:
-        if c["kind"] == "legacy":
+        if c["kind"] == "legacy":  # read by Spark (_legacy_frame) until a compaction rewrites it
             files = tuple(self._legacy_files(c["name"]))
             docs = sum(f.rows for f in files if f.part == EXACT)
             return Segment(c["name"], c["sequence"], "legacy", 0, docs, files)
@@ -207,8 +208,8 @@ class DedupIndex:
                        tuple(c.get("replaces", [])))
 
     def _legacy_files(self, run: str) -> list[IndexFile]:
-        """A batch written before buckets: Spark's partitionBy("band") files, unsorted. Rows are
-        estimated from file sizes (used only to plan compactions)."""
+        """A batch written before buckets and doc hashes: Spark's partitionBy("band") files of
+        (key, doc_id), unsorted. Rows are estimated from file sizes (only counted, never planned on)."""
         out = []
         for part in ("bands", "exact"):
             base = self._Path(self.root, f"batches/{run}/{part}")
@@ -230,8 +231,9 @@ class DedupIndex:
         return [s.name for s in self.segments()]
 
     def catalog(self, segments: list[Segment] | None = None) -> Catalog:
+        """The files lookups and compactions read with pyarrow (every segment but legacy ones)."""
         segs = self.segments() if segments is None else segments
-        return Catalog.of(self.root.toString(), [f for s in segs for f in s.files])
+        return Catalog.of(self.root.toString(), [f for s in segs if s.kind != "legacy" for f in s.files])
 
     def describe(self) -> dict:
         """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
@@ -251,22 +253,34 @@ class DedupIndex:
     # --- reading as tables ----------------------------------------------------------------------
 
     def bands(self) -> DataFrame | None:
-        """(band, key, doc_id) of every live segment, as one frame (a full read: lookups use
-        ``touched``). Each segment is its own partitioned root, read with its own ``basePath``:
-        Spark refuses several partitioned roots in one read (CONFLICTING_DIRECTORY_STRUCTURES)."""
-        return self._read_segments("bands", "key bigint, doc_id string", ["band", "key", "doc_id"])
-
-    def exact(self) -> DataFrame | None:
-        return self._read_segments("exact", "exact_key string, doc_id string", ["exact_key", "doc_id"])
-
-    def _read_segments(self, part: str, schema: str, columns: list[str]) -> DataFrame | None:
-        """The schema is given, not inferred: a batch of a night that kept nothing has no files."""
+        """(band, key, doc_id) of every live segment, as one frame (a full read and a join with
+        the doc_ids: lookups use ``touched``). Each segment's parts are read with their own
+        ``basePath``: Spark refuses several partitioned roots in one read."""
         frames = []
         for s in self.segments():
-            if any((f.part == EXACT) == (part == "exact") for f in s.files):
-                base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
-                frames.append(self.spark.read.schema(schema).option("basePath", base).parquet(base).select(*columns))
+            if s.kind == "legacy":
+                frames.append(self._legacy_frame(s, "bands"))
+            elif any(f.part >= 0 for f in s.files):
+                docs = self._frame(s, "docs", "key bigint, doc_id string").select(F.col("key").alias("doc"), "doc_id")
+                rows = self._frame(s, "bands", "key bigint, doc bigint").select("band", "key", "doc")
+                frames.append(rows.join(docs, "doc").select("band", "key", "doc_id"))
         return reduce(DataFrame.unionByName, frames) if frames else None
+
+    def exact(self) -> DataFrame | None:
+        """(exact_key, doc_id) of every live segment."""
+        frames = [self._legacy_frame(s, "exact") if s.kind == "legacy"
+                  else self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
+                  for s in self.segments() if any(f.part == EXACT for f in s.files)]
+        return reduce(DataFrame.unionByName, frames) if frames else None
+
+    def _frame(self, s: Segment, part: str, schema: str) -> DataFrame:
+        base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
+        return self.spark.read.schema(schema).option("basePath", base).parquet(base)
+
+    def _legacy_frame(self, s: Segment, part: str) -> DataFrame:
+        if part == "bands":
+            return self._frame(s, "bands", "key bigint, doc_id string").select("band", "key", "doc_id")
+        return self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
 
     @staticmethod
     def _dir(s: Segment) -> str:
@@ -276,36 +290,42 @@ class DedupIndex:
 
     def touched_arrow(self, rows: pa.Table) -> pa.Table:
         """Indexed (band, key, doc_id) rows in the buckets of ``rows`` (band, key): the night's
-        candidate lookup, on the driver for an index of up to ``driver_max_rows`` band rows."""
+        candidate lookup (``ixf.lookup_named``), on the driver or in Spark tasks by index size."""
+        segs, stats, t0 = self.segments(), ScanStats(), time.perf_counter()
         parts = rows.column("band").to_numpy().astype(np.int32)
-        keys = rows.column("key").to_numpy()
-        found = self._lookup_arrow(parts, keys, ["doc_id"], band_rows=True)
-        return found.select(["part", "key", "doc_id"]).rename_columns(["band", "key", "doc_id"])
+        out, where = self._lookup_arrow(segs, parts, rows.column("key").to_numpy(), None, stats)
+        out = out.rename_columns(["band", "key", "doc_id"])
+        if any(s.kind == "legacy" for s in segs):
+            out = pa.concat_tables([out, self._legacy_touched(segs, self.spark.createDataFrame(rows)).toArrow()
+                                    .cast(out.schema)])
+        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
+        return out
 
     def exact_arrow(self, exact_keys: pa.Array | pa.ChunkedArray) -> pa.Table:
         """Indexed (exact_key, doc_id) rows whose exact key is among ``exact_keys``."""
+        segs, stats, t0 = self.segments(), ScanStats(), time.perf_counter()
         keys = ixf.exact_hash(exact_keys)
-        found = self._lookup_arrow(np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], band_rows=False)
-        found = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys)))
-        return found.select(["exact_key", "doc_id"])
-
-    def _lookup_arrow(self, parts: np.ndarray, keys: np.ndarray, columns: list[str], band_rows: bool) -> pa.Table:
-        """Driver-held queries looked up on the driver, or, above ``driver_max_rows`` index rows,
-        in Spark tasks that each get a share of the (part, bucket) groups with their keys: no
-        shuffle at all, the keys travel with the tasks."""
-        segs = self.segments()
-        cat = self.catalog(segs)
-        size = sum(s.docs for s in segs) * (self.params.bands if band_rows else 1)
-        t0, stats = time.perf_counter(), ScanStats()
-        if size <= self.cfg.driver_max_rows or not len(keys):
-            found, where = ixf.lookup(cat, parts, keys, columns, stats), "driver"
-        else:
-            found, where = self._lookup_in_tasks(cat, parts, keys, columns, stats), "spark"
+        found, where = self._lookup_arrow(segs, np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], stats)
+        out = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys))).select(
+            ["exact_key", "doc_id"])
+        legacy = [s for s in segs if s.kind == "legacy"]
+        if legacy:
+            asked = self.spark.createDataFrame(pa.table({"exact_key": exact_keys}))
+            extra = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
+            out = pa.concat_tables([out, extra.join(asked, "exact_key", "left_semi").toArrow().cast(out.schema)])
         self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
-        return found
+        return out
 
-    def _lookup_in_tasks(self, cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str],
-                         stats: ScanStats) -> pa.Table:
+    def _lookup_arrow(self, segs: list[Segment], parts: np.ndarray, keys: np.ndarray, columns: list[str] | None,
+                      stats: ScanStats) -> tuple[pa.Table, str]:
+        """Driver-held queries of one part (``columns`` None: bands, answered with doc_ids) looked
+        up on the driver, or, above ``driver_max_rows`` rows of that part, in Spark tasks that each
+        get a share of the (part, bucket) groups with their keys: no shuffle, the keys travel
+        with the tasks."""
+        cat = self.catalog(segs)
+        size = sum(s.docs for s in segs if s.kind != "legacy") * (self.params.bands if columns is None else 1)
+        if size <= self.cfg.driver_max_rows or not len(keys):
+            return self._lookup_here(cat, parts, keys, columns, stats), "driver"
         buckets = ixf.bucket_of(keys, cat.route)
         order = np.lexsort((buckets, parts))
         cut = np.flatnonzero((np.diff(parts[order]) != 0) | (np.diff(buckets[order]) != 0)) + 1
@@ -314,10 +334,11 @@ class DedupIndex:
         n = max(1, min(len(groups), 2 * sc.defaultParallelism))
         shares = [(parts[rows], keys[rows]) for rows in (np.concatenate(groups[i::n]) for i in range(n))]
         cat_bc = sc.broadcast(cat)
+        lookup_here = self._lookup_here
 
         def task(share):
             st = ScanStats()
-            return [(ixf.lookup(cat_bc.value, share[0], share[1], columns, st), st)]
+            return [(lookup_here(cat_bc.value, share[0], share[1], columns, st), st)]
 
         sc.setJobDescription("dedup: index lookup")
         try:
@@ -326,24 +347,47 @@ class DedupIndex:
             sc.setJobDescription(None)
         for _, st in results:
             stats.add(st)
-        return pa.concat_tables([t for t, _ in results])
+        return pa.concat_tables([t for t, _ in results]), "spark"
+
+    @staticmethod
+    def _lookup_here(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str] | None,
+                     stats: ScanStats) -> pa.Table:
+        if columns is None:
+            return ixf.lookup_named(cat, parts, keys, stats)
+        return ixf.lookup(cat, parts, keys, columns, stats)
 
     def touched(self, rows: DataFrame) -> DataFrame:
         """``touched_arrow`` for a night too large to collect: (band, key, doc_id), found by
         Spark tasks, each reading the index files of the buckets its share of ``rows`` falls in."""
+        segs = self.segments()
         night = rows.select(F.col("band").cast("int").alias("part"), F.col("key")).distinct()
-        return self._lookup_spark(night, ["doc_id"]).select(F.col("part").alias("band"), "key", "doc_id")
+        found = self._lookup_spark(segs, night, None, self._new_lookup_stats())
+        out = found.select(F.col("part").alias("band"), "key", "doc_id")
+        return out.unionByName(self._legacy_touched(segs, rows)) if any(s.kind == "legacy" for s in segs) else out
 
     def exact_found(self, keys: DataFrame) -> DataFrame:
         """Indexed (exact_key, doc_id) rows whose exact key is in ``keys.exact_key``; a key's
         first 16 hex digits find it, the caller's join on exact_key confirms it."""
+        segs = self.segments()
         night = keys.select(F.lit(EXACT).alias("part"), "exact_key").distinct()
-        return self._lookup_spark(night, ["exact_key", "doc_id"]).select("exact_key", "doc_id")
+        out = self._lookup_spark(segs, night, ["exact_key", "doc_id"], self._new_lookup_stats()).select(
+            "exact_key", "doc_id")
+        for s in segs:
+            if s.kind == "legacy":
+                out = out.unionByName(self._legacy_frame(s, "exact").join(night.select("exact_key"), "exact_key",
+                                                                          "left_semi"))
+        return out
 
-    def _lookup_spark(self, night: DataFrame, columns: list[str], segs: list[Segment] | None = None) -> DataFrame:
+    def _new_lookup_stats(self):
+        sc = self.spark.sparkContext
+        acc = sc.accumulator(ScanStats(), _StatsParam())
+        self.last_lookup = {"where": "spark", "stats": acc}
+        return acc
+
+    def _lookup_spark(self, segs: list[Segment], night: DataFrame, columns: list[str] | None, acc) -> DataFrame:
         """Route ``night`` (part, key | exact_key) by (part, bucket) to tasks that read only the
         files of their buckets (``ixf.lookup``): the night's side is shuffled, the index is not.
-        The tasks' ScanStats arrive in ``last_lookup`` once the result is computed."""
+        The tasks' ScanStats arrive in ``acc`` once the result is computed."""
         cat = self.catalog(segs)
         route = cat.route
         if "key" in night.columns:
@@ -352,12 +396,15 @@ class DedupIndex:
             bucket = F.shiftright(F.conv(F.substring("exact_key", 1, 4), 16, 10).cast("int"), 16 - route) \
                 if route else F.lit(0)
         sc = self.spark.sparkContext
-        n = max(1, min((self.params.bands + 1) << route, 2 * sc.defaultParallelism))
-        acc, cat_bc = sc.accumulator(ScanStats(), _StatsParam()), sc.broadcast(cat)
-        self.last_lookup = {"where": "spark", "stats": acc, "tasks": n}
-        schema = "part int, key bigint, " + ", ".join(f"{c} string" for c in columns)
+        n = max(1, min((self.params.bands + 2) << route, 2 * sc.defaultParallelism))
+        schema = "part int, key bigint, " + ", ".join(f"{c} string" for c in columns or ["doc_id"])
         return night.withColumn("bucket", bucket).repartition(n, "part", "bucket").mapInArrow(
-            _lookup_task(cat_bc, columns, acc), schema)
+            ixf.lookup_task(sc.broadcast(cat), columns, acc), schema)
+
+    def _legacy_touched(self, segs: list[Segment], rows: DataFrame) -> DataFrame:
+        """Band rows of legacy segments in the night's buckets: a join over their full read."""
+        legacy = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in segs if s.kind == "legacy"])
+        return touched_prior_rows(legacy, rows.select("band", "key"))
 
     def lookup_summary(self) -> dict:
         """``last_lookup`` with the Spark tasks' accumulated statistics read out."""
@@ -381,17 +428,7 @@ class DedupIndex:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
         deterministic batch name (e.g. the corpus version), so that ``retract`` can undo it."""
         run = self._new_name(run)
-        local_docs = self.cfg.driver_max_rows // self.params.bands
-        head = exact.select("exact_key", "doc_id").limit(local_docs + 1).toArrow()  # one job, not a count and a collect
-        if len(head) <= local_docs:
-            docs, bits = len(head), self._bits(len(head))
-            files = self._write_local(f"batches/{run}", bands.select("band", "key", "doc_id").toArrow(), head, bits)
-        else:
-            docs = exact.count()
-            bits = self._bits(docs)
-            files = (self._write_spark(f"batches/{run}", bands.select(F.col("band").alias("part"), "key", "doc_id"), bits)
-                     + self._write_spark(f"batches/{run}", exact.select(F.lit(EXACT).alias("part"), "exact_key",
-                                                                         "doc_id"), bits))
+        docs, bits, files = self._write(f"batches/{run}", bands, exact)
         self._commit(run, "batch", bits, docs, files)
         return run
 
@@ -399,7 +436,9 @@ class DedupIndex:
         """``append`` from Arrow tables on the driver (tools and benchmarks that build rows in numpy)."""
         run = self._new_name(run)
         bits = self._bits(len(exact))
-        self._commit(run, "batch", bits, len(exact), self._write_local(f"batches/{run}", bands, exact, bits))
+        files = ixf.write_units(self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits,
+                                self._opts())
+        self._commit(run, "batch", bits, len(exact), files)
         return run
 
     def _new_name(self, run: str | None) -> str:
@@ -409,29 +448,35 @@ class DedupIndex:
         self._clean_leftovers()
         return run or uuid.uuid4().hex[:12]
 
-    def _write_local(self, segment: str, bands: pa.Table, exact: pa.Table, bits: int) -> list[IndexFile]:
-        fs, root = ixf.filesystem(self.root.toString())
-        exact = exact.append_column("key", pa.array(ixf.exact_hash(exact.column("exact_key")), pa.int64()))
-        files = []
-        for part, table in [(EXACT, exact)] + _by_band(bands):
-            buckets = ixf.bucket_of(table.column("key").to_numpy(), bits)
-            for b in np.unique(buckets):
-                sub = table.filter(pa.array(buckets == b))
-                files += ixf.write_sorted(fs, root, segment, sub, part, int(b), bits, self._opts())
-        return files
+    def _write(self, segment: str, bands: DataFrame, exact: DataFrame) -> tuple[int, int, list[IndexFile]]:
+        """(documents, bucket bits, files) of a segment written from frames: on the driver when
+        small (one job collects it), else by Spark tasks, one (part, bucket) at a time."""
+        local_docs = min(self.cfg.driver_max_rows // self.params.bands, 2**31 - 2)  # limit() takes an int
+        head = exact.select("exact_key", "doc_id").limit(local_docs + 1).toArrow()  # one job, not a count and a collect
+        if len(head) <= local_docs:
+            bits = self._bits(len(head))
+            tables = ixf.segment_tables(bands.select("band", "key", "doc_id").toArrow(), head)
+            return len(head), bits, ixf.write_units(self.root.toString(), segment, tables, bits, self._opts())
+        docs = exact.count()
+        bits = self._bits(docs)
+        doc_hex = F.md5(F.col("doc_id"))  # etl.dedup_index_files.doc_hash's hex digits
+        parts = [bands.select(F.col("band").alias("part"), "key", doc_hex.alias("doc_hex")),
+                 exact.select(F.lit(EXACT).alias("part"), "exact_key", "doc_id"),
+                 exact.select(F.lit(DOCS).alias("part"), doc_hex.alias("doc_hex"), "doc_id")]
+        return docs, bits, [f for rows in parts for f in self._write_spark(segment, rows, bits)]
 
     def _write_spark(self, segment: str, rows: DataFrame, bits: int) -> list[IndexFile]:
-        """Rows (part, key | exact_key, doc_id) written by Spark tasks, one (part, bucket) at a
-        time: the rows are partitioned and sorted by (part, bucket) first."""
+        """Rows (part, key | exact_key | doc_hex, ...) written by Spark tasks: partitioned and
+        sorted by (part, bucket) first, so each task writes one bucket at a time."""
         if "key" in rows.columns:
             bucket = F.shiftrightunsigned("key", 64 - bits) if bits else F.lit(0)
         else:
-            bucket = F.shiftright(F.conv(F.substring("exact_key", 1, 4), 16, 10).cast("int"), 16 - bits) \
-                if bits else F.lit(0)
-        n = max(1, min((self.params.bands + 1) << bits, 4 * self.spark.sparkContext.defaultParallelism))
+            hexes = "exact_key" if "exact_key" in rows.columns else "doc_hex"
+            bucket = F.shiftright(F.conv(F.substring(hexes, 1, 4), 16, 10).cast("int"), 16 - bits) if bits else F.lit(0)
+        n = max(1, min((self.params.bands + 2) << bits, 4 * self.spark.sparkContext.defaultParallelism))
         sorted_rows = rows.withColumn("bucket", bucket.cast("int")).repartition(n, "part", "bucket") \
             .sortWithinPartitions("part", "bucket")
-        task = _write_task(self.root.toString(), segment, bits, self._opts())
+        task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
         out = sorted_rows.mapInArrow(task, "path string, part int, bucket int, bits int, rows bigint").collect()
         return [IndexFile(**r.asDict()) for r in out]
 
@@ -450,36 +495,48 @@ class DedupIndex:
 
     def compact(self, full: bool = False) -> dict | None:
         """Merge segments into one (all of them with ``full``, else ``plan_compaction``'s choice),
-        bucketed for its size and sorted by key; commit it; remove the merged segments. Returns
-        a summary, or None when nothing needs merging. A killed compaction is undone or finished
-        by the next writer (module docstring)."""
+        bucketed for its size and sorted by key; commit it; remove the merged segments. Legacy
+        segments are rewritten first, whatever the rule. Returns a summary, or None when nothing
+        needs merging. A killed compaction is undone or finished by the next writer."""
         t0 = time.perf_counter()
         self._clean_leftovers()
         live = self.segments()
+        legacy = [s for s in live if s.kind == "legacy"]
+        if legacy:
+            return self._rewrite_legacy(legacy, t0)
         if full:
-            chosen = live if len(live) > 1 or any(s.kind == "legacy" for s in live) else []
+            chosen = live if len(live) > 1 else []
         else:
             chosen = [live[i] for i in plan_compaction([s.docs for s in live], self.cfg.compact_after,
                                                        self.cfg.tier_ratio)]
         if not chosen:
             return None
-        seq = self._next_sequence()
-        name, docs = f"compacted-{seq:08d}", sum(s.docs for s in chosen)
+        name, docs = f"compacted-{self._next_sequence():08d}", sum(s.docs for s in chosen)
         bits = self._bits(docs)
-        units = _merge_units([f for s in chosen for f in s.files], bits)
-        where = "driver" if docs * (self.params.bands + 1) <= self.cfg.driver_max_rows else "spark"
+        units = ixf.merge_units([f for s in chosen for f in s.files], bits)
+        where = "driver" if docs * (self.params.bands + 2) <= self.cfg.driver_max_rows else "spark"
         files = self._merge(units, f"compacted/{name}", bits, where)
-        docs = sum(f.rows for f in files if f.part == EXACT)  # exact: a legacy batch's count was estimated
+        return self._commit_compaction(name, bits, docs, files, chosen, where, t0)
+
+    def _rewrite_legacy(self, legacy: list[Segment], t0: float) -> dict:
+        """Legacy segments (read by Spark) rewritten as one segment of this layout."""
+        name = f"compacted-{self._next_sequence():08d}"
+        bands = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in legacy])
+        exact = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
+        docs, bits, files = self._write(f"compacted/{name}", bands, exact)
+        return self._commit_compaction(name, bits, docs, files, legacy, "legacy rewrite", t0)
+
+    def _commit_compaction(self, name: str, bits: int, docs: int, files: list[IndexFile], chosen: list[Segment],
+                           where: str, t0: float) -> dict:
         failpoint("index:compaction_written")
         self._commit(name, "compaction", bits, docs, files, chosen)
         failpoint("index:compaction_committed")
         self._clean_leftovers()
-        summary = {"segment": name, "merged": [s.name for s in chosen], "documents": docs, "bucket_bits": bits,
-                   "files_read": sum(len(s.files) for s in chosen), "files_written": len(files), "where": where,
-                   "seconds": round(time.perf_counter() - t0, 3)}
         log.info("dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name,
                  len(files))
-        return summary
+        return {"segment": name, "merged": [s.name for s in chosen], "documents": docs, "bucket_bits": bits,
+                "files_read": sum(len(s.files) for s in chosen), "files_written": len(files), "where": where,
+                "seconds": round(time.perf_counter() - t0, 3)}
 
     def _merge(self, units: list[tuple[int, int, list[str]]], segment: str, bits: int, where: str) -> list[IndexFile]:
         root, opts = self.root.toString(), self._opts()
@@ -539,78 +596,6 @@ class DedupIndex:
 
     def _write_atomic(self, path, text: str) -> None:
         write_atomic(path.toString(), text, self.storage)
-
-
-def _by_band(bands: pa.Table) -> list[tuple[int, pa.Table]]:
-    band = bands.column("band").to_numpy()
-    return [(int(b), bands.filter(pa.array(band == b)).select(["key", "doc_id"])) for b in np.unique(band)]
-
-
-def _merge_units(files: list[IndexFile], bits: int) -> list[tuple[int, int, list[str]]]:
-    """(part, bucket, input paths) of every bucket of a new segment of ``bits`` that some input
-    file overlaps: a file of b bits and bucket k covers buckets k << (bits - b) onwards (b <= bits)
-    or lies inside bucket k >> (b - bits)."""
-    units: dict[tuple[int, int], list[str]] = {}
-    for f in files:
-        if f.bits <= bits:
-            first, count = f.bucket << (bits - f.bits), 1 << (bits - f.bits)
-        else:
-            first, count = f.bucket >> (f.bits - bits), 1
-        for b in range(first, first + count):
-            units.setdefault((f.part, b), []).append(f.path)
-    return [(p, b, paths) for (p, b), paths in sorted(units.items())]
-
-
-def _lookup_task(cat_bc, columns: list[str], acc):
-    """mapInArrow body of ``DedupIndex._lookup_spark``: one task's share of the night's keys."""
-    def run(batches):
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-        if not tables:
-            return
-        night = pa.concat_tables(tables)
-        parts = night.column("part").to_numpy()
-        keys = night.column("key").to_numpy() if "key" in night.column_names else ixf.exact_hash(night.column("exact_key"))
-        stats = ScanStats()
-        found = ixf.lookup(cat_bc.value, parts, keys, columns, stats)
-        acc.add(stats)
-        yield from found.select(["part", "key", *columns]).to_batches()
-    return run
-
-
-def _write_task(root: str, segment: str, bits: int, opts: FileOptions):
-    """mapInArrow body of ``DedupIndex._write_spark``: rows arrive sorted by (part, bucket);
-    each (part, bucket) is written once it is complete, so a task holds one bucket at a time."""
-    def run(batches):
-        fs, base = ixf.filesystem(root)
-        pending: list[pa.Table] = []
-        current = None
-
-        def flush():
-            t = pa.concat_tables(pending)
-            if "key" not in t.column_names:
-                t = t.append_column("key", pa.array(ixf.exact_hash(t.column("exact_key")), pa.int64()))
-            files = ixf.write_sorted(fs, base, segment, t, current[0], current[1], bits, opts)
-            return pa.RecordBatch.from_pylist([{**asdict(f)} for f in files], schema=_WRITTEN) if files else None
-
-        for batch in batches:
-            t = pa.Table.from_batches([batch])
-            unit = np.stack([t.column("part").to_numpy(), t.column("bucket").to_numpy()], axis=1)
-            cuts = np.r_[0, np.flatnonzero((np.diff(unit, axis=0) != 0).any(axis=1)) + 1, len(t)]
-            for lo, hi in zip(cuts[:-1], cuts[1:]):
-                u = (int(unit[lo, 0]), int(unit[lo, 1]))
-                if current is not None and u != current:
-                    if (out := flush()) is not None:
-                        yield out
-                    pending = []
-                current = u
-                pending.append(t.slice(lo, hi - lo).drop_columns(["part", "bucket"]))
-        if pending and (out := flush()) is not None:
-            yield out
-    return run
-
-
-_WRITTEN = pa.schema([("path", pa.string()), ("part", pa.int32()), ("bucket", pa.int32()), ("bits", pa.int32()),
-                      ("rows", pa.int64())])
 
 
 def touched_prior_rows(prior: DataFrame, new_rows: DataFrame) -> DataFrame:
