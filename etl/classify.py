@@ -79,7 +79,8 @@ def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> _Shipped:
 _loaded: dict[tuple[str, str, str], TextClassifier] = {}
 
 
-def _model(name: str, sha: str, engine: str) -> TextClassifier | None:
+def loaded_model(name: str, sha: str, engine: str) -> TextClassifier | None:
+    """The shipped model ``name`` (None for ""), loaded once per Python worker."""
     if not name:
         return None
     key = (name, sha, engine)
@@ -145,8 +146,8 @@ def classify_stage(df: DataFrame, shipped: _Shipped, drop: bool = True) -> DataF
     """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns.
     ``drop=False``: every document is scored and none is marked (annotate mode)."""
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        spam = _model(shipped.spam_dir, shipped.spam_sha256, shipped.cfg.segment_engine)
-        quality = _model(shipped.quality_dir, shipped.quality_sha256, shipped.cfg.segment_engine)
+        spam = loaded_model(shipped.spam_dir, shipped.spam_sha256, shipped.cfg.segment_engine)
+        quality = loaded_model(shipped.quality_dir, shipped.quality_sha256, shipped.cfg.segment_engine)
         for batch in batches:
             yield classify_batch(batch, spam, quality, shipped.cfg, drop)
 

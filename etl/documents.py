@@ -15,12 +15,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl import records as rec
-from etl.classify import ClassifyConfig, classify_stage, ship_models
-from etl.clean import clean_stage
+from etl.classify import ClassifyConfig, ship_models
 from etl.ids import unique_ids
-from etl.pii import PiiConfig, pii_stage
+from etl.pii import PiiConfig
 from etl.progress import Counters
-from etl.quality import QualityConfig, keep_clean_rejections, prepare, quality_columns, quality_stage
+from etl.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
 from etl.readers import read_raw
 from filters.config import RulesConfig
 
@@ -73,12 +72,9 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
-    cleaned = clean_stage(raw, rules)
-    if quality.mode == "annotate":  # every document is written: a failed PanGu-α rule becomes a flag
-        cleaned = keep_clean_rejections(cleaned)
-    marked = quality_stage(pii_stage(cleaned, pii), screened)
-    if shipped is not None:
-        marked = classify_stage(marked, shipped, drop=quality.mode == "filter")
+    # clean, personal data, quality, classify in one pass (etl.quality.mark_stage); in annotate
+    # mode a failed PanGu-α rule becomes a flag
+    marked = mark_stage(raw, Marking(rules, pii, screened, shipped, drop=quality.mode == "filter"))
     models = {} if shipped is None else {
         "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
         "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}

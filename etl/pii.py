@@ -26,7 +26,7 @@ from filters import pii
 PII_STAGE = PII_REASON = "pii"
 PII_COLUMN = "pii_redacted"
 PII_FIELD = T.StructField(PII_COLUMN, T.MapType(T.StringType(), T.IntegerType()))
-_ARROW_PII = pa.map_(pa.string(), pa.int32())
+ARROW_PII = pa.map_(pa.string(), pa.int32())
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,8 @@ def pii_batch(batch: pa.RecordBatch, scrubber: pii.PiiScrubber) -> pa.RecordBatc
             cols["detail"][i] = ",".join(k for k in pii.KINDS if k in drop)
     arrays = [pa.array(cols[n], batch.schema.field(n).type) if n in cols else batch.column(n)
               for n in batch.schema.names]
-    return pa.RecordBatch.from_arrays(arrays + [pa.array(redacted, _ARROW_PII)],
-                                      schema=batch.schema.append(pa.field(PII_COLUMN, _ARROW_PII)))
+    return pa.RecordBatch.from_arrays(arrays + [pa.array(redacted, ARROW_PII)],
+                                      schema=batch.schema.append(pa.field(PII_COLUMN, ARROW_PII)))
 
 
 def pii_stage(df: DataFrame, cfg: PiiConfig) -> DataFrame:

@@ -21,8 +21,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl import records as rec
+from etl.classify import classify_batch, loaded_model
+from etl.clean import CLEANED_SCHEMA, clean_batch, get_cleaner
+from etl.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
 from etl.ship import ship_directory
 from filters import thresholds as th
+from filters.config import RulesConfig
 from filters.classify import sha256_file
 from filters.screen import QualityConfig, Screen, derive_thresholds, signal_names
 
@@ -143,6 +147,67 @@ def quality_stage(df: DataFrame, prepared: Prepared) -> DataFrame:
 
     out = df.mapInArrow(apply, schema)
     return out.drop(CLEAN_FLAG) if CLEAN_FLAG in df.columns else out
+
+
+def keep_clean_rejections_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``keep_clean_rejections`` for one Arrow batch: ``CLEAN_FLAG`` appended."""
+    failed = pc.fill_null(pc.equal(batch.column("stage"), "clean"), False)
+    none = pa.nulls(batch.num_rows, pa.string())
+    cols = {"reason": pc.if_else(failed, none, batch.column("reason")),
+            "stage": pc.if_else(failed, none, batch.column("stage"))}
+    arrays = [cols.get(f.name, batch.column(f.name)) for f in batch.schema]
+    return pa.RecordBatch.from_arrays(arrays + [pc.if_else(failed, batch.column("reason"), none)],
+                                      schema=batch.schema.append(pa.field(CLEAN_FLAG, pa.string())))
+
+
+@dataclass(frozen=True)
+class Marking:
+    """What the fused pass needs on the executors (``mark_stage``)."""
+    rules: RulesConfig
+    pii: PiiConfig
+    quality: Prepared
+    classify: Any  # etl.classify's shipped models, or None: no classification
+    drop: bool  # classifiers mark drops (quality "filter" mode)
+
+
+def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
+    """One raw batch through clean, personal data, quality and classify: the batch the chained
+    stages give (``clean_stage``, ``keep_clean_rejections`` in annotate mode, ``pii_stage``,
+    ``quality_stage``, ``classify_stage``); run in the Python worker that holds every resource."""
+    b = clean_batch(batch, get_cleaner(m.rules))
+    if m.quality.cfg.mode == "annotate":
+        b = keep_clean_rejections_batch(b)
+    if m.pii.enabled:
+        b = pii_batch(b, get_scrubber(m.pii.resolved(), m.pii.public_ips_only))
+    else:
+        b = b.append_column(PII_COLUMN, pa.nulls(b.num_rows, ARROW_PII))
+    if m.quality.cfg.enabled:
+        b = quality_batch(b, _screen(m.quality.cfg, m.quality.shipped))
+    else:
+        for name, _, arrow in _fields():
+            b = b.append_column(name, pa.nulls(b.num_rows, arrow))
+    if CLEAN_FLAG in b.schema.names:
+        b = b.drop_columns([CLEAN_FLAG])
+    s = m.classify
+    if s is not None:
+        b = classify_batch(b, loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
+                           loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine), s.cfg, m.drop)
+    return b
+
+
+def mark_stage(raw: DataFrame, marking: Marking) -> DataFrame:
+    """``raw`` (``etl.readers.RAW_SCHEMA``) -> the marked rows of read → clean → personal data →
+    quality → classify, in one ``mapInArrow``: rows cross into Python once instead of four
+    times, and one Python worker per task holds every resource (a worker Spark hands a stage it
+    has not run before builds that stage's tables and models: four stages, four times)."""
+    marking.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
+    schema = T.StructType(list(CLEANED_SCHEMA.fields) + [PII_FIELD] + [T.StructField(n, t) for n, t, _ in _fields()])
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield mark_batch(batch, marking)
+
+    return raw.mapInArrow(apply, schema)
 
 
 def quality_summary(records: DataFrame, summary: dict[str, Any]) -> dict[str, Any]:

@@ -100,3 +100,40 @@ def test_report_html_plots_the_signals(spark, tmp_path, profile):
     report, _, _ = _run(spark, tmp_path, profile, "filter")
     page = render(json.loads(json.dumps(report)))
     assert 'id="plot-signals"' in page and "<svg" in page.split('id="plot-signals"')[1][:2000]
+
+
+@pytest.mark.parametrize("mode", ["filter", "annotate"])
+def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profile, mode):
+    """etl.quality.mark_stage (clean, personal data, quality and classify in one mapInArrow)
+    against the four stages chained, row for row, with a spam model and the profile."""
+    from etl.classify import ClassifyConfig, classify_stage, ship_models
+    from etl.clean import clean_stage
+    from etl.pii import PiiConfig, pii_stage
+    from etl.progress import Counters
+    from etl.quality import Marking, keep_clean_rejections, mark_stage, prepare, quality_stage
+    from etl.readers import read_raw
+    from etl.records import ReaderConfig
+    from filters.classify import (META_FILE, MODEL_FILE, TrainParams, fasttext_line, preprocess, preprocess_metadata,
+                                  sha256_file, train_fasttext)
+    from filters.config import RulesConfig
+
+    model, news = profile
+    lines = [fasttext_line("ham", preprocess(t)) for t in news] + [fasttext_line("spam", preprocess(t)) for t in
+                                                                   (SEO, LINKS, CASINO) * 4]
+    (tmp_path / "train.txt").write_text("".join(lines), encoding="utf-8")
+    spam_dir = tmp_path / "spam"
+    spam_dir.mkdir()
+    train_fasttext(tmp_path / "train.txt", TrainParams(epoch=3))[0].save_model(str(spam_dir / MODEL_FILE))
+    (spam_dir / META_FILE).write_text(json.dumps({"kind": "spam", "labels": ["ham", "spam"], "positive_label": "spam",
+                                                  "threshold": 0.5, "sha256": sha256_file(spam_dir / MODEL_FILE),
+                                                  **preprocess_metadata()}), encoding="utf-8")
+    quality = QualityConfig(mode=mode, profile=str(model))
+    shipped, prepared, pii = ship_models(spark, ClassifyConfig(spam_model=str(spam_dir))), prepare(spark, quality), PiiConfig()
+    raw, _ = read_raw(spark, [_inputs(tmp_path, news)], ReaderConfig(), Counters(spark.sparkContext))
+    cleaned = clean_stage(raw, RulesConfig())
+    chained = classify_stage(quality_stage(pii_stage(keep_clean_rejections(cleaned) if mode == "annotate" else cleaned,
+                                                     pii), prepared).drop("clean_rule"), shipped, drop=mode == "filter")
+    fused = mark_stage(raw, Marking(RulesConfig(), pii, prepared, shipped, drop=mode == "filter"))
+    assert fused.schema == chained.schema
+    want, got = (sorted(map(repr, frame.collect())) for frame in (chained, fused))
+    assert got == want and any("'classify'" in r or "spam_prob=0." in r for r in got)
