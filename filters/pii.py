@@ -201,10 +201,31 @@ def find_pii(text: str, kinds: tuple[str, ...] = KINDS, public_ips_only: bool = 
                     if _RUN_CHECKS[kind](m.group(), public_ips_only) and not _after_label(text, m.start()):
                         found.append(Span(kind, m.start(), m.end()))
     if EMAIL in kinds and ("@" in text or "＠" in text):
-        found += [Span(EMAIL, *m.span()) for m in _EMAIL.finditer(text) if m.group(1).lower() not in _FILE_SUFFIXES]
+        found += [Span(EMAIL, *m.span()) for m in email_matches(text) if m.group(1).lower() not in _FILE_SUFFIXES]
     if IPV6 in kinds and ("::" in text or text.count(":") >= 7):
         found += [Span(IPV6, *m.span()) for m in _IPV6.finditer(text) if valid_ipv6(m.group(), public_ips_only)]
     return _non_overlapping(found)
+
+
+_AT = re.compile("[@＠]")
+_DOMAIN_RUN = re.compile(r"[A-Za-z0-9.\-]*")
+_LOCAL_MAX = 64  # characters of an address before its @ (_EMAIL's local part)
+
+
+def email_matches(text: str):
+    """What ``_EMAIL.finditer(text)`` yields, searched only around each @: a match holds one @
+    (or ＠), at most _LOCAL_MAX characters after its start, and then only domain characters, so
+    it lies between _LOCAL_MAX before the @ and the end of the domain characters after it
+    (the windows of nearby @s merged; the look-behind sees the text before a window)."""
+    windows: list[tuple[int, int]] = []
+    for at in _AT.finditer(text):
+        lo, hi = max(0, at.start() - _LOCAL_MAX), _DOMAIN_RUN.match(text, at.end()).end()
+        if windows and lo < windows[-1][1]:
+            windows[-1] = (windows[-1][0], hi)
+        else:
+            windows.append((lo, hi))
+    for lo, hi in windows:
+        yield from _EMAIL.finditer(text, lo, hi)
 
 
 def _non_overlapping(spans: list[Span]) -> list[Span]:

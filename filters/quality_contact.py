@@ -259,10 +259,23 @@ def _mobiles(run: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _url_matches(text: str):
+    """What ``_URL.finditer(text)`` yields: every match begins 4 or 5 characters (http, https)
+    before a "://", so ``match`` is tried there, in order, from the end of the last match."""
+    pos = 0
+    for sep in re.finditer("://", text):
+        for start in (sep.start() - 5, sep.start() - 4):
+            if start >= pos:
+                m = _URL.match(text, start)
+                if m:
+                    yield m
+                    pos = m.end()
+
+
 def _web_spans(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[int, int]]:
     """URLs, www. addresses, bare domains (the dot possibly written 点), e-mail addresses. A bare
     domain is looked for only at dots between an ASCII letter or digit and an ASCII letter."""
-    spans = [m.span() for m in _URL.finditer(text)] if "://" in text else []
+    spans = [m.span() for m in _url_matches(text)] if "://" in text else []
     if "www" in text or "WWW" in text:
         spans += [m.span() for m in _WWW.finditer(text)]
     dots = np.flatnonzero((codes[1:-1] == ord(".")) | (codes[1:-1] == ord("点"))) + 1

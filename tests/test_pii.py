@@ -185,3 +185,19 @@ def test_config_refuses_bad_modes_up_front():
     with pytest.raises(ValueError, match="valid"):
         PiiConfig(modes={"phone": "off"}).resolved()
     assert not PiiConfig(mode="off").enabled and PiiConfig(mode="off", modes={"email": "redact"}).enabled
+
+
+def test_email_matches_are_a_whole_text_search():
+    # searched only around each @ (filters.pii.email_matches): the same matches as finditer over
+    # the whole text, on pieces that make long local parts, @ in a row, domains that end in '-'
+    import random
+
+    from filters.pii import _EMAIL, email_matches
+
+    rng = random.Random(1)
+    parts = ["a@b.com", "x.y@qq.com", "@", "＠", "foo@", "@bar.cn", "a" * 70 + "@x.org", "b" * 40 + "@y.com",
+             "c" * 64 + "@z.cn", "1234567@qq.com@163.com", "mail me: test.user+1@example.co.uk。", "..", " ", "中文", "\n", "x@y.z", "a@b.c-d.com-", "u@h.pn-g"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 30))) for _ in range(3000)]
+    assert [[m.span() for m in email_matches(t)] for t in texts] == [[m.span() for m in _EMAIL.finditer(t)]
+                                                                     for t in texts]
+    assert sum(1 for t in texts for _ in email_matches(t)) > 3000

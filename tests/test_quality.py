@@ -369,3 +369,17 @@ def test_repetition_matches_plain_python():
     for i, text in enumerate(texts):
         for name, expected in reference_repetition(text).items():
             assert batch[name][i] == pytest.approx(expected, abs=1e-6), (name, text)
+
+
+def test_url_matches_are_a_whole_text_search():
+    # tried only 4 and 5 characters before each "://" (quality_contact._url_matches)
+    import random
+
+    from filters.quality_contact import _URL, _url_matches
+
+    rng = random.Random(2)
+    parts = ["http://a.com/x", "https://b.cn/?u=http://c.com", "HTTPS://D.COM", "://", "ttps://", "xhttp://", "http://",
+             "https://x", "，", " ", "中文", "\n", "s", "h"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 20))) for _ in range(3000)]
+    assert [[m.span() for m in _url_matches(t)] for t in texts] == [[m.span() for m in _URL.finditer(t)] for t in texts]
+    assert sum(1 for t in texts for _ in _url_matches(t)) > 3000
