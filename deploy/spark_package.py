@@ -59,8 +59,8 @@ DRIVER_ONLY = {"matplotlib", "datasketch"}
 # What an executor cannot import from the env (without --driver): top-level module names.
 ABSENT_MODULES = ("torch", "ray", "tensorboardX", "snownlp", "matplotlib", "mpl_toolkits", "datasketch", "scipy",
                   "train", "demo", "bench", "tests")
-# etl/ modules that import a driver-only dependency at import time (they render report pages).
-DRIVER_MODULES = ("etl.report_html", "etl.judge_html")
+# etl/ modules that import a driver-only dependency at import time (report pages; the judge's statistics).
+DRIVER_MODULES = ("etl.report_html", "etl.judge_html", "etl.judge_stats")
 # Packing tools, not needed to run anything: left out of the archive.
 PACK_EXCLUDES = ("lib/python3.*/site-packages/pip/*", "lib/python3.*/site-packages/pip-*/*",
                  "lib/python3.*/site-packages/setuptools/*", "lib/python3.*/site-packages/setuptools-*/*",
