@@ -40,6 +40,7 @@ import argparse
 import json
 import logging
 import random
+import shutil
 import socket
 import statistics
 import time
@@ -171,8 +172,7 @@ def year_of_nights(spark, root: Path, cfg: DedupConfig, nights: int, docs: int) 
     d = index.describe()
     return {"nights": nights, "docs_per_night": docs, "seconds": round(time.perf_counter() - t0, 1),
             "compactions": compactions, "rewrites_per_row": round(rewritten / (nights * docs), 2),
-            "files_without_compaction": nights * (bands + 1), **d,
-            "files_per_band": d["files"] / (bands + 1)}
+            "files_without_compaction": nights * (bands + 2), **d}  # a file a band, the exact keys, the doc_ids
 
 
 def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores: int) -> dict:
@@ -180,7 +180,7 @@ def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores:
     med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     lookups = [r["lookup"] for r in runs]
     where = lookups[0].get("where", "none")
-    index_rows = docs * (index.params.bands + 1)
+    index_rows = docs * (index.params.bands + 1)  # band and exact rows (the docs part is read by point lookups)
     lookup_s = med("lookup_s")
     decoded = statistics.median(lk.get("rows_read", 0) / max(lk.get("cpu_s", 0), 1e-9) for lk in lookups)
     return {"index_documents": docs, "index_rows": index_rows, "index_bytes": index_bytes(root),
@@ -193,16 +193,16 @@ def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores:
             "stages": int(med("stages")), **index.describe(), "all_seconds": [round(r["seconds"], 2) for r in runs]}
 
 
-def table(sizes: dict[int, dict], year: dict | None) -> str:
+def table(sizes: dict[str, dict], year: dict | None) -> str:
     head = ("| index | documents | rows | MB | files | night s | CPU s | lookup s (where) | index rows/s/core "
             "| decoded rows/CPU s | shuffle MB (lookup) | ratio to 1x |\n|" + "---|" * 12)
-    anchor = sizes[min(sizes)]["seconds"]
+    anchor = next(iter(sizes.values()))["seconds"]
     lines = [head] + [
-        f"| {k}x | {s['index_documents']:,} | {s['index_rows']:,} | {s['index_bytes'] / 2**20:.0f} | {s['files']} "
+        f"| {k} | {s['index_documents']:,} | {s['index_rows']:,} | {s['index_bytes'] / 2**20:.0f} | {s['files']} "
         f"| {s['seconds']:.1f} | {s['cpu_s']:.0f} | {s['lookup_s']:.2f} ({s['lookup_where']}) "
         f"| {s['rows_per_s_per_core'] / 1e6:.0f} M | {s['decoded_rows_per_cpu_s'] / 1e6:.0f} M "
         f"| {s['shuffle_bytes'] / 2**20:.2f} ({s['lookup_shuffle_bytes'] / 2**20:.2f}) | {s['seconds'] / anchor:.2f} |"
-        for k, s in sorted(sizes.items())]
+        for k, s in sizes.items()]
     if year:
         lines.append(f"\n{year['nights']} nights of {year['docs_per_night']} documents, compaction after "
                      f"{year['compact_after']} segments: {year['segments']} segments, {year['files']} files "
@@ -212,10 +212,26 @@ def table(sizes: dict[int, dict], year: dict | None) -> str:
     return "\n".join(lines)
 
 
+def variants(spark, work: Path, cfg: DedupConfig, base, sizes: list[int], night_docs: int,
+             tasks: bool) -> dict[str, tuple[DedupIndex, Path, int]]:
+    """label -> (index, its directory, its documents): each size, and with ``tasks`` the largest
+    again with every lookup in Spark tasks (``driver_max_rows`` 0: the path of a larger index)."""
+    for old in [work / f"index-{k}x" for k in sizes] + [work / "year"]:
+        shutil.rmtree(old, ignore_errors=True)  # each run builds its indexes anew
+    out = {f"{k}x": (build_index(spark, work / f"index-{k}x", cfg, base, (k - 1) * night_docs), work / f"index-{k}x",
+                     k * night_docs) for k in sizes}
+    if tasks:
+        k = max(sizes)
+        index = DedupIndex(spark, str(work / f"index-{k}x"), cfg.minhash.resolved(), replace(cfg.index, driver_max_rows=0))
+        out[f"{k}x, Spark tasks"] = (index, work / f"index-{k}x", k * night_docs)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--night-docs", type=int, default=5000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100])
+    ap.add_argument("--no-tasks", action="store_true", help="skip the largest size with lookups in Spark tasks")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--nights", type=int, default=365, help="the year of small nights (0: skip)")
     ap.add_argument("--small-docs", type=int, default=500, help="documents a small night indexes")
@@ -229,31 +245,21 @@ def main(argv: list[str] | None = None) -> int:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     spark = get_spark("bench-nightly", "local[2]", {"spark.ui.enabled": "true", "spark.ui.port": str(port)})
-    cores = spark.sparkContext.defaultParallelism
-    cfg = DedupConfig(verify="enforce")
-    work = Path(args.work)
+    cores, cfg, work = spark.sparkContext.defaultParallelism, DedupConfig(verify="enforce"), Path(args.work)
     published, night, copies = night_and_published(args.night_docs)
-    base = real_keys(spark, published, cfg)
-    indexes = {}
-    for k in args.sizes:
-        root = work / f"index-{k}x"
-        if root.exists():
-            import shutil
-
-            shutil.rmtree(root)
-        indexes[k] = (build_index(spark, root, cfg, base, (k - 1) * args.night_docs), root)
-    run_night(spark, indexes[min(args.sizes)][0], night, cfg, "warm-up")
-    runs: dict[int, list[dict]] = {k: [] for k in args.sizes}
+    indexes = variants(spark, work, cfg, real_keys(spark, published, cfg), sorted(args.sizes), args.night_docs,
+                       not args.no_tasks)
+    run_night(spark, next(iter(indexes.values()))[0], night, cfg, "warm-up")
+    runs: dict[str, list[dict]] = {k: [] for k in indexes}
     for rep in range(args.repeats):
-        for k in args.sizes:
-            runs[k].append(run_night(spark, indexes[k][0], night, cfg, f"night-{k}x-{rep}"))
-            log.warning("%dx repeat %d: %.1f s", k, rep, runs[k][-1]["seconds"])
-    found = {k: r[0]["duplicates"] for k, r in runs.items()}
-    first = found[min(args.sizes)]
+        for k, (index, _, _) in indexes.items():
+            runs[k].append(run_night(spark, index, night, cfg, f"night-{k}-{rep}"))
+            log.warning("%s repeat %d: %.1f s", k, rep, runs[k][-1]["seconds"])
+    first = next(iter(runs.values()))[0]["duplicates"]
     missed = set(copies.items()) - set(first)
-    assert not missed and all(f == first for f in found.values()), \
+    assert not missed and all(r[0]["duplicates"] == first for r in runs.values()), \
         f"every index size must find the same duplicates, the planted copies among them (missed: {sorted(missed)[:5]})"
-    sizes = {k: summarise(runs[k], *indexes[k], k * args.night_docs, cores) for k in args.sizes}
+    sizes = {k: summarise(runs[k], index, root, docs, cores) for k, (index, root, docs) in indexes.items()}
     year = None
     if args.nights:
         ycfg = replace(cfg, index=IndexConfig())
@@ -265,11 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(sizes, year))
-    big, small = sizes[max(args.sizes)], sizes[min(args.sizes)]
-    print(f"\n{len(copies)} planted copies, {len(first)} duplicates found at every size.")
-    print(f"100x/1x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); shuffle bytes "
-          f"{small['shuffle_bytes']:,} -> {big['shuffle_bytes']:,} for an index {big['index_bytes'] / small['index_bytes']:.0f}x "
-          f"larger; {report['load_average']} load average at the end")
+    small, big = sizes[f"{min(args.sizes)}x"], sizes[f"{max(args.sizes)}x"]
+    print(f"\n{len(copies)} planted copies, {len(first)} duplicates found at every size. "
+          f"{max(args.sizes)}x/{min(args.sizes)}x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); "
+          f"shuffle bytes {small['shuffle_bytes']:,} -> {big['shuffle_bytes']:,} for an index "
+          f"{big['index_bytes'] / small['index_bytes']:.0f}x larger; load average {report['load_average']} at the end")
     return 0
 
 

@@ -168,7 +168,7 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
                              "quality": quality_summary(marked.records(), marked.quality)}
     laps.lap("read_clean_classify")
-    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir)
+    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir, cfg.output)
     laps.lap("dedup")
     survivors = sized(deduped.survivors, docs_bytes, cfg.output)  # documents/ keeps these partitions
     documents, contaminated, extra["decontaminate"] = decontaminate_phase(survivors, evals, out)
@@ -206,9 +206,10 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
         docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
-        summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir)
+        output_cfg = output_cfg or OutputConfig()
+        summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir, output_cfg)
         in_bytes = sum(f.size for f in list_inputs(spark, inputs))  # the survivors hold at most these
-        sized(deduped.survivors, in_bytes, output_cfg or OutputConfig()).write.parquet(out.path("documents"))
+        sized(deduped.survivors, in_bytes, output_cfg).write.parquet(out.path("documents"))
         summary.documents_written = spark.read.parquet(out.path("documents")).count()
         if index is not None:
             summary.index = {"dir": index_dir, "batches_before": len(index.committed()),

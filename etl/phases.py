@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from etl.dedup import DedupConfig, dedup, largest_clusters
 from etl.report import DedupSummary, ShardSummary
 from etl.report_stats import cluster_sizes, log_histogram
+from etl.sizing import OutputConfig, sized
 from etl.tokenizer_train import TokenizerConfig, train_tokenizer
 
 if TYPE_CHECKING:
@@ -28,6 +29,9 @@ NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a sou
 
 
 KEYS = "_dedup_keys"  # survivors' band and exact keys, staged until the index appends them
+# Parquet bytes a duplicates/ row (doc_id, duplicate_of, kind) takes at most, for sizing the
+# output (etl.sizing): two doc_ids of a source path and an offset, uncompressed.
+DUPLICATE_ROW_BYTES = 160
 
 
 @dataclass
@@ -42,17 +46,19 @@ class Deduplicated:
 
 
 def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", out: "Staging",
-                checkpoint_dir: str = "") -> tuple[DedupSummary, Deduplicated]:
-    """Writes ``duplicates/`` (and the survivors' keys under ``KEYS``); the summary's
-    ``documents_written`` is filled by whoever writes ``documents/``. ``checkpoint_dir``: the
-    ``spark.checkpoint_dir`` for reliable checkpoints on a cluster (``etl.checkpoints``)."""
+                checkpoint_dir: str = "", output: OutputConfig = OutputConfig()) -> tuple[DedupSummary, Deduplicated]:
+    """Writes ``duplicates/`` in files sized by ``output`` (at most a duplicate a candidate edge),
+    and the survivors' keys under ``KEYS``; the summary's ``documents_written`` is filled by
+    whoever writes ``documents/``. ``checkpoint_dir``: the ``spark.checkpoint_dir`` for reliable
+    checkpoints on a cluster (``etl.checkpoints``)."""
     from etl.checkpoints import Checkpoints
 
     spark = docs.sparkSession
     with Checkpoints(spark, checkpoint_dir, "dedup") as cp:
         result = dedup(docs, cfg, index, checkpoints=cp)
-        result.duplicates.write.parquet(out.path("duplicates"))
-        result.survivor_bands.write.parquet(out.path(f"{KEYS}/bands"))
+        edges = int(result.report.get("candidate_edges", 0))
+        sized(result.duplicates, edges * DUPLICATE_ROW_BYTES, output).write.parquet(out.path("duplicates"))
+        result.survivor_bands.write.parquet(out.path(f"{KEYS}/bands"))  # staged: the index writes its own files
         result.survivor_exact.write.parquet(out.path(f"{KEYS}/exact"))
     duplicates = spark.read.parquet(out.path("duplicates"))
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)

@@ -127,3 +127,32 @@ def test_listing_walks_directories_like_os_walk(spark, tmp_path):
     assert len(expected) == 4
     assert [(f.path, f.size, f.local) for f in list_inputs(spark, [str(tmp_path)])] == expected
     assert [f.path for f in list_inputs(spark, [f"file://{tmp_path}/d/*.jsonl"])] == [f"file:{tmp_path}/d/b c.jsonl"]
+
+
+@pytest.mark.slow
+def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
+    """dedup_phase on the distributed path (groups, edges and components in Spark) with 24
+    shuffle partitions and no adaptive coalescing: duplicates/ is 2 × cores files (its bytes are
+    far under the target), with the rows of the driver path."""
+    import pyarrow.parquet as pq
+
+    from etl.dedup import DedupConfig
+    from etl.phases import dedup_phase
+    from etl.publish import LocalStorage, Staging
+
+    texts = [f"第{i}篇文章，" + "天下大势分久必合合久必分。" * 3 + "周末七国分争并入于秦。" * (i % 7) for i in range(60)]
+    rows = [(f"d{i:03d}", t) for i, t in enumerate(texts)] + [(f"c{i:03d}", texts[i]) for i in range(0, 60, 3)]
+    docs = spark.createDataFrame(rows, "doc_id string, text string").repartition(20)
+    found = {}
+    saved = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "24")
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+        for name, cfg in (("spark", DedupConfig(driver_max_docs=0, driver_max_edges=0)), ("driver", DedupConfig())):
+            dedup_phase(docs, cfg, None, Staging(LocalStorage(), str(tmp_path / name)))
+            found[name] = sorted(tuple(sorted(r.items())) for r in pq.read_table(tmp_path / name / "duplicates").to_pylist())
+            assert 1 <= _parquet_files(tmp_path / name / "duplicates") <= 2 * CORES, name
+    finally:
+        for k, v in saved.items():
+            spark.conf.set(k, v)
+    assert len(found["spark"]) >= 20 and found["spark"] == found["driver"]
