@@ -10,7 +10,8 @@ plain          the anchor: the model as a plain module, ``torch.optim.AdamW(fuse
                autocast, ``clip_grad_norm_``, micro-batches accumulated (nanoGPT's loop);
 trainer        ``train.parallel.Trainer`` at (tp, pp, dp) = (1, 1, 1), ZeRO-1 (autocast);
 fsdp_compile   the trainer with ``parallel.dp_shard = "fsdp"`` (FSDP2's bf16 policy) and
-               ``train.compile`` (every block compiled; the first step's compile time is reported).
+               ``train.compile`` (every block compiled; the first step's compile time is reported);
+compile, fsdp  each of the two alone (``--variants``, to tell which one a difference comes from).
 
 For each: tokens/s per device (median of the timed steps, after ``--warmup`` untimed ones), MFU
 (model FLOPs per token from the config, Narayanan et al. 2021 eq. 3 without recomputation, as the
@@ -51,7 +52,8 @@ PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
     ("H200", 989.0),        # H200 SXM: the H100's tensor cores, more and faster memory
     ("A100", 312.0),        # A100 SXM4 / PCIe
 )
-VARIANTS = ("plain", "trainer", "fsdp_compile")
+VARIANTS = ("plain", "trainer", "fsdp_compile", "compile", "fsdp")
+DEFAULT_VARIANTS = VARIANTS[:3]
 
 
 def peak_tflops(device_name: str) -> float | None:
@@ -79,8 +81,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--compile-backend", default="inductor", help="torch.compile backend of fsdp_compile")
     p.add_argument("--device", default="", help="cuda or cpu (default: cuda when there is one)")
     p.add_argument("--peak-tflops", type=float, default=0.0, help="override the device's peak (0: from the table)")
-    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(DEFAULT_VARIANTS))
     p.add_argument("--json", default="", help="also write the JSON document here")
+    p.add_argument("--fsdp-grad-sync", choices=("every", "last"), default="every",
+                   help="parallel.fsdp_grad_sync of the fsdp variants")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after the timed steps, profile N more steps per variant and print the top operators")
     return p.parse_args(argv)
 
 
@@ -133,6 +139,22 @@ def measure(step: Callable[[torch.Tensor], float], batch: Callable[[int], torch.
     return {"first_step_s": first, "step_s": statistics.median(times), "last_loss": loss}
 
 
+def profile(step: Callable[[torch.Tensor], float], batch: Callable[[int], torch.Tensor], n: int,
+            device: torch.device) -> str:
+    """``torch.profiler``'s table of ``n`` steps: operators by self device time, then by self CPU
+    time (a step bound by the host shows in the second)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with torch_profile(activities=activities) as prof:
+        for i in range(n):
+            step(batch(i))
+    ops = prof.key_averages()
+    by_device = ops.table(sort_by="self_cuda_time_total", row_limit=12) if device.type == "cuda" else ""
+    return by_device + "\n" + ops.table(sort_by="self_cpu_time_total", row_limit=12)
+
+
 def run_variant(name: str, cfg: ModelConfig, train: TrainConfig, device: torch.device, args) -> dict[str, Any]:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -143,8 +165,13 @@ def run_variant(name: str, cfg: ModelConfig, train: TrainConfig, device: torch.d
         step, trainer = trainer_runner(cfg, train, device, ParallelConfig())
     else:
         compiled = dataclasses.replace(train, compile=True, compile_backend=args.compile_backend)
-        step, trainer = trainer_runner(cfg, compiled, device, ParallelConfig(dp_shard="fsdp"))
+        step, trainer = trainer_runner(cfg, train if name == "fsdp" else compiled, device,
+                                       ParallelConfig() if name == "compile" else
+                                       ParallelConfig(dp_shard="fsdp", fsdp_grad_sync=args.fsdp_grad_sync))
     out = measure(step, _batches(cfg, args, device), args)
+    if args.profile:
+        out["profile"] = profile(step, _batches(cfg, args, device), args.profile, device)
+        print(f"{name}: the top operators of {args.profile} steps\n{out['profile']}", flush=True)
     if trainer is not None and trainer.compile_seconds is not None:
         out["compile_s"] = trainer.compile_seconds
     out["memory_gib"] = memory_gib(device)
@@ -170,6 +197,8 @@ def _init_world_of_one(device: torch.device) -> bool:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every variant's figures and their ratios to the plain loop, as one JSON-ready dict."""
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())  # set_device and the memory stats want an index
     if device.type == "cuda":
         torch.cuda.set_device(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -194,7 +223,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             r["vs_plain"] = r["tokens_per_s"] / anchor["tokens_per_s"]
     return {"date": time.strftime("%Y-%m-%d"), "device": name, "peak_tflops": peak, "torch": torch.__version__,
             "model": args.preset, "seq_len": cfg.seq_len, "global_batch": args.global_batch,
-            "micro_batch": args.micro_batch, "precision": args.precision, "compile_backend": args.compile_backend,
+            "micro_batch": args.micro_batch, "fsdp_grad_sync": args.fsdp_grad_sync, "precision": args.precision, "compile_backend": args.compile_backend,
             "flops_per_token": per_token, "steps": args.steps, "warmup": args.warmup, "variants": results}
 
 

@@ -30,6 +30,8 @@ WORLD4 = [
     Case("fsdp_tp2_pp2_sp_selective_compiled", ParallelConfig(tp=2, pp=2, sequence_parallel=True,
                                                               recompute="selective", **FSDP), compile=True),
     Case("hsdp_dp4_two_replicas", ParallelConfig(dp=4, dp_replicate=2, **FSDP)),
+    # two micro-batches a rank: the first keeps its unsharded gradients, the second reduce-scatters both
+    Case("fsdp_dp2_tp2_grad_sync_last", ParallelConfig(dp=2, tp=2, fsdp_grad_sync="last", **FSDP)),
 ]
 BF16_STEPS = 50
 # bf16 keeps 8 bits of mantissa (relative rounding 2^-9 = 0.2 % per value). Over 50 steps of the
@@ -58,6 +60,8 @@ def test_fsdp_layouts_on_four_processes_match_single_process(world4, ref, name):
     (ParallelConfig(dp=4, dp_replicate=3, **FSDP), r"dp=4 does not split into dp_replicate=3"),
     (ParallelConfig(dp=4, dp_replicate=2), r"dp_replicate=2 \(HSDP\) needs dp_shard='fsdp'"),
     (ParallelConfig(dp=2, dp_shard="zero3"), r"dp_shard must be one of zero1, fsdp"),
+    (ParallelConfig(dp=2, fsdp_grad_sync="last"), r"fsdp_grad_sync='last' needs dp_shard='fsdp'"),
+    (ParallelConfig(dp=2, fsdp_grad_sync="never", **FSDP), r"fsdp_grad_sync must be one of every, last"),
 ])
 def test_layout_validator_rejects_bad_fsdp_layouts(par, match):
     with pytest.raises(LayoutError, match=match):

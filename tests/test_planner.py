@@ -113,7 +113,9 @@ def test_optimizer_sharding_divides_the_optimizer_state():
 
 def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
     """13B at tp=8, dp=8 (pp=1): ZeRO-1 keeps 2 + 2 bytes of every tp-local parameter; FSDP2
-    keeps (12 + 4)/8 of them plus two gathered blocks' bf16 weights and one block's gradients."""
+    keeps (12 + 4)/8 of them plus two gathered blocks' bf16 weights and one block's gradients, and
+    gathers every micro-batch; with fsdp_grad_sync="last" it holds all the bf16 weights and fp32
+    unsharded gradients and gathers once a step."""
     shape, lay = PRESETS["13B"], Layout(8, 1, 8)
     zero1 = evaluate(shape, Cluster(gpus=64), Training(zero=1), lay)
     fsdp = evaluate(shape, Cluster(gpus=64), Training(zero=3), lay)
@@ -123,7 +125,11 @@ def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
     assert fsdp.memory.weights == pytest.approx(2 * 2 * block)
     assert fsdp.memory.grads == pytest.approx(4 * P / 8 + 2 * block)
     assert fsdp.memory.total < zero1.memory.total - 3 * P  # 4P -> about P/2 + 3 blocks
-    assert fsdp.comm_gb["dp"] == pytest.approx(1.5 * zero1.comm_gb["dp"])
+    m = 512 // 8  # micro-batches a step (global batch 512, dp 8, micro-batch 1)
+    assert fsdp.comm_gb["dp"] == pytest.approx(1.5 * m * zero1.comm_gb["dp"])  # gathered twice a micro-batch
+    last = evaluate(shape, Cluster(gpus=64), Training(zero=3, fsdp_grad_sync="last"), lay)
+    assert last.comm_gb["dp"] == pytest.approx(1.5 * zero1.comm_gb["dp"])  # once a step
+    assert (last.memory.weights, last.memory.grads) == pytest.approx((2 * P, 4 * P / 8 + 4 * P))
     piped = evaluate(shape, Cluster(gpus=64), Training(zero=3), Layout(8, 2, 4)).memory
     assert piped.weights == pytest.approx(evaluate(shape, Cluster(gpus=64), Training(zero=1), Layout(8, 2, 4)).memory.weights)
 

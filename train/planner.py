@@ -24,7 +24,9 @@ the formulas h = dim, a = n_heads, f = ffn_dim, l = n_layers, s = seq_len, V = v
   the running one and the prefetched next, and one block's gradients; with pipelining the whole
   stage, which stays gathered across micro-batches, gradients accumulated unsharded). Its dp
   traffic is 1.5 all-reduces (ZeRO §7.2.2: all-gather in forward and again in backward,
-  reduce-scatter), one with pipelining (gathered once per step).
+  reduce-scatter) per micro-batch, one a step with pipelining (gathered once per step).
+  ``fsdp_grad_sync = "last"`` (``train.parallel.dims``) holds the whole stage's bf16 weights and
+  its fp32 unsharded gradients across the micro-batches and sends 1.5 all-reduces a step.
 
 Placement (PanGu-α's topology-aware mapping, as issue 7 states it): ranks are numbered tp
 innermost, then pp, then dp, so a tp group is ``tp`` neighbouring ranks (one node when
@@ -84,6 +86,7 @@ class Training:
     virtual_stages: int = 1            # v > 1: interleaved 1F1B
     sequence_parallel: bool = True     # Korthikanti et al.: shards the 10·sbh replicated activations
     dp_exposed: float = 0.3            # ours: fraction of dp traffic not hidden behind the backward
+    fsdp_grad_sync: str = "every"      # zero=3 without pipelining: reduce-scatter every micro-batch, or the last
 
     def __post_init__(self):
         if self.recompute not in RECOMPUTE_MODES:
@@ -95,6 +98,8 @@ class Training:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.dp_exposed <= 1:
             raise ValueError(f"dp_exposed must be in [0, 1], got {self.dp_exposed}")
+        if self.fsdp_grad_sync not in ("every", "last"):
+            raise ValueError(f"fsdp_grad_sync must be every or last, got {self.fsdp_grad_sync!r}")
 
 
 @dataclass(frozen=True)
@@ -298,17 +303,20 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
         first_act = first_act + logits + model.query_layer * per_layer
         last_params, last_act = first_params, first_act
     block = layer_params(model) / t
-    stages = [states_memory(params, block, lay, train.zero) + (act, name)
+    stages = [states_memory(params, block, lay, train.zero, train.fsdp_grad_sync) + (act, name)
               for name, params, act in (("first", first_params, first_act), ("last", last_params, last_act))]
     weights, grads, optimizer, act, name = max(stages, key=lambda m: m[0] + m[1] + m[2] + m[3])
     return Memory(weights=weights / GIB, grads=grads / GIB, optimizer=optimizer / GIB,
                   activations=act / GIB, overhead=cluster.overhead_gb, stage=name)
 
 
-def states_memory(params: float, block: float, lay: Layout, zero: int) -> tuple[float, float, float]:
+def states_memory(params: float, block: float, lay: Layout, zero: int,
+                  grad_sync: str = "every") -> tuple[float, float, float]:
     """Bytes of (weights, gradients, optimizer state) for a stage of ``params`` parameters per
     rank whose blocks hold ``block`` each, under ZeRO stage ``zero`` over dp (module docstring)."""
     d = lay.dp
+    if zero == 3 and grad_sync == "last" and lay.pp == 1:
+        return 2 * params, 4 * params / d + 4 * params, 12 * params / d  # gathered weights, fp32 unsharded grads
     if zero == 3:
         gathered = params if lay.pp > 1 else 2 * block  # bf16 weights held unsharded at once
         grads = params if lay.pp > 1 else block        # bf16 gradients before the reduce-scatter
@@ -335,8 +343,8 @@ def comm_bytes(model: ModelConfig, train: Training, lay: Layout, m: int) -> dict
     tp = m * blocks * n_allreduce * ring_factor(t) * act if t > 1 else 0.0
     pp = m * train.virtual_stages * 2 * act / t if p > 1 else 0.0
     dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(model, lay) if d > 1 else 0.0
-    if train.zero == 3 and p == 1:
-        dp *= 1.5  # FSDP: all-gather before forward and again before backward, then reduce-scatter
+    if train.zero == 3 and p == 1:  # FSDP: all-gather before forward and again before backward, then reduce-scatter
+        dp *= 1.5 * (m if train.fsdp_grad_sync == "every" else 1)  # every micro-batch, or once a step
     return {"tp": tp, "pp": pp, "dp": dp}
 
 

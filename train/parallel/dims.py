@@ -25,6 +25,13 @@ SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
 # fsdp: FSDP2 fully_shard, weights + gradients + Adam state sharded over dp (train.parallel.fsdp).
 DpShard = Literal["zero1", "fsdp"]
 DP_SHARDS: tuple[str, ...] = typing.get_args(DpShard)
+# fsdp only, with several micro-batches a step: every: each micro-batch's backward reduce-scatters
+# its gradients and reshards (least memory); last: the micro-batches before the last keep the
+# parameters gathered and accumulate unsharded fp32 gradients, and the last reduce-scatters once
+# (one copy of the unsharded weights and gradients more per rank, a third of the collectives and
+# of FSDP's per-unit host work: on one H200 the 350M model at micro-batch 8 was host-bound).
+FsdpGradSync = Literal["every", "last"]
+FSDP_GRAD_SYNCS: tuple[str, ...] = typing.get_args(FsdpGradSync)
 MESH_DIMS = ("pp", "dp_replicate", "dp_shard", "tp")
 
 
@@ -35,6 +42,7 @@ class ParallelConfig:
     dp: int = 1                       # data-parallel ranks: each runs global_batch / dp sequences a step
     dp_shard: DpShard = "zero1"       # how dp shares the model states: zero1 | fsdp (FSDP2)
     dp_replicate: int = 1             # fsdp only: copies of the sharded states (HSDP); shards over dp / dp_replicate
+    fsdp_grad_sync: FsdpGradSync = "every"  # fsdp only: reduce-scatter every micro-batch, or the last only
     virtual_stages: int = 1           # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
     schedule: Schedule = "1f1b"       # pipeline schedule
     sequence_parallel: bool = False   # shard LayerNorm/dropout activations over tp along the sequence
@@ -95,6 +103,10 @@ def _dp_problems(par: ParallelConfig) -> list[str]:
         return [f"dp={par.dp} does not split into dp_replicate={par.dp_replicate} replica groups"]
     if par.dp_replicate > 1 and par.dp_shard != "fsdp":
         return [f"dp_replicate={par.dp_replicate} (HSDP) needs dp_shard='fsdp'; ZeRO-1 shards over all of dp"]
+    if par.fsdp_grad_sync not in FSDP_GRAD_SYNCS:
+        return [f"fsdp_grad_sync must be one of {', '.join(FSDP_GRAD_SYNCS)}, got {par.fsdp_grad_sync!r}"]
+    if par.fsdp_grad_sync != "every" and par.dp_shard != "fsdp":
+        return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} needs dp_shard='fsdp' (ZeRO-1 reduces once a step already)"]
     return []
 
 

@@ -240,7 +240,8 @@ class Trainer:
         m = self.n_microbatches
         if self.schedule is None:
             total = torch.zeros((), device=self.device)
-            for x, y in zip(inputs.tensor_split(m), targets.tensor_split(m)):
+            for i, (x, y) in enumerate(zip(inputs.tensor_split(m), targets.tensor_split(m))):
+                self._fsdp_accumulate(last=i == m - 1)
                 loss = cross_entropy(self.parts[0](x), y)
                 (loss / m).backward()
                 total += _plain(loss.detach())
@@ -251,6 +252,19 @@ class Trainer:
         if not self.has_last_stage:
             return torch.zeros((), device=self.device)
         return torch.stack([_plain(l.detach()) for l in losses]).mean()
+
+    def _fsdp_accumulate(self, last: bool) -> None:
+        """Under ``fsdp_grad_sync = "last"``: before the last micro-batch, no reduce-scatter and
+        no resharding (the gathered weights and unsharded gradients stay); the last one reshards
+        after its forward and reduce-scatters the accumulated gradients (FSDPModule setters)."""
+        if not (self.fsdp and self.par.fsdp_grad_sync == "last" and self.n_microbatches > 1):
+            return
+        part = self.parts[0]
+        part.set_requires_gradient_sync(last)
+        part.set_reshard_after_backward(last)
+        for module in part.modules():  # the root keeps its own (False); every block follows the micro-batch
+            if module is not part and hasattr(module, "set_reshard_after_forward"):
+                module.set_reshard_after_forward(last, recurse=False)
 
     def _global_mean(self, loss: torch.Tensor) -> float:
         """Average the dp replicas' losses, taken once per replica from a last-stage rank."""
