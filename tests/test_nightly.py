@@ -93,7 +93,10 @@ def test_new_near_duplicates_of_published_documents_are_removed(nights):
     assert sum(len(s) for s in shards) == manifest["totals"]["documents"]
 
 
-@pytest.mark.parametrize("point", ["build:index_appended", "refresh:manifest_written"])
+# SIGKILL of the real job where the index batch is written and the build is not yet published;
+# the thirty-night test kills a night (in process) at refresh:manifest_written, the other side
+# of the publication, and one while compacting.
+@pytest.mark.parametrize("point", ["build:index_appended"])
 def test_killed_run_then_rerun_publishes_what_a_clean_run_would(nights, spark, tmp_path, point):
     corpus = tmp_path / "corpus"
     shutil.copytree(nights["after_one"], corpus)
