@@ -131,7 +131,7 @@ def test_listing_walks_directories_like_os_walk(spark, tmp_path):
 
 @pytest.mark.slow
 def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
-    """dedup_phase on the distributed path (groups, edges and components in Spark) with 24
+    """dedup_phase on the distributed path (groups, edges and components in Spark) with 8
     shuffle partitions and no adaptive coalescing: duplicates/ is 2 × cores files (its bytes are
     far under the target), with the rows of the driver path."""
     import pyarrow.parquet as pq
@@ -146,7 +146,7 @@ def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
     found = {}
     saved = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
     try:
-        spark.conf.set("spark.sql.shuffle.partitions", "24")
+        spark.conf.set("spark.sql.shuffle.partitions", "8")
         spark.conf.set("spark.sql.adaptive.enabled", "false")
         for name, cfg in (("spark", DedupConfig(driver_max_docs=0, driver_max_edges=0)), ("driver", DedupConfig())):
             dedup_phase(docs, cfg, None, Staging(LocalStorage(), str(tmp_path / name)))
