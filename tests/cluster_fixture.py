@@ -1,6 +1,6 @@
 """Helpers for the cluster tests (tests/test_cluster.py): processes started in sessions of their
 own and stopped by pid, listening sockets of those processes read from /proc, free ports, and the
-README's table of the binds that may leave loopback.
+docs/clusters.md's table of the binds that may leave loopback.
 
 When a test fails, tests/conftest.py adds the last lines of the daemons' logs to its report: every
 log under the roots a test or fixture opened with ``watched`` (Spark's daemon and executor logs,
@@ -37,7 +37,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-# free_port's ports: above Ray's worker ports (10002-19999, README port table), below the ephemeral range.
+# free_port's ports: above Ray's worker ports (10002-19999, docs/clusters.md), below the ephemeral range.
 HANDOUT = (20000, 32767)
 HANDED_OUT: set[int] = set()  # ports free_port gave out in this process
 SIOCGIFADDR = 0x8915  # <linux/sockios.h>: an interface's IPv4 address
@@ -345,14 +345,14 @@ class Sampler:
         return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
-# --- the README's account of non-loopback binds -------------------------------------------------
+# --- docs/clusters.md's account of non-loopback binds ---------------------------------------------
 
 KINDS = {"all interfaces": "wildcard", "the node's address": "address"}
 
 
-def readme_binds(readme: Path = ROOT / "README.md") -> set[tuple[str, str]]:
-    """(component, kind) pairs from the README table whose header starts ``| Ray process``: the
-    binds beyond loopback it names for a Ray cluster that other nodes join."""
+def readme_binds(readme: Path = ROOT / "docs" / "clusters.md") -> set[tuple[str, str]]:
+    """(component, kind) pairs from the docs/clusters.md table whose header starts ``| Ray process``:
+    the binds beyond loopback it names for a Ray cluster that other nodes join."""
     rows, in_table = set(), False
     for line in readme.read_text(encoding="utf-8").splitlines():
         if line.startswith("| Ray process"):

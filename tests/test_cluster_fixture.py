@@ -1,6 +1,6 @@
 """The instruments of the cluster tests, on small processes of our own: the socket inventory tells
 loopback from wildcard and address binds, ``Sessions.stop`` ends a whole session (children too)
-and nothing else, and the README's table of allowed binds parses into (process, kind) pairs."""
+and nothing else, and the table of allowed binds (docs/clusters.md) parses into (process, kind) pairs."""
 
 import os
 import subprocess

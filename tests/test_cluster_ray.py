@@ -2,12 +2,12 @@
 fresh home directory (marked ``cluster``; in ``make test``).
 
 * A one-host head (``ray-node.sh head``): every socket of every Ray process, sampled while a
-  training job runs (the README's step 4, at dp=2), is on 127.0.0.1, torch.distributed's store on
+  training job runs (docs/clusters.md's step 4, at dp=2), is on 127.0.0.1, torch.distributed's store on
   rank 0 included (train/rendezvous.py binds it to the master address; torch alone binds ``*``).
 * A head other nodes join (``cluster-head``) plus a second node (``join``), one CPU each: a
   ``ray job submit`` of ``jobs.train_lm`` at dp=2 (jobs/configs/debug.toml, tiny shards) trains
-  with one worker on each node; every bind beyond loopback is one the README's port table names
-  (Ray cannot keep a joinable cluster on loopback; the README says so and gives the firewall rule),
+  with one worker on each node; every bind beyond loopback is one docs/clusters.md's port table names
+  (Ray cannot keep a joinable cluster on loopback; that page says so and gives the firewall rule),
   and a Ray worker's only wildcard listener is its worker port (10002-19999), so torch's store
   cannot hide among them.
 * A submission without the token, or with another token, is refused (401).
@@ -45,7 +45,7 @@ STEPS = 3
 TRAIN = ["--config", "jobs/configs/debug.toml", "--set", f"train.steps={STEPS}", "--set", "train.eval_every=0",
          "--set", "train.checkpoint_every=0", "--set", "ray.max_failures=0"]
 SMALL = ["--num-cpus", "1", "--object-store-memory", str(100 << 20)]
-WORKER_PORTS = (10002, 19999)  # ray start's --min-worker-port, --max-worker-port defaults (README table)
+WORKER_PORTS = (10002, 19999)  # ray start's --min-worker-port, --max-worker-port defaults (docs/clusters.md)
 
 
 @dataclass
@@ -189,13 +189,13 @@ def test_training_job_runs_one_worker_on_each_node(two_nodes, training):
 
 def test_every_bind_beyond_loopback_is_named_in_the_readme(two_nodes, training):
     named = readme_binds()
-    assert named, "no '| Ray process' table in README.md"
+    assert named, "no '| Ray process' table in docs/clusters.md"
     seen = training["sampler"].seen
     assert {"gcs_server", "raylet", "dashboard agent", "ray worker"} <= {s.component for s in seen}
     unnamed = sorted({f"{s.component} on {s.kind} {s.address}:{s.port}" for s in seen
                       if s.kind != "loopback" and (s.component, s.kind) not in named})
-    assert not unnamed, "binds beyond loopback that the README does not name: " + "; ".join(unnamed)
-    # The README's row: a Ray worker listens on all interfaces on its worker port only. Anything
+    assert not unnamed, "binds beyond loopback that docs/clusters.md does not name: " + "; ".join(unnamed)
+    # The table's row: a Ray worker listens on all interfaces on its worker port only. Anything
     # else there (torch.distributed's store, as torch binds it: *:ephemeral) is a bind it does not name.
     extra = sorted(f"pid {s.pid} {s.proto} {s.address}:{s.port}" for s in seen if s.component == "ray worker"
                    and s.kind == "wildcard" and not WORKER_PORTS[0] <= s.port <= WORKER_PORTS[1])
