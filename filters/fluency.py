@@ -155,15 +155,18 @@ def normalised_codes(texts: Sequence[str], max_chars: int | None = None) -> tupl
         docs = [d if keep else _nfkc_lower(d) for d, keep in zip(docs, direct.tolist())]
         raw, starts = _codes(docs)
     doc = np.repeat(np.arange(len(docs), dtype=np.int32), np.diff(np.r_[starts, len(raw)]))
-    table = direct[doc]
-    n_out = np.where(table, length[raw], 1).astype(np.int64)
-    if (n_out != 1).any():  # a character whose normal form is longer ("…" -> "...")
-        src = np.repeat(np.arange(len(raw)), n_out)
-        k = np.arange(len(src)) - np.repeat(np.cumsum(n_out) - n_out, n_out)
-        raw, doc, table = raw[src], doc[src], table[src]
-        codes = np.where(table, flat[offset[raw] + k], _fold_table()[raw])
+    if direct.all():
+        codes, n_out = flat[offset[raw]], length[raw]
     else:
-        codes = np.where(table, flat[offset[raw]], _fold_table()[raw])
+        table = direct[doc]
+        codes, n_out = np.where(table, flat[offset[raw]], _fold_table()[raw]), np.where(table, length[raw], 1)
+    longer = np.flatnonzero(n_out > 1)  # a character whose normal form is longer ("…" -> "..."): few
+    if len(longer):  # its 2nd.. characters go in after its first
+        extra = n_out[longer].astype(np.int64) - 1
+        first = np.repeat(offset[raw[longer]] + 1 - np.cumsum(extra) + extra, extra)
+        after = np.repeat(longer + 1, extra)
+        codes = np.insert(codes, after, flat[first + np.arange(len(after))])
+        doc = np.insert(doc, after, doc[after - 1])
     # A space after a space, a line break or the start goes (runs and leading spaces) ...
     nl, sp = codes == NEWLINE, codes == SPACE
     keep = ~(sp & np.concatenate(([True], sp[:-1] | nl[:-1])))
@@ -180,7 +183,12 @@ class Tokens:
     token belongs to, and its ``depth``: how many tokens of its sentence precede it (<s> counted)."""
     ids: np.ndarray  # int32
     doc: np.ndarray  # int32
-    depth: np.ndarray  # int32
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """int32; counting reads it, scoring does not (built on first use)."""
+        at = np.arange(len(self.ids), dtype=np.int32)
+        return at - np.maximum.accumulate(np.where(self.ids == BOS, at, 0))
 
     @property
     def scored(self) -> np.ndarray:
@@ -193,7 +201,7 @@ def encode(texts: Sequence[str], id_of: np.ndarray, max_chars: int | None = None
     codes, doc = normalised_codes(texts, max_chars)
     if not len(codes):
         empty = np.zeros(0, np.int32)
-        return Tokens(empty, empty, empty)
+        return Tokens(empty, empty)
     nl = codes == NEWLINE
     start = np.concatenate(([True], nl[:-1]))  # first character of a sentence (none is empty)
     pos = np.arange(len(codes)) + np.cumsum(start)  # room for one <s> before each sentence
@@ -203,9 +211,7 @@ def encode(texts: Sequence[str], id_of: np.ndarray, max_chars: int | None = None
     docs = np.empty_like(ids)
     docs[pos] = doc
     docs[pos[start] - 1] = doc[start]
-    at = np.arange(len(ids), dtype=np.int32)
-    depth = at - np.maximum.accumulate(np.where(ids == BOS, at, 0))
-    return Tokens(ids, docs, depth.astype(np.int32))
+    return Tokens(ids, docs)
 
 
 def vocab_table(vocab: np.ndarray) -> np.ndarray:
@@ -397,6 +403,10 @@ class NgramTables:
             # n-gram holding <s> inside (or, at 0, the stream's last </s> before it): never
             # stored, so no depth test is needed (2 % more lookups, one gather fewer).
             if n > 2:
+                # ... and where the (n-1)-gram ending at t-1, the n-gram's prefix, was found: a
+                # stored n-gram's prefix is stored (7-13 % fewer lookups on plain text).
+                prefix = longest[at - 1] >= n - 1
+                at, key = at[prefix], key[prefix]
                 key = key + wide[at - (n - 1)] * np.uint64(self.radix ** (n - 1))
                 at, key, idx = self._find(n, at, key, len(ids))
                 logp, back = self.log_prob[n - 1][idx], self.backoff[n - 1][idx]

@@ -181,6 +181,37 @@ def test_batch_scoring_equals_per_character_scoring(trained, news, tmp_path):
     assert np.isnan(trained.perplexity_batch([""])[0])
 
 
+def plain_score(tables: fl.NgramTables, tokens: fl.Tokens) -> np.ndarray:
+    """``NgramTables.score`` the plain way: every n-gram at every position looked up (no candidate
+    chains, no pruning), the longest stored one's log-prob plus the context backoffs of the longer
+    orders, summed in float32 from the highest order down as ``score`` sums them."""
+    ids, order, radix = tokens.ids.astype(np.uint64), tables.order, tables.radix
+    logp, back = np.zeros((order + 1, len(ids)), np.float32), np.zeros((order + 1, len(ids)), np.float32)
+    longest, key = np.zeros(len(ids), np.int64), ids.copy()
+    for n in range(1, order + 1):
+        if n > 1:
+            key[n - 1:] += ids[:len(ids) - n + 1] * np.uint64(radix ** (n - 1))
+        found, idx = tables.lookup(n, key)
+        found &= tokens.depth >= n - 1  # the n-gram starts at or after its sentence's <s>
+        logp[n, found], back[n, found] = tables.log_prob[n - 1][idx[found]], tables.backoff[n - 1][idx[found]]
+        longest[found] = n
+    for n in range(order - 1, 0, -1):  # back[n, t]: backoffs of the n..order-1 grams ending at t
+        back[n] += back[n + 1]
+    t = np.flatnonzero(tokens.scored)
+    out = np.zeros(len(ids))
+    out[t] = logp[longest[t], t] + back[longest[t], t - 1]
+    return out
+
+
+def test_batch_scoring_equals_plain_lookups_bit_for_bit(trained, news):
+    small = fl.train_local(news[:200], order=5, min_count=2)
+    held = news[2800:2900] + ["", "  \n\n ", "ＡＢ１２３ 外文 and digits 2024\r\n第二行……", "Σίσυφος ﬁ ① e\u0301\n\n x"]
+    for model in (trained, small):
+        tokens = fl.encode(held, model.id_of, model.max_chars)
+        ours = model.tables.score(tokens)
+        assert ours.dtype == np.float64 and np.array_equal(ours, plain_score(model.tables, tokens))
+
+
 def test_long_documents_are_scored_on_their_opening(trained, news):
     long = news[2900] * 10
     assert len(long) > trained.max_chars == 5000
