@@ -454,6 +454,11 @@ class SafetyScorer:
                     self._sets_of.append([])
                     self._leads_of.append([])
                 self._leads_of[index[a]].append(i)
+        self._lead_keys = [set() for _ in self._patterns]  # pattern -> the keys it can begin with
+        for k, owners in enumerate(self._leads_of):
+            for i in owners:
+                self._lead_keys[i].add(k)
+        self._conjunctions = [[frozenset(c) for c in r] for r in self._requirements]  # for ``<=`` tests
         self._automaton = ahocorasick_rs.AhoCorasick(self._keys) if self._keys else None
         log.debug("safety scorer: %d lexicon terms and anchors, %d patterns (%d always run), categories %s",
                   len(self._keys), len(self._patterns), len(self._always), self.categories)
@@ -512,23 +517,32 @@ class SafetyScorer:
         terms: dict[str, set[str]] = {}
         hit_sets: set[int] = set()
         found = self._automaton.find_matches_as_indexes(text, overlapping=True) if self._automaton and text else []
-        for k in {k for k, _, _ in found}:
+        hit_keys = {k for k, _, _ in found}
+        for k in hit_keys:
             for cat in self._term_of[k]:
                 terms.setdefault(cat, set()).add(self._keys[k])
             hit_sets.update(self._sets_of[k])
         candidates = set(self._always)
         for i in {self._set_owner[j] for j in hit_sets}:
-            if any(all(j in hit_sets for j in conj) for conj in self._requirements[i]):
+            if any(conj <= hit_sets for conj in self._conjunctions[i]):
                 candidates.add(i)
-        starts: dict[int, list[int]] = {}  # pattern -> where its matches can begin
-        for k, a, _ in found:
-            for i in self._leads_of[k]:
-                starts.setdefault(i, []).append(a)
+        # where the candidates' matches can begin: the matches of their leading strings (most
+        # matches are of strings that lead patterns which are not candidates: not looked at)
+        leads = [i for i in candidates if self._leading[i]]
+        starts: dict[int, list[int]] = {i: [] for i in leads}  # pattern -> where its matches can begin
+        if leads:
+            led = {}  # key -> the candidates it leads
+            for i in leads:
+                for k in self._lead_keys[i] & hit_keys:
+                    led.setdefault(k, []).append(i)
+            for k, a in [(k, a) for k, a, _ in found if k in led]:
+                for i in led[k]:
+                    starts[i].append(a)
         patterns: dict[str, dict[str, str]] = {}
         taken: dict[str, list[tuple[int, int]]] = {}  # list -> spans its patterns have counted
         for i in sorted(candidates):
             cat, pattern, rx = self._patterns[i]
-            at = sorted(set(starts.get(i, ()))) if self._leading[i] else None
+            at = sorted(set(starts[i])) if self._leading[i] else None
             m = _first_free_match(rx, text, taken.setdefault(cat, []), at)
             if m:
                 patterns.setdefault(cat, {})[pattern] = m.group()
