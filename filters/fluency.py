@@ -409,8 +409,10 @@ class NgramTables:
                 at, key = at[prefix], key[prefix]
                 key = key + wide[at - (n - 1)] * np.uint64(self.radix ** (n - 1))
                 at, key, idx = self._find(n, at, key, len(ids))
-                logp, back = self.log_prob[n - 1][idx], self.backoff[n - 1][idx]
-            best[at], longest[at], bo[n - 1, at] = logp, n, back
+                logp = self.log_prob[n - 1][idx]
+            best[at], longest[at] = logp, n
+            if n < order:  # the highest order has no backoffs: its row stays 0
+                bo[n - 1, at] = back if n == 2 else self.backoff[n - 1][idx]
         # bo[j-1, t] becomes the sum of the backoffs of the j..order-1 grams ending at t (row
         # order-1, the highest order's, is 0); position t adds row longest(t)-1 at t-1.
         for j in range(order - 2, -1, -1):
