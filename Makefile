@@ -57,7 +57,7 @@ demo-models: $(DEMO_OUT)/models/spam/metadata.json $(DEMO_OUT)/models/quality/me
 $(DEMO_EVALS)/MANIFEST.json: | $(STAMP)
 	$(PY) -m demo.eval_set --output $(DEMO_EVALS)
 
-# The demo evaluation sets are checked in report mode: counted, not dropped (see README).
+# The demo evaluation sets are checked in report mode: counted, not dropped (docs/pii-decontamination.md).
 demo: demo-crawl demo-models $(DEMO_EVALS)/MANIFEST.json
 	$(PY) -m jobs.build_corpus --input $(DEMO_INPUTS) --output $(DEMO_OUT)/corpus --overwrite \
 	    --set classify.spam_model=$(DEMO_OUT)/models/spam --set classify.quality_model=$(DEMO_OUT)/models/quality \

@@ -208,7 +208,7 @@ def segment_anchor(documents: str, max_chars: int) -> dict[str, Any]:
 
 
 def table(result: dict[str, Any]) -> list[str]:
-    """The README table: per kind and stage, seconds (small → large) and MB/s per core."""
+    """The table of docs/benchmarks.md: per kind and stage, seconds (small → large) and MB/s per core."""
     lines = ["| input | stage | s (small → large) | MB/s/core (large run) | marginal MB/s/core |", "|---|---|---|---|---|"]
     for kind in ("crawl", "plain"):
         if kind not in result:

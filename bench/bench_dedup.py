@@ -225,7 +225,7 @@ def _cell(v) -> str:
 
 
 def markdown(res: dict) -> str:
-    """The README tables: one row per method, the ratios, the job's phases."""
+    """The tables of docs/benchmarks.md: one row per method, the ratios, the job's phases."""
     m, gt = res["methods"], res["ground_truth"]
     lines = ["| method | cores | runs | seconds (median) | CPU s | docs/s per core | precision | recall | docs removed |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -8,7 +8,7 @@ first (the anchor), and each executor's fetch + unpack of the archive, read from
     python -m bench.bench_spark_start --master spark://127.0.0.1:7077 --work-dir $RUN/spark-work \\
         --archives old/zhcorpus-env.tar.gz dist/zhcorpus-env.tar.gz [--rounds 3]
 
-Needs a running standalone cluster (README, "One host, from a fresh home") and
+Needs a running standalone cluster (docs/clusters.md, "One host, from a fresh home") and
 SPARK_AUTH_SECRET_FILE; two executors of one core each are asked for.
 """
 

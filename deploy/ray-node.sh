@@ -24,7 +24,7 @@
 # resolves to, NCCL on the first interface that is not loopback). A job's own local Ray does the
 # same (train/launch.py). `cluster-head` and `join` cannot stay on loopback: GCS, raylets and
 # workers listen on all interfaces, agents on the node's address, and three metrics endpoints on
-# 0.0.0.0 without authentication. Firewall them (README, "Ray on several nodes, and what it exposes").
+# 0.0.0.0 without authentication. Firewall them (docs/clusters.md, "Ray on several nodes, and what it exposes").
 set -euo pipefail
 
 usage() { sed -n '5,8p' "$0" | sed 's/^# *//' >&2; exit 2; }

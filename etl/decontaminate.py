@@ -45,7 +45,7 @@ class DecontaminateConfig:
     # the "id" field, else the row number (file stem and row number inside a directory).
     eval_sets: tuple[str, ...] = ()
     # Character n-gram size after normalisation. GPT-3 App. C used 13 words, about 23 characters
-    # of this corpus (1.79 characters per rjieba word). Measured on the demo crawl (README,
+    # of this corpus (1.79 characters per rjieba word). Measured on the demo crawl (docs/pii-decontamination.md,
     # bench/bench_pii_decontam.py --sweep): 13 characters hit 27 documents only through shared
     # phrases, 16 still 2 (an official's title and name), 20 none, and 20 keeps 95 % (311 of
     # 328) of the true hits of 16.

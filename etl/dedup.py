@@ -68,7 +68,7 @@ class DedupConfig:
     minhash: MinHashParams = field(default_factory=MinHashParams)
     # off | measure (exact Jaccard of every candidate edge, reported) | enforce (also drop edges
     # below minhash.threshold before the components are formed: about half the LSH candidates at
-    # 16 x 8 are below 0.8 on the benchmark corpus, README "Dedup benchmark")
+    # 16 x 8 are below 0.8 on the benchmark corpus, docs/benchmarks.md, "2026-11-24: dedup")
     verify: VerifyMode = "enforce"
     # Buckets up to this size yield all their pairs (so verification judges every pair), larger
     # ones star edges to their smallest member: near-duplicate families are small, a template

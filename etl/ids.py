@@ -2,7 +2,7 @@
 (two dumps both numbered from 0, a file copied into two directories, ``1`` in one file and
 ``"1"`` in another), and ``duplicates/`` and the dedup index are keyed by doc_id.
 
-The rule (deterministic, documented in the README): the first record with an id, in
+The rule (deterministic, documented in docs/cleaning.md): the first record with an id, in
 (source_file, offset) order, keeps it; every later one becomes ``{id}~{h}``, ``h`` the first 16
 hex digits of SHA-256 over ``source_file + "\\0" + offset``, and keeps the original id in
 ``renamed_from``. Nothing is dropped: whether the copies are the same text is dedup's business.

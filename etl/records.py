@@ -65,7 +65,7 @@ class ReaderConfig:
     max_replacement_ratio: float = 0.05
     max_rare_han_ratio: float = 0.30
     min_han_for_rare_check: int = 20
-    # resiliparse main-content extraction drops nav/header/footer boilerplate (see README).
+    # resiliparse main-content extraction drops nav/header/footer boilerplate (docs/cleaning.md).
     main_content: bool = True
     # Text kept with a read-stage rejection for audit, in characters.
     rejected_text_max_chars: int = 65536

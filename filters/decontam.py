@@ -6,8 +6,8 @@ the same normalised form dedup uses (``filters.minhash.normalise``: NFKC, lower 
 whitespace or punctuation), hashed with the same 64-bit polynomial hash
 (``filters.minhash.shingle_hashes``). Items are first converted to simplified characters, as
 the cleaning stage converts documents. The default n = 20 characters is GPT-3's 13 words at this
-corpus's 1.79 characters per word, rounded down, and measured on the demo crawl (README
-"Personal data and decontamination"; ``bench/bench_pii_decontam.py --sweep``): shorter n-grams
+corpus's 1.79 characters per word, rounded down, and measured on the demo crawl (docs/pii-decontamination.md,
+"Why n = 20 characters"; ``bench/bench_pii_decontam.py --sweep``): shorter n-grams
 hit pages that share only an official's title and name with an item.
 
 An ``EvalIndex`` holds, sorted, the distinct n-gram hashes of every item with the item that owns
@@ -31,7 +31,7 @@ import opencc
 
 from filters import minhash as mh
 
-# Characters, after normalisation. See the README for the measurement behind each default.
+# Characters, after normalisation. docs/pii-decontamination.md has the measurement behind each default.
 DEFAULT_NGRAM = 20
 DEFAULT_MIN_CHARS = 8
 BITS_PER_NGRAM = 16  # the prefilter's size: a false pass rate of about 1 - exp(-1/16) = 6 %

@@ -45,7 +45,7 @@ _PROBES = 64  # probe sequence length for densification; past it an empty bin ta
 @dataclass(frozen=True)
 class MinHashParams:
     """Everything that defines signatures and band keys; an index records it and refuses others."""
-    shingle: int = 5  # character n-gram size (see README: false positives measured for n = 3..7)
+    shingle: int = 5  # character n-gram size (docs/dedup.md, "Shingle size": false positives for n = 3..7)
     num_perm: int = 128
     threshold: float = 0.8  # Jaccard similarity at which documents count as near-duplicates
     seed: int = 1

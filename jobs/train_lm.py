@@ -45,7 +45,7 @@ from train.data import DataConfig  # noqa: E402
 from train.indexed_dataset import read_manifest  # noqa: E402
 from train.loop import Job, LoopConfig, check_compatible  # noqa: E402
 from train.launch_checks import check_cluster_fits  # noqa: E402
-from train.parallel import ParallelConfig, validate  # noqa: E402
+from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate  # noqa: E402
 from train.planner import total_params  # noqa: E402
 from train.shapes import ModelConfig  # noqa: E402
 
@@ -61,6 +61,12 @@ class RaySection:
     use_gpu: Literal["auto", True, False] = "auto"  # auto: GPUs when the cluster has any (NCCL), else CPU (gloo)
     cpus_per_worker: float = 1.0       # Ray CPU resource per worker, and torch threads per worker
     max_failures: int = 1              # worker-group restarts from the last checkpoint (FailureConfig)
+    # Elastic data parallelism (Ray Train V2): 0 = always the layout's tp*pp*dp workers. Else the run
+    # starts with as many workers as the cluster has room for, from this many (whole tp*pp groups) up
+    # to the layout's, goes on with fewer when a node is lost (from the last checkpoint, dp smaller)
+    # and grows back when room returns, checked every resize_interval_s. docs/training.md
+    min_workers: int = 0
+    resize_interval_s: float = 60.0
     dashboard: bool = True             # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
 
 
@@ -98,6 +104,11 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
         raise ConfigError(f"data.seq_len={cfg.data.seq_len} is longer than the model's context "
                           f"model.seq_len={model.seq_len}")
     validate(cfg.parallel, model, cfg.parallel.world_size, cfg.train.global_batch, cfg.train.micro_batch)
+    if cfg.ray.min_workers:
+        problems = elastic_problems(cfg.parallel, model, cfg.ray.min_workers, cfg.train.global_batch,
+                                    cfg.train.micro_batch)
+        if problems:
+            raise ConfigError("elastic layout (ray.min_workers):\n  - " + "\n  - ".join(problems))
     # Open both splits here (verifying the checksums once, if data.verify): a bad manifest or an
     # empty split is a config error now, not a worker failure that Ray would retry.
     TokenData(manifest, cfg.data, "train")
@@ -135,11 +146,17 @@ def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
         loop or train_loop,
         train_loop_config={"job": job},
         torch_config=BoundStoreTorchConfig(),  # torch's store on the master address only, not *:port
-        scaling_config=ScalingConfig(num_workers=cfg.parallel.world_size, use_gpu=use_gpu,
-                                     resources_per_worker=resources),
+        scaling_config=ScalingConfig(num_workers=_num_workers(cfg), use_gpu=use_gpu, resources_per_worker=resources,
+                                     elastic_resize_monitor_interval_s=cfg.ray.resize_interval_s),
         run_config=RunConfig(name=RAY_NAME, storage_path=str(Path(job.run_dir) / "ray"),
                              failure_config=FailureConfig(max_failures=cfg.ray.max_failures),
                              checkpoint_config=CheckpointConfig(num_to_keep=cfg.train.keep_checkpoints or None)))
+
+
+def _num_workers(cfg: TrainLMConfig) -> int | tuple[int, int]:
+    """ScalingConfig's num_workers: the layout's world size, or (min, max) for an elastic run."""
+    world = cfg.parallel.world_size
+    return (cfg.ray.min_workers, world) if cfg.ray.min_workers and cfg.ray.min_workers < world else world
 
 
 def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]:
@@ -151,10 +168,13 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
     resolved = {**to_dict(cfg), "model": dataclasses.asdict(job.model), "manifest": job.manifest}
     (run_dir / "config.json").write_text(json.dumps(resolved, indent=1, default=str), encoding="utf-8")
     init_ray(cfg.ray, cfg.parallel.world_size)
-    check_cluster_fits(cfg.parallel, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
+    fewest = at_world_size(cfg.parallel, cfg.ray.min_workers) if cfg.ray.min_workers else cfg.parallel
+    check_cluster_fits(fewest, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
     p = cfg.parallel
-    log.info("training %s at tp=%d pp=%d dp=%d (%s) on %d workers, %s%s: %d steps of %d x %d tokens -> %s",
-             _size(job.model), p.tp, p.pp, p.dp, p.dp_shard, p.world_size, cfg.train.precision,
+    workers = _num_workers(cfg)
+    log.info("training %s at tp=%d pp=%d dp=%d (%s) on %s workers, %s%s: %d steps of %d x %d tokens -> %s",
+             _size(job.model), p.tp, p.pp, p.dp, p.dp_shard,
+             "%d to %d" % workers if isinstance(workers, tuple) else workers, cfg.train.precision,
              ", compiled" if cfg.train.compile else "", cfg.train.steps, cfg.train.global_batch,
              job.data.seq_len, run_dir)
     result = build_trainer(cfg, job, loop).fit()

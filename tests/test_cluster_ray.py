@@ -13,6 +13,9 @@ fresh home directory (marked ``cluster``; in ``make test``).
 * A submission without the token, or with another token, is refused (401).
 * A layout with more workers than the cluster has CPUs is refused before launch with the reason
   (train/launch_checks.py), instead of Ray retrying the worker group forever.
+* Elastic data parallelism (``ray.min_workers``; last, since it stops the second node): a dp=2 run
+  that loses its second node for good goes on at dp=1 from the last checkpoint, on the losses of a
+  fresh dp=1 run started from that checkpoint.
 
 Nodes are stopped with ``ray-node.sh stop`` (their own session only, never ``ray stop``), then
 anything left in their sessions is killed by pid (tests/cluster_fixture.py).
@@ -25,8 +28,11 @@ import os
 import random
 import re
 import secrets
+import shutil
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -229,3 +235,56 @@ def test_more_workers_than_cpus_is_refused_before_launch(two_nodes, training):
     assert run.returncode != 0, out[-3000:]
     assert "cannot launch" in out and "needs 4 Ray workers of 1 CPU each" in out and "room for 2" in out, out[-3000:]
     assert not (training["run_dir"].parent / "too-big" / "metrics.jsonl").exists()
+
+
+# --- elastic data parallelism (last in the module: it stops the second node for good) -------------
+
+ELASTIC_STEPS = 48
+ELASTIC = ["--config", "jobs/configs/debug.toml", "--set", f"train.steps={ELASTIC_STEPS}", "--set", "train.eval_every=0",
+           "--set", "train.checkpoint_every=4", "--set", "train.keep_checkpoints=0", "--set", "ray.max_failures=2"]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_elastic_run_goes_on_with_one_worker_when_a_node_is_lost(two_nodes, training, tmp_path):
+    """dp=2 with ray.min_workers=1, one worker per node; the second node is stopped mid-run and
+    never comes back: Ray Train V2 restarts the group with the one worker the head has room for,
+    which resumes from the last complete checkpoint at dp=1 and finishes. Its losses after the
+    change equal those of a fresh dp=1 run resumed from that checkpoint."""
+    run_dir, shards = tmp_path / "elastic", training["shards"]
+    done: list[subprocess.CompletedProcess] = []
+    job = threading.Thread(target=lambda: done.append(submit(
+        two_nodes, "python", "-m", "jobs.train_lm", *ELASTIC, "--set", "parallel.dp=2", "--set", "ray.min_workers=1",
+        "--set", "ray.resize_interval_s=5", "--data", str(shards), "--output", str(run_dir), working_dir=True,
+        timeout=480)))
+    job.start()
+    deadline = time.monotonic() + 300
+    while not (run_dir / "metrics.jsonl").exists() or len(_jsonl(run_dir / "metrics.jsonl")) < 6:
+        assert job.is_alive() and time.monotonic() < deadline, (done[0].stdout[-4000:] if done else "no progress")
+        time.sleep(0.2)
+    subprocess.run([NODE, "stop", str(two_nodes.root / "node")], env=two_nodes.env, timeout=60, check=True)
+    job.join(500)
+    assert done and done[0].returncode == 0, (done[0].stdout[-6000:] + done[0].stderr[-2000:]) if done else "hung"
+    events = _jsonl(run_dir / "events.jsonl")
+    assert events[0]["event"] == "start" and events[0]["world_size"] == 2 and events[0]["layout"]["dp"] == 2
+    resumed = [e for e in events if e["event"] == "resume"]
+    assert resumed and resumed[-1]["world_size"] == 1 and resumed[-1]["layout"]["dp"] == 1, events
+    assert events[-1] == {**events[-1], "event": "finish", "step": ELASTIC_STEPS}
+    changed_at = resumed[-1]["step"]
+    assert 0 < changed_at < ELASTIC_STEPS, events
+    rows = _jsonl(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == list(range(1, ELASTIC_STEPS + 1))
+
+    # The reference: a fresh run at dp=1 in a RUN_DIR holding only the checkpoint the change resumed from.
+    ref = tmp_path / "reference"
+    name = f"step-{changed_at:07d}"
+    shutil.copytree(run_dir / "checkpoints" / name, ref / "checkpoints" / name)
+    run = submit(two_nodes, "python", "-m", "jobs.train_lm", *ELASTIC, "--set", "parallel.dp=1", "--data", str(shards),
+                 "--output", str(ref), working_dir=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
+    after = {r["step"]: r["loss"] for r in rows if r["step"] > changed_at}
+    expected = {r["step"]: r["loss"] for r in _jsonl(ref / "metrics.jsonl") if r["step"] > changed_at}
+    assert sorted(after) == sorted(expected) == list(range(changed_at + 1, ELASTIC_STEPS + 1))
+    assert max(abs(after[s] - expected[s]) for s in after) <= 1e-6, (after, expected)

@@ -26,7 +26,7 @@ import torch.distributed.checkpoint as dcp
 import torch.multiprocessing as mp
 
 from train.model import build_model, preset
-from train.parallel.dims import LayoutError, ParallelConfig, validate
+from train.parallel.dims import LayoutError, ParallelConfig, at_world_size, elastic_problems, validate
 from train.parallel.step import Trainer, TrainConfig, cross_entropy
 from train.parallel.zero import local_tensor
 
@@ -267,3 +267,18 @@ def test_layout_validator_lists_every_problem():
     with pytest.raises(LayoutError) as e:
         validate(ParallelConfig(tp=3, pp=3), CFG, 4, 8, 2)
     assert str(e.value).count("\n  - ") == 4  # world size, heads, ffn (1008 rows divide by 3), layers
+
+
+def test_an_elastic_layout_shrinks_dp_only_and_checks_every_dp_it_may_take():
+    par = ParallelConfig(tp=2, dp=4)
+    assert at_world_size(par, 4) == dataclasses.replace(par, dp=2)
+    assert at_world_size(par, 8) == par
+    with pytest.raises(LayoutError, match=r"3 workers do not form whole tp\*pp = 2\*1 = 2 groups"):
+        at_world_size(par, 3)
+    assert elastic_problems(par, CFG, 2, 12, 1) == []  # dp 1, 2, 3 and 4 all split 12 sequences
+    assert elastic_problems(par, CFG, 2, 8, 2) == [  # dp=3 does not split 8 into micro-batches of 2
+        "at dp=3: global_batch=8 sequences do not split into dp=3 replicas of micro-batches of 2"]
+    assert "must be a multiple of tp*pp = 2" in elastic_problems(par, CFG, 3, 8, 1)[0]
+    assert "between 2 and the layout's 8 workers" in elastic_problems(par, CFG, 10, 8, 1)[0]
+    hsdp = ParallelConfig(dp=4, dp_shard="fsdp", dp_replicate=2)  # dp=3 and 1 cannot hold 2 replicas
+    assert [p.split(":")[0] for p in elastic_problems(hsdp, CFG, 1, 12, 1)] == ["at dp=1", "at dp=3"]

@@ -126,6 +126,8 @@ def test_model_section_is_the_models_config_on_a_preset():
     (["data.seq_len=32"], "longer than the model's context"),
     (["data.weights.books=1"], "unknown source"),
     (["parallel.dp_replicate=2", "parallel.dp=2"], r"needs dp_shard='fsdp'"),
+    (["parallel.dp=4", "ray.min_workers=1"], r"elastic layout \(ray.min_workers\):\n  - at dp=3: global_batch=8 "),
+    (["parallel.dp=2", "ray.min_workers=3"], r"ray.min_workers=3 must be a multiple of tp\*pp = 1 between 1 and"),
 ])
 def test_bad_configs_fail_before_any_worker_starts(corpus, overrides, match):
     cfg = load_config(TrainLMConfig, CONFIGS / "debug.toml", overrides)

@@ -26,7 +26,7 @@ import math
 import tempfile
 import time
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +37,7 @@ from train import checkpoint
 from train.data import DataConfig, TokenData
 from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
 from train.model import ModelConfig
-from train.parallel import ParallelConfig, Trainer, TrainConfig
+from train.parallel import ParallelConfig, Trainer, TrainConfig, at_world_size
 
 log = logging.getLogger("zhcorpus")
 LRSchedule = Literal["cosine", "constant"]
@@ -101,6 +101,8 @@ def train_loop(config: dict[str, Any]) -> None:
     job: Job = config["job"]
     torch.set_num_threads(job.threads)
     rank = dist.get_rank()
+    if dist.get_world_size() != job.parallel.world_size:  # an elastic run (ray.min_workers) on fewer workers
+        job = replace(job, parallel=at_world_size(job.parallel, dist.get_world_size()))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     log.setLevel(logging.INFO if rank == 0 else logging.WARNING)  # human lines from rank 0 only
     device = ray.train.torch.get_device()

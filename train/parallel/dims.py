@@ -11,6 +11,7 @@ all-reduce across the replicas, torchtitan's ``dp_replicate`` × ``dp_shard``).
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass
 from typing import Literal
@@ -64,6 +65,33 @@ class ParallelConfig:
 
 class LayoutError(ValueError):
     """A parallel layout that cannot run this model / batch; the message lists every problem."""
+
+
+def at_world_size(par: ParallelConfig, world_size: int) -> ParallelConfig:
+    """``par`` with dp = ``world_size / (tp * pp)``: the layout an elastic run (``ray.min_workers``)
+    takes on the workers it got; tensor and pipeline groups never change size, only dp does."""
+    group = par.tp * par.pp
+    if world_size < group or world_size % group:
+        raise LayoutError(f"{world_size} workers do not form whole tp*pp = {par.tp}*{par.pp} = {group} groups: "
+                          f"an elastic run needs a worker count that is a multiple of {group}")
+    return dataclasses.replace(par, dp=world_size // group)
+
+
+def elastic_problems(par: ParallelConfig, model: ModelConfig, min_workers: int, global_batch: int,
+                     micro_batch: int) -> list[str]:
+    """What is wrong with letting a run at layout ``par`` shrink to ``min_workers`` workers: the
+    minimum must be whole tp*pp groups, and every dp between the minimum's and ``par.dp`` must
+    split the batch (and the HSDP replicas) as ``par.dp`` does."""
+    group = par.tp * par.pp
+    if min_workers < group or min_workers % group or min_workers > par.world_size:
+        return [f"ray.min_workers={min_workers} must be a multiple of tp*pp = {group} between {group} and the "
+                f"layout's {par.world_size} workers"]
+    problems = []
+    for dp in range(min_workers // group, par.dp):
+        smaller = dataclasses.replace(par, dp=dp)
+        problems += [f"at dp={dp}: {p}" for p in layout_problems(smaller, model, smaller.world_size, global_batch,
+                                                                  micro_batch)]
+    return problems
 
 
 def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
