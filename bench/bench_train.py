@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from train.model import ModelConfig, preset
-from train.parallel.dims import ParallelConfig
+from train.layout import ParallelConfig
 from train.parallel.step import Trainer, TrainConfig
 from train.parallel.zero import local_tensor
 

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 from train.metrics import memory_gib
 from train.model import build_model, preset
-from train.parallel.dims import ParallelConfig
+from train.layout import ParallelConfig
 from train.parallel.step import Trainer, TrainConfig
 from train.planner import flops_per_iteration
 from train.shapes import ModelConfig

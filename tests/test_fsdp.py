@@ -20,7 +20,7 @@ import torch
 
 from tests.test_parallel import CFG, TRAIN, Case, _spawn, assert_parity, reference
 from tests.test_train_lm import world_of_one  # noqa: F401  (the one-process gloo group fixture)
-from train.parallel.dims import LayoutError, ParallelConfig, validate
+from train.layout import LayoutError, ParallelConfig, validate
 from train.parallel.step import Trainer
 
 FSDP = {"dp_shard": "fsdp"}

@@ -26,7 +26,7 @@ import torch.distributed.checkpoint as dcp
 import torch.multiprocessing as mp
 
 from train.model import build_model, preset
-from train.parallel.dims import LayoutError, ParallelConfig, at_world_size, elastic_problems, validate
+from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, validate
 from train.parallel.step import Trainer, TrainConfig, cross_entropy
 from train.parallel.zero import local_tensor
 

@@ -7,8 +7,9 @@ import pytest
 
 from jobs import plan_layout
 from jobs.config import ConfigError
+from train.layout import validate
 from train.planner import (GIB, Cluster, Layout, Training, activation_bytes_per_layer, bubble_fraction, evaluate,
-                           flops_per_iteration, layer_params, plan, total_params)
+                           flops_per_iteration, layer_params, parallel_config, plan, total_params)
 from train.shapes import PRESETS, ModelConfig
 
 # Yuan 1.0 245B (arXiv 2110.04725): 76 layers, hidden 16384, sequence 2048, global batch 3360,
@@ -154,12 +155,26 @@ def test_ranking_is_by_step_time():
 def test_invalid_layouts_name_their_reasons():
     shape, cluster = PRESETS["13B"], Cluster(gpus=64)
     problems = evaluate(shape, cluster, Training(), Layout(16, 2, 2)).problems
-    assert "n_heads=40 not divisible by tp=16" in problems
+    assert problems == ("n_heads=40 does not divide by tp=16 (each tp rank runs whole heads)",)
     problems = evaluate(shape, cluster, Training(), Layout(2, 3, 10)).problems
-    assert any(p.startswith("tp*pp*dp = 2*3*10 = 60 != 64") for p in problems)
-    assert any(p.startswith("n_layers=40 not divisible by pp") for p in problems)
+    assert any(p.startswith("tp*pp*dp = 2*3*10 = 60 does not equal the world size 64") for p in problems)
+    assert any(p.startswith("n_layers=40 does not divide into pp*virtual_stages") for p in problems)
     problems = evaluate(shape, cluster, Training(global_batch=16), Layout(1, 8, 8)).problems
-    assert problems == ("2 micro-batches < pp=8: the pipeline never fills",)
+    assert problems == ("2 micro-batches per step < pp=8: the pipeline could never fill; raise global_batch or "
+                        "lower micro_batch",)
+
+
+def test_the_planner_asks_the_runtimes_layout_questions():
+    """The planner's partition checks are ``train.layout``'s: interleaved 1F1B with 6 micro-batches
+    on pp=4 runs in one round (torch's rule, m % (m // pp)); the planner's old rule (m % pp)
+    refused it. Every layout the planner ranks, the runtime validates."""
+    shape = PRESETS["13B"].replace(n_layers=48)
+    train = Training(global_batch=48, micro_batch=1, virtual_stages=2)
+    assert evaluate(shape, Cluster(gpus=256), train, Layout(8, 4, 8)).problems == ()  # m = 6
+    feasible, infeasible = plan(shape, Cluster(gpus=64), Training(global_batch=64, zero=3, virtual_stages=2))
+    assert feasible and infeasible
+    for e in feasible:
+        validate(parallel_config(Training(global_batch=64, zero=3, virtual_stages=2), e.layout), shape, 64, 64, 1)
 
 
 @pytest.mark.parametrize("make, message", [

@@ -25,7 +25,7 @@ the formulas h = dim, a = n_heads, f = ffn_dim, l = n_layers, s = seq_len, V = v
   stage, which stays gathered across micro-batches, gradients accumulated unsharded). Its dp
   traffic is 1.5 all-reduces (ZeRO §7.2.2: all-gather in forward and again in backward,
   reduce-scatter) per micro-batch, one a step with pipelining (gathered once per step).
-  ``fsdp_grad_sync = "last"`` (``train.parallel.dims``) holds the whole stage's bf16 weights and
+  ``fsdp_grad_sync = "last"`` (``train.layout``) holds the whole stage's bf16 weights and
   its fp32 unsharded gradients across the micro-batches and sends 1.5 all-reduces a step.
 
 Placement (PanGu-α's topology-aware mapping, as issue 7 states it): ranks are numbered tp
@@ -48,6 +48,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from train.layout import ParallelConfig, layout_problems
 from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode, padded_vocab
 
 GIB = 2**30
@@ -252,34 +253,22 @@ def ring_factor(n: int) -> float:
 
 # ---- evaluation -----------------------------------------------------------------------------
 
+def parallel_config(train: Training, lay: Layout) -> ParallelConfig:
+    """The runtime's ``[parallel]`` section for layout ``lay`` trained as ``train`` says (ZeRO-0 and
+    ZeRO-1 lay the ranks out alike: both are ``zero1`` to the runtime)."""
+    fsdp = train.zero == 3
+    return ParallelConfig(tp=lay.tp, pp=lay.pp, dp=lay.dp, dp_shard="fsdp" if fsdp else "zero1",
+                          fsdp_grad_sync=train.fsdp_grad_sync if fsdp else "every",
+                          virtual_stages=train.virtual_stages,
+                          schedule="interleaved_1f1b" if train.virtual_stages > 1 else "1f1b",
+                          sequence_parallel=train.sequence_parallel, recompute=train.recompute)
+
+
 def partition_problems(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
-    """Why the GPUs, the model and the batch do not split into ``lay`` (memory is checked later,
-    in ``evaluate``)."""
-    t, p, d, v = lay.tp, lay.pp, lay.dp, train.virtual_stages
-    if min(t, p, d) < 1:
-        return [f"tp, pp, dp must be >= 1, got {t}, {p}, {d}"]
-    out = []
-    if t * p * d != cluster.gpus:
-        out.append(f"tp*pp*dp = {t}*{p}*{d} = {t * p * d} != {cluster.gpus} GPUs")
-    if model.n_heads % t:
-        out.append(f"n_heads={model.n_heads} not divisible by tp={t}")
-    if model.ffn_dim % t:
-        out.append(f"ffn_dim={model.ffn_dim} not divisible by tp={t}")
-    if train.sequence_parallel and model.seq_len % t:
-        out.append(f"sequence parallel needs seq_len={model.seq_len} divisible by tp={t}")
-    if model.n_layers % (p * v):
-        out.append(f"n_layers={model.n_layers} not divisible by pp*virtual_stages = {p}*{v}")
-    if v > 1 and p == 1:
-        out.append(f"virtual_stages={v} needs pp > 1")
-    if train.global_batch % (d * train.micro_batch):
-        out.append(f"global_batch={train.global_batch} not divisible by dp*micro_batch = {d}*{train.micro_batch}")
-        return out
-    m = train.global_batch // (d * train.micro_batch)
-    if m < p:
-        out.append(f"{m} micro-batches < pp={p}: the pipeline never fills")
-    elif v > 1 and m % p:
-        out.append(f"interleaved 1F1B needs micro-batches ({m}) divisible by pp={p}")
-    return out
+    """Why the GPUs, the model and the batch do not split into ``lay``: the runtime's own checks
+    (``train.layout.layout_problems``) on the cluster's GPU count, so every layout the planner
+    accepts is one the runtime accepts (memory is checked later, in ``evaluate``)."""
+    return layout_problems(parallel_config(train, lay), model, cluster.gpus, train.global_batch, train.micro_batch)
 
 
 def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout, m: int) -> Memory:

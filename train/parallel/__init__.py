@@ -5,7 +5,7 @@ recomputation, ``torch.compile``, bf16);
 ``ParallelConfig`` and ``TrainConfig`` are its config sections (``parallel.*``, ``train.*``).
 """
 
-from train.parallel.dims import LayoutError, ParallelConfig, at_world_size, elastic_problems, layout_problems, validate
+from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, layout_problems, validate
 from train.parallel.step import Trainer, TrainConfig
 
 __all__ = ["LayoutError", "ParallelConfig", "TrainConfig", "Trainer", "at_world_size", "elastic_problems",

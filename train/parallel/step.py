@@ -34,7 +34,8 @@ from torch.distributed.tensor.parallel import loss_parallel
 from train.model import GPT, ModelConfig
 from train.parallel.ac import apply_ac
 from train.parallel.compile import CompileBackend, apply_compile
-from train.parallel.dims import MESH_DIMS, ParallelConfig, build_mesh, num_microbatches, validate
+from train.layout import ParallelConfig, num_microbatches, validate
+from train.parallel.dims import MESH_DIMS, build_mesh
 from train.parallel.fsdp import ShardAdamW, apply_fsdp, copies
 from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, stage_ids, stage_model
 from train.parallel.tp import apply_tp
