@@ -47,7 +47,7 @@ from filters import quality_repeat as rep
 from filters.quality_contact import contact_counts
 from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
-from filters.text import HAN_RANGES
+from filters.text import HAN_RANGES, utf8_safe
 
 SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
 SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
@@ -357,9 +357,6 @@ def _chunks(texts: Sequence[str]) -> list[slice]:
     return out
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def cut(text: str) -> list[str]:
     """rjieba's HMM-off cut (``filters.segment``). rjieba takes UTF-8 only: a text with lone
     surrogates is cut with U+FFFD in their place, which keeps every word's length, and lengths
@@ -367,7 +364,7 @@ def cut(text: str) -> list[str]:
     try:
         return get_segmenter("rjieba", hmm=False).cut(text)
     except UnicodeEncodeError:
-        return get_segmenter("rjieba", hmm=False).cut(_SURROGATE.sub("\ufffd", text))
+        return get_segmenter("rjieba", hmm=False).cut(utf8_safe(text))
 
 
 def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:

@@ -50,7 +50,7 @@ from typing import NamedTuple, Sequence
 import ahocorasick_rs
 
 from filters.keywords import SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
-from filters.text import nfkc_lower_batch
+from filters.text import nfkc_lower_batch, utf8_safe
 
 log = logging.getLogger("zhcorpus")
 
@@ -516,7 +516,11 @@ class SafetyScorer:
         """(list -> terms found, list -> {pattern: counted match}), for the lists that found any."""
         terms: dict[str, set[str]] = {}
         hit_sets: set[int] = set()
-        found = self._automaton.find_matches_as_indexes(text, overlapping=True) if self._automaton and text else []
+        try:
+            found = self._automaton.find_matches_as_indexes(text, overlapping=True) if self._automaton and text else []
+        except UnicodeEncodeError:  # lone surrogates: the patterns below then read the same text
+            text = utf8_safe(text)
+            found = self._automaton.find_matches_as_indexes(text, overlapping=True)
         hit_keys = {k for k, _, _ in found}
         for k in hit_keys:
             for cat in self._term_of[k]:

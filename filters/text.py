@@ -159,6 +159,15 @@ def _nfkc(text: str) -> str:
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with lone surrogates (which no UTF-8 library takes: rjieba, ahocorasick_rs) as
+    U+FFFD, one character each, so every offset and length stays the same."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def han_count(text: str) -> int:
     return scan(text).han
 

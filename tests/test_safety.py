@@ -362,6 +362,15 @@ def test_promotion_pages_are_caught_with_their_category(scorer, category, page):
     assert scorer.verdict(scorer.scores(page)) == f"unsafe_{category}"
 
 
+def test_a_text_with_a_lone_surrogate_is_scored_as_with_a_replacement_character(scorer):
+    """ahocorasick_rs takes UTF-8 only; a lone surrogate (from a bad decode upstream) is read as
+    U+FFFD, which keeps every offset, instead of failing the batch with UnicodeEncodeError."""
+    page = POSITIVES["gambling"][0]
+    broken = page[:5] + "\ud800" + page[5:]
+    assert scorer.scores_batch([broken]) == scorer.scores_batch([page[:5] + "\ufffd" + page[5:]])
+    assert sum(scorer.scores_batch([broken])[0].values()) > 0
+
+
 @pytest.mark.parametrize("name", list(NEGATIVES))
 def test_text_about_the_schemes_is_spared(scorer, name):
     scores = scorer.scores(NEGATIVES[name])
