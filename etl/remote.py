@@ -172,7 +172,26 @@ def list_files(uri: str, access: S3Access) -> list[tuple[str, int]]:
         objects = [(p, n) for p, n in objects
                    if all(fnmatch.fnmatchcase(s, g) for s, g in zip(p.split("/")[1:], pattern))
                    and len(p.split("/")) > len(pattern)]
-    return sorted((f"{scheme}://{p}", n) for p, n in objects)
+    objects.sort()
+    if objects:  # listing may be allowed where reading is not (s3:ListBucket without s3:GetObject)
+        with _refusals(uri, access):
+            _probe(fs, *objects[0])
+    return [(f"{scheme}://{p}", n) for p, n in objects]
+
+
+def _probe(fs, path: str, size: int) -> None:
+    """One byte of one object (a 1-byte ranged GET), so that a store refusing every read is a
+    refusal before any work, not one ``unreadable`` error per file."""
+    with fs.open_input_file(path) as f:
+        if size:
+            f.read_at(1, 0)
+
+
+# How a 403 reads in pyarrow's errors: the SDK's error names (pyarrow spells them ACCESS_DENIED,
+# INVALID_ACCESS_KEY_ID, ...), S3's error codes, and the status of a response without a body.
+_DENIED = ("ACCESS_DENIED", "AccessDenied", "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId",
+           "SIGNATURE_DOES_NOT_MATCH", "SignatureDoesNotMatch", "EXPIRED_TOKEN", "ExpiredToken",
+           "INVALID_CLIENT_TOKEN_ID", "InvalidToken", "HTTP status 403", "status code: 403", "Forbidden")
 
 
 class _refusals:
@@ -190,8 +209,7 @@ class _refusals:
         text = str(exc)
         if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
             raise S3BucketMissing(f"input bucket does not exist on {self.where}: {self.uri}") from exc
-        if any(s in text for s in ("ACCESS_DENIED", "AccessDenied", "403", "InvalidAccessKeyId",
-                                   "SignatureDoesNotMatch", "Forbidden")):
+        if any(s in text for s in _DENIED):
             raise S3Refused(f"access denied listing {self.uri} on {self.where}: check the credentials "
                             f"and the bucket policy ({text.splitlines()[0][:200]})") from exc
         return False

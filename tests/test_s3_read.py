@@ -1,15 +1,19 @@
 """s3:// inputs against a real S3 API (moto's server on 127.0.0.1): the clean job reads the
 hand-built crawl (WARC gzip and plain, WET, JSONL plain and gzip, Parquet, damaged files) plus a
 JSONL file many times the split size from the store, and every record, offset, doc_id and the
-ledger are those of the same files read from disk. Missing credentials and a missing bucket are
-one-line refusals (exit 2) before any work."""
+ledger are those of the same files read from disk. Missing credentials, a missing bucket and a
+403 (unknown key, wrong secret, a policy denying the bucket or its objects) are one-line
+refusals (exit 2) before any work."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
+import re
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -143,6 +147,66 @@ def test_missing_bucket_is_a_refusal_before_any_work(spark, store, creds, tmp_pa
     assert cli.run_job(lambda: clean_corpus(_cfg(url), ["s3://no-such-bucket/x"], str(out), spark=spark)) \
         == cli.EXIT_REFUSED
     assert not out.exists()
+
+
+@contextlib.contextmanager
+def _iam_enforced(url: str):
+    """Moto checks signatures and IAM policies while inside (its /moto-api/reset-auth switch);
+    every request is let through again after."""
+    import requests
+
+    requests.post(f"{url}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
+    try:
+        yield
+    finally:
+        requests.post(f"{url}/moto-api/reset-auth", data=b"inf", timeout=10).raise_for_status()
+
+
+def _iam_user(url: str, name: str, deny: list[dict]) -> tuple[str, str]:
+    """(access key, secret) of a new IAM user allowed s3:* except the ``deny`` statements."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=url, aws_access_key_id="test", aws_secret_access_key="test",
+                       region_name="us-east-1")
+    iam.create_user(UserName=name)
+    statements = [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}] + [{"Effect": "Deny", **d} for d in deny]
+    iam.put_user_policy(UserName=name, PolicyName="crawl", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": statements}))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+# (input, IAM user's denied statements or None for the moto default keys, secret override):
+# keys the store does not know, a wrong secret, a policy denying the bucket, and one allowing
+# the listing but not reading any object (found by one GET of the first object listed).
+FORBIDDEN = {
+    "unknown_key": (f"s3://{BUCKET}/", None, None),
+    "wrong_secret": (f"s3://{BUCKET}/", [], "not-the-secret"),
+    "bucket_denied": (f"s3://{BUCKET}/in", [{"Action": "s3:*", "Resource": [f"arn:aws:s3:::{BUCKET}",
+                                                                           f"arn:aws:s3:::{BUCKET}/*"]}], None),
+    "objects_denied": (f"s3://{BUCKET}/", [{"Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/*"}], None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORBIDDEN))
+def test_forbidden_is_a_refusal_before_any_work(spark, store, creds, monkeypatch, tmp_path, caplog, case):
+    url, upload = store
+    upload("forbidden/a.jsonl", b'{"id": "a", "text": "x"}\n')
+    uri, deny, secret = FORBIDDEN[case]
+    if deny is not None:
+        key, real_secret = _iam_user(url, f"reader-{case}", deny)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret or real_secret)
+    out = tmp_path / "out"
+    cfg = replace(_cfg(url), reader=replace(_cfg(url).reader, s3=S3Config(endpoint_override=url, retries=1)))
+    with _iam_enforced(url):
+        with pytest.raises(S3Refused, match=f"access denied listing {re.escape(uri)} on 127.0.0.1:"):
+            clean_corpus(cfg, [uri], str(out), spark=spark)
+        caplog.clear()
+        assert cli.run_job(lambda: clean_corpus(cfg, [uri], str(out), spark=spark)) == cli.EXIT_REFUSED
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "\n" not in errors[0], errors
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a staging directory
 
 
 def test_ranges_read_through_the_store_equal_local_ranges(store, creds, tmp_path):
