@@ -61,12 +61,18 @@ class RaySection:
     use_gpu: Literal["auto", True, False] = "auto"  # auto: GPUs when the cluster has any (NCCL), else CPU (gloo)
     cpus_per_worker: float = 1.0       # Ray CPU resource per worker, and torch threads per worker
     max_failures: int = 1              # worker-group restarts from the last checkpoint (FailureConfig)
-    # Elastic data parallelism (Ray Train V2): 0 = always the layout's tp*pp*dp workers. Else the run
-    # starts with as many workers as the cluster has room for, from this many (whole tp*pp groups) up
-    # to the layout's, goes on with fewer when a node is lost (from the last checkpoint, dp smaller)
-    # and grows back when room returns, checked every resize_interval_s. docs/training.md
+    # Elastic data parallelism (Ray Train V2; tp = pp = 1): 0 = always the layout's dp workers. Else
+    # the run starts with as many workers as the cluster has room for, from this many up to dp, goes
+    # on with fewer when a node is lost (from the last checkpoint, dp smaller) and grows back when
+    # room returns, checked every resize_interval_s. docs/training.md
     min_workers: int = 0
     resize_interval_s: float = 60.0
+
+    def __post_init__(self):
+        if self.min_workers < 0:
+            raise ValueError(f"ray.min_workers must be >= 0 (0: not elastic), got {self.min_workers}")
+        if self.resize_interval_s <= 0:
+            raise ValueError(f"ray.resize_interval_s must be > 0, got {self.resize_interval_s}")
     dashboard: bool = True             # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
 
 

@@ -119,6 +119,8 @@ def test_model_section_is_the_models_config_on_a_preset():
         load_config(TrainLMConfig, None, ["parallel.schedule=zigzag"])
     with pytest.raises(ConfigError, match="train.compile_backend must be one of"):
         load_config(TrainLMConfig, None, ["train.compile_backend=tvm"])
+    with pytest.raises(ConfigError, match="ray.resize_interval_s must be > 0"):
+        load_config(TrainLMConfig, None, ["ray.resize_interval_s=0"])
 
 
 @pytest.mark.parametrize("overrides, match", [
@@ -127,7 +129,8 @@ def test_model_section_is_the_models_config_on_a_preset():
     (["data.weights.books=1"], "unknown source"),
     (["parallel.dp_replicate=2", "parallel.dp=2"], r"needs dp_shard='fsdp'"),
     (["parallel.dp=4", "ray.min_workers=1"], r"elastic layout \(ray.min_workers\):\n  - at dp=3: global_batch=8 "),
-    (["parallel.dp=2", "ray.min_workers=3"], r"ray.min_workers=3 must be a multiple of tp\*pp = 1 between 1 and"),
+    (["parallel.dp=2", "ray.min_workers=3"], r"ray.min_workers=3 must be between 1 and the layout's 2 workers"),
+    (["parallel.tp=2", "parallel.dp=2", "ray.min_workers=2"], r"an elastic run needs tp = pp = 1"),
 ])
 def test_bad_configs_fail_before_any_worker_starts(corpus, overrides, match):
     cfg = load_config(TrainLMConfig, CONFIGS / "debug.toml", overrides)

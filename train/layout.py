@@ -72,15 +72,19 @@ def at_world_size(par: ParallelConfig, world_size: int) -> ParallelConfig:
 
 def elastic_problems(par: ParallelConfig, model: ModelConfig, min_workers: int, global_batch: int,
                      micro_batch: int) -> list[str]:
-    """What is wrong with letting a run at layout ``par`` shrink to ``min_workers`` workers: the
-    minimum must be whole tp*pp groups, and every dp between the minimum's and ``par.dp`` must
-    split the batch (and the HSDP replicas) as ``par.dp`` does."""
-    group = par.tp * par.pp
-    if min_workers < group or min_workers % group or min_workers > par.world_size:
-        return [f"ray.min_workers={min_workers} must be a multiple of tp*pp = {group} between {group} and the "
-                f"layout's {par.world_size} workers"]
+    """What is wrong with letting a run at layout ``par`` shrink to ``min_workers`` workers. Ray
+    Train V2 starts any worker count between the minimum and the maximum that the cluster has room
+    for, not whole tp*pp groups, so only pure data parallelism can shrink (tp = pp = 1); every dp
+    from ``min_workers`` to ``par.dp`` must split the batch (and the HSDP replicas) as ``par.dp`` does."""
+    if not 1 <= min_workers <= par.world_size:
+        return [f"ray.min_workers={min_workers} must be between 1 and the layout's {par.world_size} workers "
+                "(0: not elastic)"]
+    if par.tp * par.pp > 1 and min_workers < par.world_size:
+        return [f"an elastic run needs tp = pp = 1, not tp={par.tp} pp={par.pp}: Ray Train starts any worker "
+                f"count between ray.min_workers={min_workers} and {par.world_size}, which need not be whole "
+                f"tp*pp = {par.tp * par.pp} groups"]
     problems = []
-    for dp in range(min_workers // group, par.dp):
+    for dp in range(min_workers, par.dp):
         smaller = dataclasses.replace(par, dp=dp)
         problems += [f"at dp={dp}: {p}" for p in layout_problems(smaller, model, smaller.world_size, global_batch,
                                                                   micro_batch)]

@@ -101,8 +101,8 @@ def train_loop(config: dict[str, Any]) -> None:
     job: Job = config["job"]
     torch.set_num_threads(job.threads)
     rank = dist.get_rank()
-    if dist.get_world_size() != job.parallel.world_size:  # an elastic run (ray.min_workers) on fewer workers
-        job = replace(job, parallel=at_world_size(job.parallel, dist.get_world_size()))
+    # dp from the world this group got: fewer workers than the layout's in an elastic run (ray.min_workers)
+    job = replace(job, parallel=at_world_size(job.parallel, dist.get_world_size()))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     log.setLevel(logging.INFO if rank == 0 else logging.WARNING)  # human lines from rank 0 only
     device = ray.train.torch.get_device()
