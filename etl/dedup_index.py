@@ -9,14 +9,17 @@ Layout (any Hadoop path; the files themselves are read and written with pyarrow,
                                          exact/bucket=K/, docs/bucket=K/)
     INDEX/compacted/<name>/              a compacted segment: several batches merged, same layout
     INDEX/commits/<seq>-<name>.json      written last, by rename: a segment exists only once committed;
-                                         it lists the segment's files (and, for a compaction, the
-                                         segments it replaces)
+                                         it lists the segment's files, their layout (and, for a
+                                         compaction, the segments it replaces)
 
 Batches and compacted segments are both *segments*. The live segments are the committed ones
 that no committed compaction replaces. Each is cut into 2**bits buckets by key (bits from its
 size and ``IndexConfig.target_file_mb``), so a night looks up each of its keys in one file per
 segment, and a night's side is routed to those files by the same hash: the index is read where
-it lies, never shuffled.
+it lies, never shuffled. Segments of an older layout (``etl.dedup_index_files``: a commit record
+without ``layout``) are read by Spark joins until the next compaction, which rewrites them first;
+``settings.json``'s ``format_version`` is the newest layout the index holds, so older code
+refuses an index it cannot read.
 
 Commit protocol. An append or compaction writes its files, then its commit file (the commit
 point), then removes what it replaced. Killed before the commit, it leaves an uncommitted
@@ -39,6 +42,7 @@ from functools import reduce
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -50,9 +54,7 @@ from etl.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
-FORMAT_VERSION = 1
-BANDS_SCHEMA = "band int, key bigint, doc_id string"  # what etl.dedup.band_rows writes
-EXACT_SCHEMA = "exact_key string, doc_id string"
+FORMAT_VERSION = ixf.LAYOUT  # settings.json's: the newest layout of any segment
 # Bytes of a band row on disk (key and doc hash: two incompressible int64): turns target_file_mb
 # into rows.
 BAND_ROW_BYTES = 16
@@ -95,11 +97,17 @@ class IndexCompacted(RuntimeError):
 class Segment:
     name: str
     sequence: int
-    kind: str  # batch | compaction | legacy (a batch written before buckets, listed from its directory)
+    kind: str  # batch | compaction
     bits: int
     docs: int  # exact rows: one per indexed document
     files: tuple[IndexFile, ...]
     replaces: tuple[dict, ...] = ()  # {name, sequence} of the segments a compaction merged
+    layout: int = FORMAT_VERSION  # ixf's layouts; 0: a batch written before buckets, listed from its directory
+
+    @property
+    def legacy(self) -> bool:
+        """Of an older layout: read by Spark (``DedupIndex._legacy_frame``) until a compaction rewrites it."""
+        return self.layout < FORMAT_VERSION
 
 
 class _StatsParam(AccumulatorParam):
@@ -139,6 +147,7 @@ class DedupIndex:
         self.storage = HadoopStorage(spark)
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
+        self._format = FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
         self._check_settings()
 
     @classmethod
@@ -159,23 +168,30 @@ class DedupIndex:
         return cls(spark, root, MinHashParams(**settings), cfg)
 
     def _check_settings(self) -> None:
-        settings = {"format_version": FORMAT_VERSION, **asdict(self.params)}
+        """Refuse other MinHash settings, and an index with segments of a newer layout than this
+        code reads; older layouts are read (each commit record names its own)."""
+        settings = asdict(self.params)
         path = self._Path(self.root, "settings.json")
         if self.fs.exists(path):
             stored = json.loads(self._read(path))
+            self._format = stored.pop("format_version", 1)
+            if self._format > FORMAT_VERSION:
+                raise IndexSettingsMismatch(f"dedup index {self.root} holds segments of layout {self._format}; this "
+                                            f"code reads layouts up to {FORMAT_VERSION}: run a newer version")
             if stored != settings:
                 diff = {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
                 raise IndexSettingsMismatch(f"dedup index {self.root} was built with other settings "
                                             f"(index, this run): {diff}; use a new index or the same settings")
         else:
             self.fs.mkdirs(self.root)
-            self._write_atomic(path, json.dumps(settings, sort_keys=True))
+            self._write_atomic(path, json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
 
     # --- segments -------------------------------------------------------------------------------
 
     def _commits(self) -> list[dict]:
-        """Every commit file's record, by sequence (a legacy record gains its kind). A commit
-        file is written once, by rename: records are cached by (name, length, mtime)."""
+        """Every commit file's record, by sequence. A record without ``layout`` is of layout 1
+        (d1c9a89), or 0 without ``kind`` either (issue 24's batches). A commit file is written
+        once, by rename: records are cached by (name, length, mtime)."""
         commits = self._Path(self.root, "commits")
         if not self.fs.exists(commits):
             return []
@@ -187,7 +203,8 @@ class DedupIndex:
                 if stamp not in self._records:
                     rec = json.loads(self._read(st.getPath()))
                     rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
-                    rec.setdefault("kind", "legacy")
+                    rec.setdefault("layout", 1 if "kind" in rec else 0)
+                    rec.setdefault("kind", "batch")
                     self._records[stamp] = {**rec, "_file": name}
                 out.append(self._records[stamp])
         return sorted(out, key=lambda r: r["sequence"])
@@ -199,31 +216,33 @@ class DedupIndex:
         return [self._segment(c) for c in commits if c["sequence"] not in replaced]
 
     def _segment(self, c: dict) -> Segment:
-        if c["kind"] == "legacy":  # read by Spark (_legacy_frame) until a compaction rewrites it
-            files = tuple(self._legacy_files(c["name"]))
-            docs = sum(f.rows for f in files if f.part == EXACT)
-            return Segment(c["name"], c["sequence"], "legacy", 0, docs, files)
+        if c["layout"] == 0:  # read by Spark (_legacy_frame) until a compaction rewrites it
+            if "_files" not in c:  # a committed batch's directory does not change: listed once
+                c["_files"] = tuple(self._legacy_files(c["name"]))
+            docs = sum(f.rows for f in c["_files"] if f.part == EXACT)
+            return Segment(c["name"], c["sequence"], "batch", 0, docs, c["_files"], layout=0)
         files = tuple(IndexFile(p, part, bucket, c["bits"], rows) for p, part, bucket, rows in c["files"])
         return Segment(c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files,
-                       tuple(c.get("replaces", [])))
+                       tuple(c.get("replaces", [])), c["layout"])
 
     def _legacy_files(self, run: str) -> list[IndexFile]:
-        """A batch written before buckets and doc hashes: Spark's partitionBy("band") files of
-        (key, doc_id), unsorted. Rows are estimated from file sizes (only counted, never planned on)."""
+        """A batch of layout 0: Spark's partitionBy("band") files of (key, doc_id), unsorted,
+        listed from its directory; rows from the files' footers."""
         out = []
+        fs, root = ixf.filesystem(self.root.toString())
         for part in ("bands", "exact"):
             base = self._Path(self.root, f"batches/{run}/{part}")
             if not self.fs.exists(base):
                 continue
             it = self.fs.listFiles(base, True)
             while it.hasNext():
-                st = it.next()
-                path = st.getPath().toString()
+                path = it.next().getPath().toString()
                 if not path.endswith(".parquet"):
                     continue
                 rel = path[len(self.root.toString()) + 1:]
                 band = [s for s in rel.split("/") if s.startswith("band=")]
-                out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, st.getLen() // BAND_ROW_BYTES))
+                rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
+                out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows))
         return out
 
     def committed(self) -> list[str]:
@@ -233,7 +252,7 @@ class DedupIndex:
     def catalog(self, segments: list[Segment] | None = None) -> Catalog:
         """The files lookups and compactions read with pyarrow (every segment but legacy ones)."""
         segs = self.segments() if segments is None else segments
-        return Catalog.of(self.root.toString(), [f for s in segs if s.kind != "legacy" for f in s.files])
+        return Catalog.of(self.root.toString(), [f for s in segs if not s.legacy for f in s.files])
 
     def describe(self) -> dict:
         """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
@@ -258,7 +277,7 @@ class DedupIndex:
         ``basePath``: Spark refuses several partitioned roots in one read."""
         frames = []
         for s in self.segments():
-            if s.kind == "legacy":
+            if s.legacy:
                 frames.append(self._legacy_frame(s, "bands"))
             elif any(f.part >= 0 for f in s.files):
                 docs = self._frame(s, "docs", "key bigint, doc_id string").select(F.col("key").alias("doc"), "doc_id")
@@ -268,16 +287,29 @@ class DedupIndex:
 
     def exact(self) -> DataFrame | None:
         """(exact_key, doc_id) of every live segment."""
-        frames = [self._legacy_frame(s, "exact") if s.kind == "legacy"
+        frames = [self._legacy_frame(s, "exact") if s.legacy
                   else self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
                   for s in self.segments() if any(f.part == EXACT for f in s.files)]
         return reduce(DataFrame.unionByName, frames) if frames else None
 
     def _frame(self, s: Segment, part: str, schema: str) -> DataFrame:
+        """A part (bands, exact, docs) of a segment read by Spark, with the partition columns
+        (band, bucket) of its paths. A segment of layout 1 is read from the files its commit
+        lists: the index is read this way only until the next compaction, which writes under
+        temporary names that a read of its directory would also pick up."""
         base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
-        return self.spark.read.schema(schema).option("basePath", base).parquet(base)
+        if s.layout != 1:
+            return self.spark.read.schema(schema).option("basePath", base).parquet(base)
+        want = {"exact": EXACT, "docs": DOCS}.get(part)
+        paths = [self._Path(self.root, f.path).toString() for f in s.files
+                 if (f.part == want if want is not None else f.part >= 0)]
+        if not paths:
+            return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
+        return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
 
     def _legacy_frame(self, s: Segment, part: str) -> DataFrame:
+        """(band, key, doc_id) or (exact_key, doc_id) of a segment of layout 0 or 1: both store
+        doc_ids in their band files."""
         if part == "bands":
             return self._frame(s, "bands", "key bigint, doc_id string").select("band", "key", "doc_id")
         return self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
@@ -295,7 +327,7 @@ class DedupIndex:
         parts = rows.column("band").to_numpy().astype(np.int32)
         out, where = self._lookup_arrow(segs, parts, rows.column("key").to_numpy(), None, stats)
         out = out.rename_columns(["band", "key", "doc_id"])
-        if any(s.kind == "legacy" for s in segs):
+        if any(s.legacy for s in segs):
             out = pa.concat_tables([out, self._legacy_touched(segs, self.spark.createDataFrame(rows)).toArrow()
                                     .cast(out.schema)])
         self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
@@ -308,7 +340,7 @@ class DedupIndex:
         found, where = self._lookup_arrow(segs, np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], stats)
         out = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys))).select(
             ["exact_key", "doc_id"])
-        legacy = [s for s in segs if s.kind == "legacy"]
+        legacy = [s for s in segs if s.legacy]
         if legacy:
             asked = self.spark.createDataFrame(pa.table({"exact_key": exact_keys}))
             extra = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
@@ -323,7 +355,7 @@ class DedupIndex:
         get a share of the (part, bucket) groups with their keys: no shuffle, the keys travel
         with the tasks."""
         cat = self.catalog(segs)
-        size = sum(s.docs for s in segs if s.kind != "legacy") * (self.params.bands if columns is None else 1)
+        size = sum(s.docs for s in segs if not s.legacy) * (self.params.bands if columns is None else 1)
         if size <= self.cfg.driver_max_rows or not len(keys):
             return self._lookup_here(cat, parts, keys, columns, stats), "driver"
         buckets = ixf.bucket_of(keys, cat.route)
@@ -363,7 +395,7 @@ class DedupIndex:
         night = rows.select(F.col("band").cast("int").alias("part"), F.col("key")).distinct()
         found = self._lookup_spark(segs, night, None, self._new_lookup_stats())
         out = found.select(F.col("part").alias("band"), "key", "doc_id")
-        return out.unionByName(self._legacy_touched(segs, rows)) if any(s.kind == "legacy" for s in segs) else out
+        return out.unionByName(self._legacy_touched(segs, rows)) if any(s.legacy for s in segs) else out
 
     def exact_found(self, keys: DataFrame) -> DataFrame:
         """Indexed (exact_key, doc_id) rows whose exact key is in ``keys.exact_key``; a key's
@@ -373,7 +405,7 @@ class DedupIndex:
         out = self._lookup_spark(segs, night, ["exact_key", "doc_id"], self._new_lookup_stats()).select(
             "exact_key", "doc_id")
         for s in segs:
-            if s.kind == "legacy":
+            if s.legacy:
                 out = out.unionByName(self._legacy_frame(s, "exact").join(night.select("exact_key"), "exact_key",
                                                                           "left_semi"))
         return out
@@ -403,7 +435,7 @@ class DedupIndex:
 
     def _legacy_touched(self, segs: list[Segment], rows: DataFrame) -> DataFrame:
         """Band rows of legacy segments in the night's buckets: a join over their full read."""
-        legacy = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in segs if s.kind == "legacy"])
+        legacy = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in segs if s.legacy])
         return touched_prior_rows(legacy, rows.select("band", "key"))
 
     def lookup_summary(self) -> dict:
@@ -483,9 +515,13 @@ class DedupIndex:
     def _commit(self, name: str, kind: str, bits: int, docs: int, files: list[IndexFile],
                 replaces: list[Segment] = ()) -> None:
         seq = self._next_sequence()
-        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "bits": bits, "docs": docs,
-                  "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
+        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "layout": FORMAT_VERSION, "bits": bits,
+                  "docs": docs, "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
                   "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces]}
+        if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
+            self._write_atomic(self._Path(self.root, "settings.json"),
+                               json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True))
+            self._format = FORMAT_VERSION
         self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
 
     def _next_sequence(self) -> int:
@@ -501,7 +537,7 @@ class DedupIndex:
         t0 = time.perf_counter()
         self._clean_leftovers()
         live = self.segments()
-        legacy = [s for s in live if s.kind == "legacy"]
+        legacy = [s for s in live if s.legacy]
         if legacy:
             return self._rewrite_legacy(legacy, t0)
         if full:

@@ -19,6 +19,12 @@ column (~2 ms: issue 24's bench, where 1 % of the night matched and so did every
 and looks the few distinct documents it found up in ``docs``. Two doc_ids with one hash (about
 n**2 / 2**65 pairs: a few in 10**10 documents) both answer for it: a night's document matching
 either is a duplicate either way, only ``duplicate_of`` may name the other.
+
+Layouts (each commit record names its segment's; ``etl.dedup_index`` reads older ones with
+Spark until a compaction rewrites them): 0, issue 24's batches (Spark ``partitionBy("band")``
+files of (key, doc_id), unsorted, no file list in the commit); 1, d1c9a89 / ef083ea
+(2026-11-25: bucketed and sorted as here, but band files of (key, doc_id) and no ``docs``);
+``LAYOUT`` 2, the files above.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+LAYOUT = 2  # the layout written here (module docstring)
 EXACT, DOCS = -1, -2  # the parts of exact keys and of doc_ids; bands are 0 .. bands-1
 MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup_index)
 SCHEMAS = {"bands": pa.schema([("key", pa.int64()), ("doc", pa.int64())]),
@@ -44,6 +51,10 @@ COLUMN_TYPES = {"doc": pa.int64(), "doc_id": pa.string(), "exact_key": pa.string
 _HEX = np.full(256, 255, np.uint8)
 _HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16, dtype=np.uint8)
 _HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16, dtype=np.uint8)
+
+
+class IndexFileError(ValueError):
+    """A file of the index does not hold what its commit record says: the index is corrupt."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,18 @@ def write_sorted(fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, 
     return files
 
 
+def open_file(fs: pafs.FileSystem, path: str, columns: list[str]) -> pq.ParquetFile:
+    """``path`` opened, after checking that it has ``columns`` (pyarrow would drop a missing one
+    without a word, or fail later on a length or schema mismatch)."""
+    pf = pq.ParquetFile(fs.open_input_file(path))
+    missing = [c for c in columns if c not in pf.schema_arrow.names]
+    if missing:
+        raise IndexFileError(f"dedup index file {path} has no column {', '.join(missing)} (it has "
+                             f"{', '.join(pf.schema_arrow.names)}); a file of layout {LAYOUT} has {', '.join(columns)}: "
+                             "its segment was written in another layout than its commit record names")
+    return pf
+
+
 def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Row numbers of ``keys`` (sorted) equal to one of ``queries`` (sorted, unique), in order."""
     lo = np.searchsorted(keys, queries, "left")
@@ -182,9 +205,9 @@ def lookup_file(fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: li
     """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique).
     Reads the key column of the row groups whose min/max admit a query, then ``columns`` of
     the row groups that hold a match only."""
-    pf = pq.ParquetFile(fs.open_input_file(path))
-    md, names = pf.metadata, pf.schema_arrow.names
-    ki = names.index("key")
+    pf = open_file(fs, path, ["key", *columns])
+    md = pf.metadata
+    ki = pf.schema_arrow.names.index("key")
     stats.files += 1
     groups = []
     for g in range(md.num_row_groups):
@@ -208,7 +231,7 @@ def lookup_file(fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: li
     hit = np.unique(in_group)
     hit_starts = np.cumsum(np.r_[0, starts[hit + 1] - starts[hit]])  # where each hit group begins in the read
     at = rows - starts[in_group] + hit_starts[np.searchsorted(hit, in_group)]
-    got = pf.read_row_groups([groups[i] for i in hit], columns=[c for c in columns if c in names], use_threads=False)
+    got = pf.read_row_groups([groups[i] for i in hit], columns=columns, use_threads=False)
     stats.matches += len(rows)
     return got.take(pa.array(at)).append_column("key", pa.array(keys[rows], pa.int64()))
 
@@ -281,7 +304,7 @@ def merge_bucket(cat_root: str, inputs: list[str], segment: str, part: int, buck
     schema = schema_of(part)
     tables = []
     for path in inputs:
-        pf = pq.ParquetFile(fs.open_input_file(f"{root}/{path}"))
+        pf = open_file(fs, f"{root}/{path}", schema.names)
         ki = pf.schema_arrow.names.index("key")
         for g in range(pf.metadata.num_row_groups):
             st = pf.metadata.row_group(g).column(ki).statistics

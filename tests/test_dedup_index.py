@@ -210,3 +210,88 @@ def test_a_batch_written_before_buckets_is_read_and_compacted(spark, tmp_path):
     assert _rows(index.touched_arrow(queries)) == want
     index.compact(full=True)
     assert [s.kind for s in index.segments()] == ["compaction"] and _rows(index.touched_arrow(queries)) == want
+
+
+def _write_bucketed_v1(root, segment: str, bands: pa.Table, exact: pa.Table, bits: int) -> list[list]:
+    """A segment as d1c9a89 / ef083ea (2026-11-25) wrote it: band files of (key, doc_id) and
+    exact files of (key, exact_key, doc_id), bucketed and sorted by key; no docs part. Returns
+    its commit record's file list."""
+    import pyarrow.parquet as pq
+
+    exact = exact.append_column("key", pa.array(ixf.exact_hash(exact.column("exact_key")), pa.int64()))
+    band = bands.column("band").to_numpy()
+    parts = [(-1, exact.select(["key", "exact_key", "doc_id"]))] + [
+        (int(b), bands.filter(pa.array(band == b)).select(["key", "doc_id"])) for b in np.unique(band)]
+    files = []
+    for part, table in parts:
+        buckets = ixf.bucket_of(table.column("key").to_numpy(), bits)
+        for k in np.unique(buckets):
+            rel = f"{segment}/" + (f"exact/bucket={k}" if part == -1 else f"bands/band={part}/bucket={k}")
+            (root / rel).mkdir(parents=True)
+            chunk = table.filter(pa.array(buckets == k)).sort_by("key")
+            pq.write_table(chunk, root / rel / "part-00000.parquet", row_group_size=8, use_dictionary=False,
+                           write_statistics=["key"])
+            files.append([f"{rel}/part-00000.parquet", part, int(k), len(chunk)])
+    return files
+
+
+def test_segments_of_the_first_bucketed_layout_are_read_and_compacted(spark, tmp_path):
+    """An index as d1c9a89 / ef083ea left it: settings of format 1, a compacted segment and a
+    batch whose band files hold (key, doc_id), commit records without a layout. A night of the
+    current layout is appended; lookups find the old documents, and the first compaction
+    rewrites the old segments whatever the rule says."""
+    rng = np.random.default_rng(7)
+    root = tmp_path / "idx"
+    root.mkdir()
+    (root / "settings.json").write_text(json.dumps({"format_version": 1, **PARAMS.resolved().__dict__}, sort_keys=True))
+    (root / "commits").mkdir()
+    b0, e0, k0 = _batch(rng, "v1c", 120)
+    b1, e1, _ = _batch(rng, "v1b", 30, shared=k0[:3])
+    for seq, (name, kind, dir_, b, e, bits, replaces) in enumerate([
+            ("compacted-00000002", "compaction", "compacted", b0, e0, 1, [{"name": "x", "sequence": 0}]),
+            ("v1b", "batch", "batches", b1, e1, 0, [])], start=2):
+        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "bits": bits, "docs": len(e),
+                  "files": _write_bucketed_v1(root, f"{dir_}/{name}", b, e, bits), "replaces": replaces}
+        (root / f"commits/{seq:08d}-{name}.json").write_text(json.dumps(record))
+    index = DedupIndex(spark, str(root), PARAMS, SMALL)
+    b2, e2, _ = _batch(rng, "new", 20, shared=k0[3:5])
+    index.append_arrow(b2, e2, "new")
+    assert index.committed() == ["compacted-00000002", "v1b", "new"]
+    everything = [b0, b1, b2]
+    queries = pa.concat_tables([b0.slice(0, 24), b1.slice(8, 8), b2.slice(0, 8)]).select(["band", "key"])
+    want = _reference(everything, queries)
+    assert len({r[2] for r in want}) > 8  # old documents of both segments and new ones found
+    assert _rows(index.touched_arrow(queries)) == want
+    assert _rows(index.touched(spark.createDataFrame(queries)).toArrow()) == want
+    asked = pa.concat_arrays([e0.column("exact_key").combine_chunks().slice(0, 3),
+                              e1.column("exact_key").combine_chunks().slice(3, 2), pa.array(["f" * 32])])
+    exact_want = sorted(r for e in (e0, e1, e2) for r in _rows(e) if r[0] in asked.to_pylist())
+    assert len(exact_want) == 8  # e1's first rows share e0's keys, and so their exact keys
+    assert _rows(index.exact_arrow(asked)) == exact_want
+    found = index.exact_found(spark.createDataFrame(pa.table({"exact_key": asked})))
+    assert _rows(found.toArrow()) == exact_want
+    assert _rows(index.bands().toArrow()) == sorted(r for b in everything for r in _rows(b))
+    assert index.describe()["documents"] == 170
+    assert index.compact()["merged"] == ["compacted-00000002", "v1b"]  # rewritten whatever the rule says
+    assert [s.kind for s in index.segments()] == ["batch", "compaction"] and index.describe()["documents"] == 170
+    assert not (root / "batches/v1b").exists() and not (root / "compacted/compacted-00000002").exists()
+    assert _rows(index.touched_arrow(queries)) == want
+    index.compact(full=True)
+    assert index.describe()["segments"] == 1 and _rows(index.touched_arrow(queries)) == want
+    assert _rows(index.exact_arrow(asked)) == exact_want
+    assert json.loads((root / "settings.json").read_text())["format_version"] == 2  # the old code now refuses it
+
+
+def test_a_file_without_the_columns_of_its_layout_is_named(spark, tmp_path):
+    """A batch of layout 1 whose commit record says layout 2: the lookup fails on the file that
+    lacks ``doc`` (pyarrow alone drops a missing column and fails later on a length mismatch)."""
+    rng = np.random.default_rng(8)
+    root = tmp_path / "idx"
+    index = DedupIndex(spark, str(root), PARAMS, SMALL)
+    b, e, _ = _batch(rng, "v1", 20)
+    (root / "commits").mkdir()
+    (root / "commits/00000000-v1.json").write_text(json.dumps({
+        "name": "v1", "sequence": 0, "kind": "batch", "layout": 2, "bits": 0, "docs": 20,
+        "files": _write_bucketed_v1(root, "batches/v1", b, e, 0)}))
+    with pytest.raises(ixf.IndexFileError, match=r"batches/v1/bands/band=\d/bucket=0/part-00000.parquet has no column doc"):
+        index.touched_arrow(b.slice(0, 4).select(["band", "key"]))
