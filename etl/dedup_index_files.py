@@ -286,12 +286,19 @@ def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str]
 
 def lookup_named(cat: Catalog, parts: np.ndarray, keys: np.ndarray, stats: ScanStats) -> pa.Table:
     """Band rows (part, key, doc_id) matching the queries: the band files give (key, doc hash),
-    the ``docs`` files name the few distinct documents found."""
+    the ``docs`` files name the few distinct documents found. A document hash that no docs file
+    holds (a corrupt index) raises ``IndexFileError`` naming the files it was looked for in."""
     found = lookup(cat, parts, keys, ["doc"], stats)
     docs = np.unique(found.column("doc").to_numpy())
     named = lookup(cat, np.full(len(docs), DOCS, np.int32), docs, ["doc_id"], stats)
+    missing = np.setdiff1d(docs, named.column("key").to_numpy())
+    if len(missing):
+        where = cat.paths(DOCS, int(bucket_of(missing[:1], cat.route)[0]))
+        raise IndexFileError(f"dedup index {cat.root}: {len(missing)} document hash(es) of band rows have no docs "
+                             f"row (e.g. {missing[0]}, looked for in {', '.join(where) or 'no file'}): the index is "
+                             "corrupt; rebuild it from the corpus")
     named = named.select(["key", "doc_id"]).rename_columns(["doc", "doc_id"])
-    return found.join(named, "doc").select(["part", "key", "doc_id"])
+    return found.join(named, "doc", join_type="inner", use_threads=False).select(["part", "key", "doc_id"])
 
 
 def merge_bucket(cat_root: str, inputs: list[str], segment: str, part: int, bucket: int, bits: int,

@@ -295,3 +295,25 @@ def test_a_file_without_the_columns_of_its_layout_is_named(spark, tmp_path):
         "files": _write_bucketed_v1(root, "batches/v1", b, e, 0)}))
     with pytest.raises(ixf.IndexFileError, match=r"batches/v1/bands/band=\d/bucket=0/part-00000.parquet has no column doc"):
         index.touched_arrow(b.slice(0, 4).select(["band", "key"]))
+
+
+def test_a_band_row_without_its_docs_row_fails_the_lookup_naming_the_files(spark, three_batches, tmp_path):
+    """A docs file that lost a row (a corrupt index): the documents its band rows name cannot be
+    named, and a lookup says so instead of answering with a null doc_id."""
+    import shutil
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "idx"
+    shutil.copytree(three_batches["root"], root)
+    docs_file = sorted((root / "batches/r2/docs").rglob("*.parquet"))[0]
+    table = pq.read_table(docs_file)
+    lost = table.column("doc_id")[0].as_py()
+    pq.write_table(table.slice(1), docs_file)
+    bands = three_batches["bands"][1]
+    queries = bands.filter(pc.equal(bands.column("doc_id"), lost)).select(["band", "key"])
+    for driver_max_rows in (1 << 40, 0):  # on the driver, in Spark tasks
+        index = DedupIndex(spark, str(root), PARAMS, replace(SMALL, driver_max_rows=driver_max_rows))
+        with pytest.raises(Exception, match=f"no docs row.*{docs_file.relative_to(root)}"):
+            index.touched_arrow(queries)
