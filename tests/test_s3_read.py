@@ -12,6 +12,10 @@ import gzip
 import json
 import logging
 import re
+import select
+import socket
+import struct
+import threading
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -207,6 +211,170 @@ def test_forbidden_is_a_refusal_before_any_work(spark, store, creds, monkeypatch
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and "\n" not in errors[0], errors
     assert list(tmp_path.iterdir()) == []  # nothing written, not even a staging directory
+
+
+class ResetProxy:
+    """A TCP proxy on 127.0.0.1 in front of the S3 server that cuts the response to a GET of a
+    chosen object with a TCP reset after ``after`` bytes, the first ``times`` times (None: every
+    time), for GETs whose range starts at ``from_byte`` or later. One thread a connection, both
+    directions in one ``select`` loop, so the reset is sent while nobody else holds the socket."""
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream, self.faults, self.resets = upstream, {}, {}
+        self._lock = threading.Lock()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def fail(self, path: str, after: int, times: int | None, from_byte: int = 0) -> None:
+        with self._lock:
+            self.faults[path] = [after, times, from_byte]
+            self.resets[path] = 0
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _fault(self, request: bytes) -> int | None:
+        """Bytes of the response to ``request`` to let through before the reset, or None."""
+        head = request.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        method, target = head.split(" ", 2)[:2]
+        start = re.search(r"(?im)^range: bytes=(\d+)-", head)
+        with self._lock:
+            fault = self.faults.get(target.split("?", 1)[0].lstrip("/"))
+            if method != "GET" or fault is None or fault[1] == 0 or int(start.group(1) if start else 0) < fault[2]:
+                return None
+            fault[1] = None if fault[1] is None else fault[1] - 1
+            self.resets[target.split("?", 1)[0].lstrip("/")] += 1
+            return fault[0]
+
+    def _serve(self, client: socket.socket) -> None:
+        server, budget = socket.create_connection(self.upstream), None
+        try:
+            while True:
+                ready, _, _ = select.select([client, server], [], [])
+                if client in ready:
+                    data = client.recv(1 << 16)
+                    if not data:
+                        return
+                    if re.match(rb"[A-Z]+ /", data):  # a request starts (the SDK does not pipeline)
+                        budget = self._fault(data)
+                    server.sendall(data)
+                if server in ready:
+                    data = server.recv(1 << 16)
+                    if not data:
+                        return
+                    if budget is not None and len(data) >= budget:
+                        client.sendall(data[:budget])
+                        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        return  # closed with linger 0: the client sees "connection reset by peer"
+                    budget = None if budget is None else budget - len(data)
+                    client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            client.close()
+            server.close()
+
+
+def _reset_crawl(src: Path) -> dict[str, tuple]:
+    """flaky.jsonl (several ranges), dead.warc.gz (one range of 1.3 MB: the reader asks for 1 MiB
+    pieces, so a cut after the first MiB comes after ~250 records) and ok.jsonl. Returns the
+    faults to inject: object -> (after bytes, times, from byte)."""
+    import base64
+    import random
+
+    from tests.crawl_fixture import doc, html, response
+
+    src.mkdir()
+    _jsonl_straddling(src / "flaky.jsonl", 80, seed=11)
+    noise = random.Random(4)  # incompressible padding: the file is long in bytes, short in records
+    (src / "dead.warc.gz").write_bytes(b"".join(gzip.compress(response(
+        f"http://e.cn/{k}", html(f"第{k}页", doc(k, k + 3), f"<!-- {base64.b64encode(noise.randbytes(3000)).decode()} -->"
+                                 ).encode()), mtime=0) for k in range(320)))
+    (src / "ok.jsonl").write_text("".join(json.dumps({"id": f"ok{k}", "text": doc(k, k + 2)}, ensure_ascii=False) + "\n"
+                                          for k in range(8)), encoding="utf-8")
+    return {"flaky.jsonl": (1000, 2, 0), "dead.warc.gz": (1000, None, 1 << 20)}
+
+
+def _through_proxy(url: str, src: Path, upload, prefix: str) -> ResetProxy:
+    """``src`` uploaded under ``prefix``, and a proxy injecting ``_reset_crawl``'s faults."""
+    faults = _reset_crawl(src)
+    for f in src.iterdir():
+        upload(f"{prefix}/{f.name}", f.read_bytes())
+    host, port = url.removeprefix("http://").split(":")
+    proxy = ResetProxy((host, int(port)))
+    for name, (after, times, from_byte) in faults.items():
+        proxy.fail(f"{BUCKET}/{prefix}/{name}", after, times, from_byte)
+    return proxy
+
+
+def test_connection_resets_are_retried_then_the_ranges_error(store, creds, tmp_path):
+    """Without Spark, range by range: flaky.jsonl's first 2 GETs cut mid-response are retried
+    (retries=3) and its rows equal the local rows; dead.warc.gz, cut on every GET past its first
+    MiB, yields the records before the cut, then an ``unreadable`` error of its range."""
+    from etl.readers import InputFile, plan
+
+    url, upload = store
+    src = tmp_path / "in"
+    proxy = _through_proxy(url, src, upload, "resets-ranges")
+    cfg = rec.ReaderConfig(split_bytes=SPLIT, min_split_bytes=1, s3=S3Config(endpoint_override=proxy.url, retries=3))
+    access = S3Access.resolve(cfg.s3)
+    rows = {}
+    try:
+        for name in ("flaky.jsonl", "dead.warc.gz"):
+            uri, size = f"s3://{BUCKET}/resets-ranges/{name}", (src / name).stat().st_size
+            local = plan([InputFile(uri, size, str(src / name))], cfg, 2)
+            remote = plan([InputFile(uri, size, uri)], cfg, 2, access)
+            rows[name] = ([row for t in remote.tasks for r in t for row in rec.parse_range(r, cfg, s3=access)],
+                          [row for t in local.tasks for r in t for row in rec.parse_range(r, cfg)])
+    finally:
+        proxy.close()
+    assert proxy.resets == {f"{BUCKET}/resets-ranges/flaky.jsonl": 2, f"{BUCKET}/resets-ranges/dead.warc.gz": 3}
+    got, want = rows["flaky.jsonl"]
+    assert got == want and len(got) > 60
+    got, want = rows["dead.warc.gz"]
+    records = [r for r in got if r["kind"] == rec.RECORD]
+    assert 200 < len(records) < 320 and records == want[:len(records)]  # the records before the cut
+    stats = json.loads(got[-1]["file_stats"])
+    (error,) = stats["errors"]
+    assert error["reason"] == rec.UNREADABLE and "Connection reset by peer" in error["detail"], error
+    assert stats["records"] == len(records)
+
+
+def test_a_file_cut_on_every_retry_is_that_files_error_not_the_runs(spark, store, creds, tmp_path):
+    """The same through the clean job: dead.warc.gz is the one file error (exit 1, the run
+    finishes), flaky.jsonl and ok.jsonl are read in full."""
+    url, upload = store
+    src = tmp_path / "in"
+    proxy = _through_proxy(url, src, upload, "resets")
+    reader = replace(_cfg(url).reader, s3=S3Config(endpoint_override=proxy.url, retries=3))
+    try:
+        report = clean_corpus(CleanConfig(reader=reader), [f"s3://{BUCKET}/resets/"], str(tmp_path / "out"), spark=spark)
+    finally:
+        proxy.close()
+    assert proxy.resets == {f"{BUCKET}/resets/flaky.jsonl": 2, f"{BUCKET}/resets/dead.warc.gz": 3}
+    (error,) = report["input"]["file_errors"]
+    assert error["file"] == f"s3://{BUCKET}/resets/dead.warc.gz" and error["reason"] == rec.UNREADABLE, error
+    assert cli.exit_code(report) == cli.EXIT_FILE_ERRORS
+    files = {k.rsplit("/", 1)[1]: v for k, v in report["files"].items()}
+    local = rec.ReaderConfig(split_bytes=SPLIT, min_split_bytes=1)
+    assert files["flaky.jsonl"]["records"] == sum(
+        r["kind"] == rec.RECORD for r in rec.parse_file("flaky.jsonl", (src / "flaky.jsonl").read_bytes(), local))
+    assert files["flaky.jsonl"]["errors"] == files["ok.jsonl"]["errors"] == []
+    assert 200 < files["dead.warc.gz"]["records"] < 320
+    docs = spark.read.parquet(str(tmp_path / "out" / "documents")).toPandas()
+    ok = docs[docs["source_file"].str.endswith("ok.jsonl")]
+    assert sorted(ok["doc_id"]) == [f"ok{k}" for k in range(8)]
+    dead = docs[docs["source_file"].str.endswith("dead.warc.gz")]["url"]
+    assert sorted(dead, key=lambda u: int(u.rsplit("/", 1)[1])) == [f"http://e.cn/{k}" for k in range(len(dead))]
 
 
 def test_ranges_read_through_the_store_equal_local_ranges(store, creds, tmp_path):
