@@ -24,9 +24,11 @@ refuses an index it cannot read.
 Commit protocol. An append or compaction writes its files, then its commit file (the commit
 point), then removes what it replaced. Killed before the commit, it leaves an uncommitted
 directory that readers ignore and the next writer removes; killed after it, readers already
-ignore the replaced segments and the next writer removes them. One writer at a time: the
-nightly refresh appends and compacts under its corpus lock; run ``jobs.compact_index`` when no
-refresh runs.
+ignore the replaced segments and the next writer removes them. One writer at a time: every
+append, compaction and retraction holds ``INDEX/.lock`` (``etl.locks``: created exclusively,
+naming its holder; a dead holder on this host is taken over), and a second writer is refused
+with ``IndexLocked`` before it touches anything, since it would remove the first one's
+uncommitted directory as a leftover.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from pyspark.sql import functions as F
 from etl import dedup_index_files as ixf
 from etl.dedup_index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
 from etl.failpoints import failpoint
+from etl.locks import HadoopFiles, LocalFiles, Lock, Locked
 from etl.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
@@ -87,6 +90,10 @@ class IndexConfig:
 
 class IndexSettingsMismatch(ValueError):
     pass
+
+
+class IndexLocked(Locked):
+    """Another process is writing the index (an append, a compaction, a retraction)."""
 
 
 class IndexCompacted(RuntimeError):
@@ -459,19 +466,31 @@ class DedupIndex:
     def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
         deterministic batch name (e.g. the corpus version), so that ``retract`` can undo it."""
-        run = self._new_name(run)
-        docs, bits, files = self._write(f"batches/{run}", bands, exact)
-        self._commit(run, "batch", bits, docs, files)
+        with self._writer():
+            run = self._new_name(run)
+            docs, bits, files = self._write(f"batches/{run}", bands, exact)
+            failpoint("index:batch_written")
+            self._commit(run, "batch", bits, docs, files)
         return run
 
     def append_arrow(self, bands: pa.Table, exact: pa.Table, run: str | None = None) -> str:
         """``append`` from Arrow tables on the driver (tools and benchmarks that build rows in numpy)."""
-        run = self._new_name(run)
-        bits = self._bits(len(exact))
-        files = ixf.write_units(self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits,
-                                self._opts())
-        self._commit(run, "batch", bits, len(exact), files)
+        with self._writer():
+            run = self._new_name(run)
+            bits = self._bits(len(exact))
+            files = ixf.write_units(self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits,
+                                    self._opts())
+            failpoint("index:batch_written")
+            self._commit(run, "batch", bits, len(exact), files)
         return run
+
+    def _writer(self) -> Lock:
+        """``INDEX/.lock`` for one write: held by appends, compactions and retractions."""
+        uri = self.root.toUri()
+        if uri.getScheme() == "file":  # O_EXCL: atomic, where Hadoop's local create checks then writes
+            return Lock(f"{uri.getPath()}/.lock", "another writer of the dedup index", LocalFiles(), IndexLocked)
+        return Lock(self._Path(self.root, ".lock").toString(), "another writer of the dedup index",
+                    HadoopFiles(self.spark), IndexLocked)
 
     def _new_name(self, run: str | None) -> str:
         live = {c["name"] for c in self._commits()}
@@ -533,7 +552,12 @@ class DedupIndex:
         """Merge segments into one (all of them with ``full``, else ``plan_compaction``'s choice),
         bucketed for its size and sorted by key; commit it; remove the merged segments. Legacy
         segments are rewritten first, whatever the rule. Returns a summary, or None when nothing
-        needs merging. A killed compaction is undone or finished by the next writer."""
+        needs merging. A killed compaction is undone or finished by the next writer. Raises
+        ``IndexLocked`` while another process writes the index."""
+        with self._writer():
+            return self._compact(full)
+
+    def _compact(self, full: bool) -> dict | None:
         t0 = time.perf_counter()
         self._clean_leftovers()
         live = self.segments()
@@ -609,6 +633,10 @@ class DedupIndex:
         """Remove a committed batch (a build whose output was never published); the commit file
         goes first, so a crash half-way leaves an uncommitted batch that readers ignore. A batch
         already merged by a compaction raises ``IndexCompacted``."""
+        with self._writer():
+            return self._retract(run)
+
+    def _retract(self, run: str) -> bool:
         commits = self._commits()
         merged_into = [c["name"] for c in commits if any(r["name"] == run for r in c.get("replaces", []))]
         if merged_into:

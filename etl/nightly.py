@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import socket
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Any, ClassVar
 
 from etl.corpus import BuildConfig, build_corpus
 from etl.failpoints import failpoint
+from etl.locks import Lock, Locked
 from etl.manifest import merge_manifests
 from etl.publish import write_atomic
 from etl.records import detect_format
@@ -47,8 +46,9 @@ from etl.records import detect_format
 log = logging.getLogger("zhcorpus")
 
 
-class RefreshLocked(RuntimeError):
-    """Another refresh holds the corpus lock."""
+# Another refresh holds the corpus lock, or another writer the dedup index's (a compaction):
+# jobs.nightly_refresh exits 3 on either.
+RefreshLocked = Locked
 
 
 @dataclass(frozen=True)
@@ -86,53 +86,6 @@ def version_name(n: int) -> str:
     return f"v{n:06d}"
 
 
-class Lock:
-    """``CORPUS_ROOT/.lock`` created exclusively. A lock left by a dead process on this host is
-    taken over; a live holder (or one on another host) raises ``RefreshLocked``."""
-
-    def __init__(self, corpus: Path):
-        self.path = corpus / ".lock"
-        self.held = False
-
-    def __enter__(self) -> "Lock":
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not self._stale():
-                    holder = self.path.read_text(encoding="utf-8", errors="replace")
-                    raise RefreshLocked(f"another refresh holds {self.path}: {holder}; "
-                                        "wait for it, or remove the file if that process is gone") from None
-                log.warning("removing stale lock %s", self.path)
-                self.path.unlink(missing_ok=True)
-                continue
-            with os.fdopen(fd, "w") as f:
-                json.dump(me, f)
-            self.held = True
-            return self
-        raise RefreshLocked(f"could not take {self.path}")
-
-    def _stale(self) -> bool:
-        try:
-            holder = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False  # being written right now, or unreadable: not ours to judge
-        if holder.get("host") != socket.gethostname():
-            return False
-        try:
-            os.kill(int(holder["pid"]), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-    def __exit__(self, *exc) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
-
-
 def _recover(corpus: Path, index, current: str | None, version: str) -> None:
     """Remove what a killed run left of ``version``: its directory and its index batch."""
     leftover = corpus / "versions" / version
@@ -154,7 +107,7 @@ def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: st
 
     corpus = Path(corpus_root).resolve()
     (corpus / "versions").mkdir(parents=True, exist_ok=True)
-    with Lock(corpus):
+    with Lock(corpus / ".lock", "another refresh"):  # a dead holder on this host is taken over
         current = published(corpus)
         history = json.loads((corpus / "versions" / current / "refresh.json").read_text()) if current else None
         new = crawl_files(Path(crawl_root), history and history["watermark"], cfg.refresh.settle_seconds,

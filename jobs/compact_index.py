@@ -6,12 +6,13 @@
     spark-submit jobs/compact_index.py --index hdfs:///corpus/dedup-index --set dedup.index.target_file_mb=256
 
 The nightly refresh compacts by itself (``--auto``'s rule: more than ``dedup.index.compact_after``
-segments). Run this when no refresh runs: one writer at a time. A compaction killed anywhere
-leaves the index readable as it was (or already compacted); run it again to finish. The layout
-and the commit protocol: etl/dedup_index.py, docs/nightly.md.
+segments). One writer at a time: while a refresh appends to the index (or another compaction
+runs) this one is refused, and a refresh that finds it compacting exits 3. A compaction killed
+anywhere leaves the index readable as it was (or already compacted); run it again to finish. The
+layout and the commit protocol: etl/dedup_index.py, docs/nightly.md.
 
-Exit codes: 0 compacted, or nothing to do; 2 not an index, or a bad config; anything else a
-failure (re-run it).
+Exit codes: 0 compacted, or nothing to do; 2 not an index, a bad config, or another writer holds
+the index's lock (INDEX/.lock, named with its holder); anything else a failure (re-run it).
 """
 
 from __future__ import annotations
@@ -47,14 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from etl.dedup_index import DedupIndex
+        from etl.dedup_index import DedupIndex, IndexLocked
         from etl.spark import session
 
         cfg = load_config(CompactJobConfig, args.config, args.overrides)
         spark = session("zhcorpus-compact-index", cfg.spark)
         index = DedupIndex.existing(spark, args.index, cfg.dedup.index)
         before = index.describe()
-        summary = index.compact(full=not args.auto)
+        try:
+            summary = index.compact(full=not args.auto)
+        except IndexLocked as e:
+            cli.log.error("%s", e)
+            return cli.EXIT_REFUSED
         after = index.describe()
         cli.log.info("dedup index %s: %s", args.index, json.dumps({"before": before, "compaction": summary,
                                                                    "after": after}))

@@ -317,3 +317,87 @@ def test_a_band_row_without_its_docs_row_fails_the_lookup_naming_the_files(spark
         index = DedupIndex(spark, str(root), PARAMS, replace(SMALL, driver_max_rows=driver_max_rows))
         with pytest.raises(Exception, match=f"no docs row.*{docs_file.relative_to(root)}"):
             index.touched_arrow(queries)
+
+
+@pytest.mark.parametrize("first", ["append", "compaction"])
+def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_path, monkeypatch, caplog, first):
+    """Both orders of two writers: while an append has written its batch and not yet committed
+    it, a compaction (the library call, and jobs.compact_index: exit 2, one line) is refused;
+    while a compaction has written its segment, an append and a retraction are refused. Without
+    the lock, the second writer removed the first's uncommitted directory as a leftover, and
+    the first then committed a record of missing files."""
+    import shutil
+
+    import etl.dedup_index
+    from etl.dedup_index import IndexLocked
+    from jobs import compact_index
+
+    root = str(tmp_path / "idx")
+    shutil.copytree(three_batches["root"], root)
+    b4, e4, _ = _batch(np.random.default_rng(9), "d", 30)
+    refused = []
+    point = "index:batch_written" if first == "append" else "index:compaction_written"
+
+    def second_writer(name):
+        if name != point or refused:  # once, in the first writer
+            return
+        other = DedupIndex(spark, root, PARAMS, SMALL)
+        attempts = ([lambda: other.compact(full=True), lambda: compact_index.main(["--index", root])] if first == "append"
+                    else [lambda: other.append_arrow(b4, e4, "r4"), lambda: other.retract("r1")])
+        for attempt in attempts:
+            try:
+                refused.append(attempt())
+            except IndexLocked as e:
+                refused.append(str(e))
+
+    monkeypatch.setattr(etl.dedup_index, "failpoint", second_writer)
+    index = DedupIndex(spark, root, PARAMS, SMALL)
+    with caplog.at_level("ERROR", logger="zhcorpus"):
+        if first == "append":
+            index.append_arrow(b4, e4, "r4")
+        else:
+            index.compact(full=True)
+    assert len(refused) == 2 and "another writer of the dedup index holds" in refused[0], refused
+    if first == "append":
+        assert refused[1] == 2 and [r.message for r in caplog.records if "holds" in r.message] != []
+        assert all("\n" not in r.message for r in caplog.records if "holds" in r.message)
+    else:
+        assert "another writer of the dedup index holds" in refused[1]
+    assert not (tmp_path / "idx" / ".lock").exists()
+    for s in index.segments():  # every committed file is there
+        assert all((tmp_path / "idx" / f.path).exists() for f in s.files), s.name
+    everything = three_batches["bands"] + ([b4] if first == "append" else [])
+    assert _rows(index.touched_arrow(three_batches["queries"])) == _reference(everything, three_batches["queries"])
+    assert index.describe()["documents"] == 400 + 30 * (first == "append")
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_and_one_of_another_host_refused(spark, three_batches, tmp_path):
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+
+    from etl.dedup_index import IndexLocked
+    from etl.locks import HadoopFiles, Lock
+
+    root = tmp_path / "idx"
+    shutil.copytree(three_batches["root"], root)
+    index = DedupIndex(spark, str(root), PARAMS, SMALL)
+    (root / ".lock").write_text(json.dumps({"pid": os.getpid(), "host": "elsewhere", "started": 0}))
+    with pytest.raises(IndexLocked, match="elsewhere"):
+        index.compact(full=True)
+    assert index.committed() == ["r1", "r2", "r3"]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (root / ".lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname(), "started": 0}))
+    assert index.compact(full=True)["merged"] == ["r1", "r2", "r3"] and not (root / ".lock").exists()
+    # the same lock through a Hadoop file system (HDFS, s3a): here Hadoop's local one
+    hadoop = HadoopFiles(spark)
+    path = f"file:{tmp_path}/hadoop.lock"
+    with Lock(path, "another writer", hadoop, IndexLocked):
+        with pytest.raises(IndexLocked, match="another writer holds"):
+            Lock(path, "another writer", hadoop, IndexLocked).__enter__()
+    assert not (tmp_path / "hadoop.lock").exists()
+    (tmp_path / "hadoop.lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    with Lock(path, "another writer", hadoop, IndexLocked):
+        assert json.loads((tmp_path / "hadoop.lock").read_text())["pid"] == os.getpid()
