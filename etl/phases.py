@@ -47,8 +47,8 @@ class Deduplicated:
 
 def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", out: "Staging",
                 checkpoint_dir: str = "", output: OutputConfig = OutputConfig()) -> tuple[DedupSummary, Deduplicated]:
-    """Writes ``duplicates/`` in files sized by ``output`` (at most a duplicate a candidate edge),
-    and the survivors' keys under ``KEYS``; the summary's ``documents_written`` is filled by
+    """Writes ``duplicates/`` in files sized by ``output`` (its rows counted: exact copies are
+    found before the candidate edges and are never edges), and the survivors' keys under ``KEYS``; the summary's ``documents_written`` is filled by
     whoever writes ``documents/``. ``checkpoint_dir``: the ``spark.checkpoint_dir`` for reliable
     checkpoints on a cluster (``etl.checkpoints``)."""
     from etl.checkpoints import Checkpoints
@@ -56,8 +56,8 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", o
     spark = docs.sparkSession
     with Checkpoints(spark, checkpoint_dir, "dedup") as cp:
         result = dedup(docs, cfg, index, checkpoints=cp)
-        edges = int(result.report.get("candidate_edges", 0))
-        sized(result.duplicates, edges * DUPLICATE_ROW_BYTES, output).write.parquet(out.path("duplicates"))
+        n_duplicates = result.duplicates.count()  # persisted (or driver-held): the write reads the same rows
+        sized(result.duplicates, n_duplicates * DUPLICATE_ROW_BYTES, output).write.parquet(out.path("duplicates"))
         result.survivor_bands.write.parquet(out.path(f"{KEYS}/bands"))  # staged: the index writes its own files
         result.survivor_exact.write.parquet(out.path(f"{KEYS}/exact"))
     duplicates = spark.read.parquet(out.path("duplicates"))

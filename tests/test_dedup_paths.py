@@ -174,3 +174,24 @@ def test_reliable_checkpoints_are_written_under_the_directory_and_removed(spark,
         run_dir = tmp_path / cp.run_dir.rsplit("/", 1)[1]
         assert run_dir.name.startswith("dedup-") and any(p.name.startswith("part-") for p in run_dir.rglob("*"))
     assert not run_dir.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_duplicates_output_is_sized_by_every_duplicate_exact_copies_included(spark, tmp_path, monkeypatch):
+    """duplicates/ is sized by its rows: exact copies are found before the candidate edges
+    (they are never edges), so sizing by the edges counted none of them."""
+    import etl.phases
+    from etl.dedup import DedupConfig
+    from etl.publish import LocalStorage, Staging
+
+    rng = random.Random(4)
+    texts = ["".join(rng.choice("天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳") for _ in range(300))
+             for _ in range(12)]
+    rows = [(f"d{i:02d}", t) for i, t in enumerate(texts)] + [(f"c{i:02d}", t) for i, t in enumerate(texts[:9])]
+    asked = []
+    monkeypatch.setattr(etl.phases, "sized", lambda df, nbytes, output: asked.append(nbytes) or df)
+    for name, cfg in (("driver", DedupConfig()), ("spark", DedupConfig(driver_max_docs=0, driver_max_edges=0))):
+        docs = spark.createDataFrame(rows, "doc_id string, text string")
+        summary, _ = etl.phases.dedup_phase(docs, cfg, None, Staging(LocalStorage(), str(tmp_path / name)))
+        found = spark.read.parquet(str(tmp_path / name / "duplicates"))
+        assert found.where("kind = 'exact'").count() == found.count() == 9, name  # nine copies, no near duplicate
+        assert asked[-1] == 9 * etl.phases.DUPLICATE_ROW_BYTES, name
