@@ -72,7 +72,7 @@ class Cleaner:
             source, scanned = text, tx.scan(text)
         # from here on the text only loses whitespace: the counts stay, the code points may not
         text = tx.normalise_lines(text)
-        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han))
+        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han, scanned.punct))
         out.reason = self._verdict(text, title, out, scanned if text is source else None)
         return out
 

@@ -47,7 +47,7 @@ from filters import quality_repeat as rep
 from filters.quality_contact import contact_counts
 from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
-from filters.text import HAN_RANGES, utf8_safe
+from filters.text import DASHES, HAN_RANGES, utf8_safe
 
 SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
 SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
@@ -78,7 +78,8 @@ class Signal(NamedTuple):
 SIGNALS: tuple[Signal, ...] = (
     Signal("line_punct_frac", "low", "lines whose last character is in SENTENCE_FINAL, or that end in 1-3 CLOSERS "
            "right after such a character (。” ！」 。）), over lines"),
-    Signal("short_line_frac", "high", f"lines with fewer than SHORT_LINE_CHARS ({SHORT_LINE_CHARS}) characters, "
+    Signal("short_line_frac", "high", f"lines with fewer than SHORT_LINE_CHARS ({SHORT_LINE_CHARS}) characters "
+           "that do not end in punctuation (menu items, bare labels; not a verse or a clause: 春眠不觉晓，), "
            "over lines"),
     Signal("separator_line_frac", "high", "separator lines over lines; a separator line (a) has SEPARATORS plus "
            "inner whitespace >= 30 % of its stripped length (whitespace included), or (b) holds >= 2 separators and "
@@ -104,7 +105,8 @@ SIGNALS: tuple[Signal, ...] = (
            "and word salad lack it; heavy decoration shows in symbol_ratio and separator_line_frac)"),
     Signal("contact_density", "high", "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
            "e-mail, obfuscations included) per 1,000 visible characters"),
-    Signal("han_ratio", "low", "Han characters over visible characters (filters.text.han_ratio)"),
+    Signal("han_ratio", "low", "Han characters over visible characters that are not punctuation "
+           "(filters.text.han_ratio)"),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
 
@@ -128,6 +130,7 @@ def char_table() -> np.ndarray:
             table[cp] = PUNCT
         elif cat in ("Mn", "Mc") and not (0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF):
             table[cp] = LETTER  # combining marks belong to their letter; variation selectors to their emoji
+    table[[ord(c) for c in DASHES]] = PUNCT  # box-drawing dashes typeset as 破折号 (filters.text.DASHES)
     for lo, hi in HAN_RANGES:
         table[lo:hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
     for chars, flag in ((SENTENCE_FINAL, END), (CLOSERS, CLOSE), (SEPARATORS, SEP)):
@@ -217,7 +220,8 @@ def _line_signals(t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, 
         separator |= menu & _menu_items(t, cat != SPACE, line_starts, ne)
     lines = np.bincount(doc, minlength=n_docs)
     out["line_punct_frac"] = _frac(np.bincount(doc, ended, n_docs), lines)
-    out["short_line_frac"] = _frac(np.bincount(doc, chars < SHORT_LINE_CHARS, n_docs), lines)
+    bare = ((t[last] & _CAT) != PUNCT) | ((t[last] & SEP) != 0)  # ends in a letter, digit, symbol or separator
+    out["short_line_frac"] = _frac(np.bincount(doc, (chars < SHORT_LINE_CHARS) & bare, n_docs), lines)
     out["separator_line_frac"] = _frac(np.bincount(doc, separator, n_docs), lines)
     prev_empty = np.ones(len(ne), dtype=bool)
     prev_empty[1:] = (ne[1:] - ne[:-1] > 1) | (doc[1:] != doc[:-1])
@@ -339,8 +343,9 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
     for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),
-                      ("punct_ratio", PUNCT), ("han_ratio", HAN)):
+                      ("punct_ratio", PUNCT)):
         out[name] = _frac(counts[:, cat], visible)
+    out["han_ratio"] = _frac(counts[:, HAN], visible - counts[:, PUNCT])  # filters.text.TextStats.han_ratio
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}
 

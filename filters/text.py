@@ -33,6 +33,10 @@ SPACE = 2  # str.isspace(): what str.split() and regex \s split on
 REMOVED = 4  # Cc (but tab, LF, CR), Cf, Co, Cs: always removed
 DECORATIVE = 8  # BMP So/Sk, DECORATIVE_ASCII, all of plane 1: removed in runs
 FOLD = 16  # NFKC may change the text here (not NFKC-stable alone, combining, or a composition's 2nd part)
+PUNCT = 32  # punctuation: Unicode P*, and the box-drawing dashes DASHES
+# Box-drawing horizontals, typeset as the Chinese dash (破折号) in much traditional and older text
+# ("一個世紀才盤點──百年大計"): punctuation where they stand in a sentence.
+DASHES = "\u2500\u2501"
 
 
 class CharScan(NamedTuple):
@@ -42,6 +46,7 @@ class CharScan(NamedTuple):
     flags: int  # OR of every class present
     visible: int  # non-whitespace characters
     han: int  # Han ideographs
+    punct: int  # punctuation (PUNCT)
 
 
 @lru_cache(maxsize=None)
@@ -62,6 +67,8 @@ def char_table() -> np.ndarray:
             table[cp] |= REMOVED
         elif (cat in ("So", "Sk") and cp <= 0xFFFF) or 0x10000 <= cp < 0x20000:
             table[cp] |= DECORATIVE
+        if cat[0] == "P":
+            table[cp] |= PUNCT
         if unicodedata.combining(c) or (cat not in ("Cs",) and unicodedata.normalize("NFKD", c) != c):
             table[cp] |= FOLD
         decomposition = unicodedata.decomposition(c).split()
@@ -69,6 +76,7 @@ def char_table() -> np.ndarray:
             table[int(decomposition[1], 16)] |= FOLD  # can be composed with what precedes it
     table[0x10000:0x20000] |= DECORATIVE  # unassigned plane-1 code points too, as before
     table[[ord(c) for c in DECORATIVE_ASCII]] |= DECORATIVE
+    table[[ord(c) for c in DASHES]] |= PUNCT
     # Hangul: a vowel jamo composes with a leading jamo (a trailing jamo only with an LV syllable,
     # which decomposes, so is FOLD already)
     table[0x1161:0x1176] |= FOLD
@@ -87,7 +95,7 @@ def scan(text: str) -> CharScan:
     classes = char_table()[codes]
     per_bit = (np.bincount(classes, minlength=256) @ _bit_counter()).tolist()
     flags = sum(1 << i for i, n in enumerate(per_bit) if n)
-    return CharScan(codes, classes, flags, len(codes) - per_bit[1], per_bit[0])  # bit 0 HAN, bit 1 SPACE
+    return CharScan(codes, classes, flags, len(codes) - per_bit[1], per_bit[0], per_bit[5])  # HAN, SPACE, PUNCT
 
 
 @lru_cache(maxsize=None)
@@ -178,23 +186,27 @@ def visible_len(text: str) -> int:
 
 
 def han_ratio(text: str) -> float:
-    s = scan(text)
-    return s.han / s.visible if s.visible else 0.0
+    return text_stats(text).han_ratio
 
 
 class TextStats(NamedTuple):
     visible: int  # non-whitespace characters
     han: int  # Han ideographs
+    punct: int = 0  # punctuation (PUNCT)
 
     @property
     def han_ratio(self) -> float:
-        return self.han / self.visible if self.visible else 0.0
+        """Han ideographs over the visible characters that are not punctuation: PanGu-α's "share of
+        Chinese characters" of a text, whose punctuation is neither Chinese nor foreign (a page of
+        dictionary entries, ①～（）：；, is as Chinese as a page of prose)."""
+        letters = self.visible - self.punct
+        return self.han / letters if letters > 0 else 0.0
 
 
 def text_stats(text: str) -> TextStats:
     """Counted once per document; the length and Han-ratio rules both read it."""
     s = scan(text)
-    return TextStats(s.visible, s.han)
+    return TextStats(s.visible, s.han, s.punct)
 
 
 def _ranges(codepoints: list[int]) -> str:

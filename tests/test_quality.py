@@ -83,6 +83,10 @@ def test_short_line_frac():
     # visible characters: 9 (short), 10 (not), 10 letters between spaces (not), 2 (short) -> 2/4
     text = "一二三四五六七八九\n一二三四五六七八九十\na b c d e f g h i j\n  短行  "
     assert sig(text)["short_line_frac"] == pytest.approx(2 / 4)
+    # a verse or clause ends in punctuation and is not a fragment; a title in 《》 neither; an
+    # author's name, a menu item, and a line ending in a separator (──, |) are
+    poem = "《春晓》\n孟浩然\n春眠不觉晓，\n处处闻啼鸟。\n首页 |\n新闻──"
+    assert sig(poem)["short_line_frac"] == pytest.approx(3 / 6)
 
 
 def test_separator_line_frac():
@@ -189,11 +193,14 @@ def test_classical_chinese_is_not_a_keyword_list():
 def test_character_ratios():
     # visible: 中文 (Han 2), ABC é Ｚ (Latin 5), 123 ① (digits 4), ， (punct 1), ★ 😀 (symbols 2) = 14
     s = sig("中文ABC123①，★😀 é Ｚ")
-    assert s["han_ratio"] == pytest.approx(2 / 14)
+    assert s["han_ratio"] == pytest.approx(2 / 13)  # over the visible characters that are not punctuation
     assert s["latin_ratio"] == pytest.approx(5 / 14)
     assert s["digit_ratio"] == pytest.approx(4 / 14)
     assert s["punct_ratio"] == pytest.approx(1 / 14)
     assert s["symbol_ratio"] == pytest.approx(2 / 14)
+    # the box-drawing dash typeset as 破折号 is punctuation, not a symbol
+    s = sig("一個世紀才盤點──百年大計")
+    assert (s["punct_ratio"], s["symbol_ratio"]) == (pytest.approx(2 / 13), 0.0)
 
 
 def test_han_ratio_is_filters_text():

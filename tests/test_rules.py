@@ -23,6 +23,13 @@ def test_han_ratio_rule():
     assert rules.low_han_ratio(tx.text_stats(NEWS), 0.6) == rules.KEEP
     mixed = "本文介绍 " + "the quick brown fox jumps over the lazy dog " * 5
     assert rules.low_han_ratio(tx.text_stats(mixed), 0.6) == (False, "low_han_ratio")
+    # Punctuation is neither Chinese nor foreign: a dictionary entry (pinyin, ①, ～, brackets) is
+    # 18 Han of its 26 characters that are not punctuation, 69 %, though 18 of 34 visible (53 %).
+    entry = "丢（diū）　①遗失；失去：钱包～了。～了工作。②扔：不要随地～果皮。"
+    stats = tx.text_stats(entry)
+    assert (stats.visible, stats.han, stats.punct) == (34, 18, 8)
+    assert stats.han_ratio == pytest.approx(18 / 26) and rules.low_han_ratio(stats, 0.6) == rules.KEEP
+    assert tx.text_stats("。，！").han_ratio == 0.0  # punctuation only: nothing Chinese
 
 
 def test_min_length_rule():
@@ -88,6 +95,10 @@ def test_duplicate_paragraphs_are_removed():
     "Home | News | Sports",
     "网站首页 关于我们 新闻动态 产品展示 在线留言",
     "上一章 目录 下一章",
+    # the footer is the site's chrome too
+    "Copyright © 2008-2025 知行论坛 版权所有",
+    "京ICP备70756355号-3",
+    "京公网安备 11010802020000号",
 ])
 def test_navigation_lines_are_detected(line):
     assert tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
@@ -106,6 +117,7 @@ def test_navigation_lines_are_detected(line):
     "第一百二十条 法律责任",
     "一、总则 适用范围 基本原则",
     "蔡夫人议献荆州 诸葛亮火烧新野 刘玄德携民渡江 赵子龙单骑救主",
+    "（本文版权所有，转载请注明出处）",  # a sentence about copyright is text
 ])
 def test_ordinary_lines_are_not_navigation(line):
     assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
