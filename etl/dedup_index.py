@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import AccumulatorParam
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl import dedup_index_files as ixf
@@ -61,6 +61,12 @@ FORMAT_VERSION = ixf.LAYOUT  # settings.json's: the newest layout of any segment
 # Bytes of a band row on disk (key and doc hash: two incompressible int64): turns target_file_mb
 # into rows.
 BAND_ROW_BYTES = 16
+# The files' columns as Spark reads them (etl.dedup_index_files.SCHEMAS; band files of layouts
+# 0 and 1 hold doc_ids); partition columns (band, bucket) come from the paths.
+BAND_FILE = "key bigint, doc bigint"
+DOCS_FILE = "key bigint, doc_id string"
+EXACT_FILE = "exact_key string, doc_id string"
+LEGACY_BAND_FILE = "key bigint, doc_id string"
 
 
 @dataclass(frozen=True)
@@ -287,15 +293,15 @@ class DedupIndex:
             if s.legacy:
                 frames.append(self._legacy_frame(s, "bands"))
             elif any(f.part >= 0 for f in s.files):
-                docs = self._frame(s, "docs", "key bigint, doc_id string").select(F.col("key").alias("doc"), "doc_id")
-                rows = self._frame(s, "bands", "key bigint, doc bigint").select("band", "key", "doc")
+                docs = self._frame(s, "docs", DOCS_FILE).select(F.col("key").alias("doc"), "doc_id")
+                rows = self._frame(s, "bands", BAND_FILE).select("band", "key", "doc")
                 frames.append(rows.join(docs, "doc").select("band", "key", "doc_id"))
         return reduce(DataFrame.unionByName, frames) if frames else None
 
     def exact(self) -> DataFrame | None:
         """(exact_key, doc_id) of every live segment."""
         frames = [self._legacy_frame(s, "exact") if s.legacy
-                  else self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
+                  else self._frame(s, "exact", EXACT_FILE).select("exact_key", "doc_id")
                   for s in self.segments() if any(f.part == EXACT for f in s.files)]
         return reduce(DataFrame.unionByName, frames) if frames else None
 
@@ -318,8 +324,8 @@ class DedupIndex:
         """(band, key, doc_id) or (exact_key, doc_id) of a segment of layout 0 or 1: both store
         doc_ids in their band files."""
         if part == "bands":
-            return self._frame(s, "bands", "key bigint, doc_id string").select("band", "key", "doc_id")
-        return self._frame(s, "exact", "exact_key string, doc_id string").select("exact_key", "doc_id")
+            return self._frame(s, "bands", LEGACY_BAND_FILE).select("band", "key", "doc_id")
+        return self._frame(s, "exact", EXACT_FILE).select("exact_key", "doc_id")
 
     @staticmethod
     def _dir(s: Segment) -> str:
@@ -429,16 +435,11 @@ class DedupIndex:
         The tasks' ScanStats arrive in ``acc`` once the result is computed."""
         cat = self.catalog(segs)
         route = cat.route
-        if "key" in night.columns:
-            bucket = F.shiftrightunsigned("key", 64 - route) if route else F.lit(0)
-        else:  # the top bits of an exact key's first 4 hex digits: its hash's top bits
-            bucket = F.shiftright(F.conv(F.substring("exact_key", 1, 4), 16, 10).cast("int"), 16 - route) \
-                if route else F.lit(0)
         sc = self.spark.sparkContext
         n = max(1, min((self.params.bands + 2) << route, 2 * sc.defaultParallelism))
         schema = "part int, key bigint, " + ", ".join(f"{c} string" for c in columns or ["doc_id"])
-        return night.withColumn("bucket", bucket).repartition(n, "part", "bucket").mapInArrow(
-            ixf.lookup_task(sc.broadcast(cat), columns, acc), schema)
+        routed = night.withColumn("bucket", _bucket_col(night.columns, route)).repartition(n, "part", "bucket")
+        return routed.mapInArrow(ixf.lookup_task(sc.broadcast(cat), columns, acc), schema)
 
     def _legacy_touched(self, segs: list[Segment], rows: DataFrame) -> DataFrame:
         """Band rows of legacy segments in the night's buckets: a join over their full read."""
@@ -454,14 +455,15 @@ class DedupIndex:
 
     # --- writing --------------------------------------------------------------------------------
 
+    def _rows_per_file(self) -> int:
+        return max(1, int(self.cfg.target_file_mb * 2**20) // BAND_ROW_BYTES)
+
     def _bits(self, docs: int) -> int:
         """Bucket bits for a segment of ``docs`` documents: files of about target_file_mb."""
-        per_file = max(1, int(self.cfg.target_file_mb * 2**20) // BAND_ROW_BYTES)
-        return min(ixf.MAX_BITS, max(0, math.ceil(math.log2(max(docs, 1) / per_file))))
+        return min(ixf.MAX_BITS, max(0, math.ceil(math.log2(max(docs, 1) / self._rows_per_file()))))
 
     def _opts(self) -> FileOptions:
-        per_file = max(1, int(self.cfg.target_file_mb * 2**20) // BAND_ROW_BYTES)
-        return FileOptions(max_rows=2 * per_file, row_group_rows=self.cfg.row_group_rows)
+        return FileOptions(max_rows=2 * self._rows_per_file(), row_group_rows=self.cfg.row_group_rows)
 
     def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
@@ -519,14 +521,9 @@ class DedupIndex:
     def _write_spark(self, segment: str, rows: DataFrame, bits: int) -> list[IndexFile]:
         """Rows (part, key | exact_key | doc_hex, ...) written by Spark tasks: partitioned and
         sorted by (part, bucket) first, so each task writes one bucket at a time."""
-        if "key" in rows.columns:
-            bucket = F.shiftrightunsigned("key", 64 - bits) if bits else F.lit(0)
-        else:
-            hexes = "exact_key" if "exact_key" in rows.columns else "doc_hex"
-            bucket = F.shiftright(F.conv(F.substring(hexes, 1, 4), 16, 10).cast("int"), 16 - bits) if bits else F.lit(0)
         n = max(1, min((self.params.bands + 2) << bits, 4 * self.spark.sparkContext.defaultParallelism))
-        sorted_rows = rows.withColumn("bucket", bucket.cast("int")).repartition(n, "part", "bucket") \
-            .sortWithinPartitions("part", "bucket")
+        sorted_rows = (rows.withColumn("bucket", _bucket_col(rows.columns, bits).cast("int"))
+                       .repartition(n, "part", "bucket").sortWithinPartitions("part", "bucket"))
         task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
         out = sorted_rows.mapInArrow(task, "path string, part int, bucket int, bits int, rows bigint").collect()
         return [IndexFile(**r.asDict()) for r in out]
@@ -660,6 +657,17 @@ class DedupIndex:
 
     def _write_atomic(self, path, text: str) -> None:
         write_atomic(path.toString(), text, self.storage)
+
+
+def _bucket_col(columns: list[str], bits: int) -> Column:
+    """Spark's ``ixf.bucket_of``: the top ``bits`` bits of ``key`` (unsigned), or of the first 4
+    hex digits of ``exact_key`` / ``doc_hex`` (the top bits of their 64-bit hash)."""
+    if not bits:
+        return F.lit(0)
+    if "key" in columns:
+        return F.shiftrightunsigned("key", 64 - bits)
+    hexes = "exact_key" if "exact_key" in columns else "doc_hex"
+    return F.shiftright(F.conv(F.substring(hexes, 1, 4), 16, 10).cast("int"), 16 - bits)
 
 
 def touched_prior_rows(prior: DataFrame, new_rows: DataFrame) -> DataFrame:

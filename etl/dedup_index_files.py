@@ -184,8 +184,9 @@ def open_file(fs: pafs.FileSystem, path: str, columns: list[str]) -> pq.ParquetF
     missing = [c for c in columns if c not in pf.schema_arrow.names]
     if missing:
         raise IndexFileError(f"dedup index file {path} has no column {', '.join(missing)} (it has "
-                             f"{', '.join(pf.schema_arrow.names)}); a file of layout {LAYOUT} has {', '.join(columns)}: "
-                             "its segment was written in another layout than its commit record names")
+                             f"{', '.join(pf.schema_arrow.names)}); a file of layout {LAYOUT} has "
+                             f"{', '.join(columns)}: its segment was written in another layout than its commit "
+                             "record names")
     return pf
 
 

@@ -293,7 +293,8 @@ def test_a_file_without_the_columns_of_its_layout_is_named(spark, tmp_path):
     (root / "commits/00000000-v1.json").write_text(json.dumps({
         "name": "v1", "sequence": 0, "kind": "batch", "layout": 2, "bits": 0, "docs": 20,
         "files": _write_bucketed_v1(root, "batches/v1", b, e, 0)}))
-    with pytest.raises(ixf.IndexFileError, match=r"batches/v1/bands/band=\d/bucket=0/part-00000.parquet has no column doc"):
+    missing = r"batches/v1/bands/band=\d/bucket=0/part-00000.parquet has no column doc"
+    with pytest.raises(ixf.IndexFileError, match=missing):
         index.touched_arrow(b.slice(0, 4).select(["band", "key"]))
 
 
@@ -342,8 +343,10 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
         if name != point or refused:  # once, in the first writer
             return
         other = DedupIndex(spark, root, PARAMS, SMALL)
-        attempts = ([lambda: other.compact(full=True), lambda: compact_index.main(["--index", root])] if first == "append"
-                    else [lambda: other.append_arrow(b4, e4, "r4"), lambda: other.retract("r1")])
+        if first == "append":
+            attempts = [lambda: other.compact(full=True), lambda: compact_index.main(["--index", root])]
+        else:
+            attempts = [lambda: other.append_arrow(b4, e4, "r4"), lambda: other.retract("r1")]
         for attempt in attempts:
             try:
                 refused.append(attempt())

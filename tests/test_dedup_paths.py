@@ -184,8 +184,8 @@ def test_duplicates_output_is_sized_by_every_duplicate_exact_copies_included(spa
     from etl.publish import LocalStorage, Staging
 
     rng = random.Random(4)
-    texts = ["".join(rng.choice("天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳") for _ in range(300))
-             for _ in range(12)]
+    chars = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳"
+    texts = ["".join(rng.choice(chars) for _ in range(300)) for _ in range(12)]
     rows = [(f"d{i:02d}", t) for i, t in enumerate(texts)] + [(f"c{i:02d}", t) for i, t in enumerate(texts[:9])]
     asked = []
     monkeypatch.setattr(etl.phases, "sized", lambda df, nbytes, output: asked.append(nbytes) or df)
