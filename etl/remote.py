@@ -150,6 +150,12 @@ def list_files(uri: str, access: S3Access) -> list[tuple[str, int]]:
     prefix directory (recursively), or those a glob matches (``*``, ``?`` and ``[]`` within one
     path segment; a matched directory brings its objects). Names keep ``uri``'s scheme. Raises
     ``S3BucketMissing`` for a missing bucket and ``S3Refused`` for denied access."""
+    return [(name, size) for name, size, _ in list_objects(uri, access)]
+
+
+def list_objects(uri: str, access: S3Access) -> list[tuple[str, int, int]]:
+    """``list_files`` with each object's last-modified time (ns since the epoch; S3 keeps
+    seconds or milliseconds): (uri, size, mtime_ns), sorted by uri."""
     from pyarrow import fs as pafs
 
     scheme, bucket, key = split(uri)
@@ -160,23 +166,23 @@ def list_files(uri: str, access: S3Access) -> list[tuple[str, int]]:
     with _refusals(uri, access):
         info = fs.get_file_info(f"{bucket}/{root}") if root else None
         if info is not None and info.type == pafs.FileType.File and not glob:
-            return [(uri, info.size)]
+            return [(uri, info.size, info.mtime_ns or 0)]
         found = fs.get_file_info(pafs.FileSelector(f"{bucket}/{root}", recursive=True, allow_not_found=True))
-    objects = [(f.path, f.size) for f in found if f.type == pafs.FileType.File]
+    objects = [(f.path, f.size, f.mtime_ns or 0) for f in found if f.type == pafs.FileType.File]
     if not objects:
         with _refusals(uri, access):  # a missing bucket lists as empty under a missing prefix
             if fs.get_file_info(bucket).type == pafs.FileType.NotFound:
                 raise S3BucketMissing(f"input bucket does not exist on {access.endpoint or 'AWS'}: {uri}")
     if glob:
         pattern = key.split("/")
-        objects = [(p, n) for p, n in objects
+        objects = [(p, n, t) for p, n, t in objects
                    if all(fnmatch.fnmatchcase(s, g) for s, g in zip(p.split("/")[1:], pattern))
                    and len(p.split("/")) > len(pattern)]
     objects.sort()
     if objects:  # listing may be allowed where reading is not (s3:ListBucket without s3:GetObject)
         with _refusals(uri, access):
-            _probe(fs, *objects[0])
-    return [(f"{scheme}://{p}", n) for p, n in objects]
+            _probe(fs, *objects[0][:2])
+    return [(f"{scheme}://{p}", n, t) for p, n, t in objects]
 
 
 def _probe(fs, path: str, size: int) -> None:

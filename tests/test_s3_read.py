@@ -24,7 +24,7 @@ import pytest
 
 from etl import records as rec
 from etl.corpus import CleanConfig, clean_corpus
-from etl.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files
+from etl.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files, list_objects
 from jobs import cli
 from tests import crawl_fixture
 from tests.test_split_read import _jsonl_straddling
@@ -400,3 +400,19 @@ def test_ranges_read_through_the_store_equal_local_ranges(store, creds, tmp_path
         got = [row for t in remote.tasks for r in t for row in rec.parse_range(r, cfg, s3=access)]
         want = [row for t in local.tasks for r in t for row in rec.parse_range(r, cfg)]
         assert got == want
+
+
+def test_objects_are_listed_with_their_last_modified_time(store, creds):
+    """What a nightly refresh over an s3:// crawl root orders new files by."""
+    import time
+
+    url, upload = store
+    before = time.time_ns()
+    for name in ("b.jsonl", "a/c.warc.gz", "_hidden.jsonl"):
+        upload(f"listed/{name}", b"{}\n")
+    after = time.time_ns()
+    access = S3Access.resolve(S3Config(endpoint_override=url))
+    listed = list_objects(f"s3://{BUCKET}/listed/", access)
+    assert [(p, n) for p, n, _ in listed] == list_files(f"s3://{BUCKET}/listed/", access)
+    assert [p.rsplit("listed/", 1)[1] for p, _, _ in listed] == ["_hidden.jsonl", "a/c.warc.gz", "b.jsonl"]
+    assert all(before // 10**9 * 10**9 <= t <= after for _, _, t in listed), (before, listed, after)
