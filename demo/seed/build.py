@@ -37,14 +37,14 @@ from pathlib import Path
 
 from demo.crawl.model import GENERATOR_NAME
 from demo.crawl.plan import MIN_CHARS
-from demo.seed.pages import (Content, Sources, forum_page, load_sources, news_page, reference_page,
+from demo.seed.pages import (Content, Sources, forum_page, listed_page, load_sources, news_page, reference_page,
                              render_page, review_page, split_document, visible_len)
 from demo.seed.raw import crawl_fingerprint, load_reference, raw_crawl_records
 from demo.seed.spam import FAMILIES
 
 log = logging.getLogger("zhcorpus")
 
-SEED_VERSION = "3.0.0"
+SEED_VERSION = "3.1.0"
 MAX_TRIES = 200         # draws per record before giving up on a new, long-enough text
 DEFAULT_CRAWL = "data/demo_crawl"
 Generator = Callable[[random.Random, Sources], Content]
@@ -54,7 +54,8 @@ SPAM_TASK: dict[str, dict[str, tuple[float, Generator]]] = {
     "spam": FAMILIES,
     # the crawl-like part in about the crawl's own mix of good pages (reviews and threads are
     # 60 % of its clean pages), so user comments with prices and phone calls are ham too
-    "ham": {"reference": (0.40, reference_page), "news": (0.20, news_page),
+    # and a tenth is reference text set out as lists (``listed_page``: layout is not spam)
+    "ham": {"reference": (0.30, reference_page), "listed": (0.10, listed_page), "news": (0.20, news_page),
             "reviews": (0.25, review_page), "forum": (0.15, forum_page)},
 }
 

@@ -159,6 +159,34 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
                    *(f"{k}楼 {user(rng)}：{r}" for k, r in enumerate(replies, 2))]
 
 
+# How a listed page sets out its items: bare lines, numbered, bulleted, or pairs of clauses joined
+# by a dash (the layout of verse, glossaries, proverb and saying collections).
+LIST_STYLES = ("bare", "numbered", "bullet", "paired")
+LIST_DASHES = ("──", "——", "—", " - ")
+CLAUSE_SPLIT = re.compile(r"[，。！？；：、,.!?;:]+")
+
+
+def listed_page(rng: random.Random, src: Sources) -> Content:
+    """A reference window set out as a list: one clause a line, its punctuation dropped, in one
+    of ``LIST_STYLES``. Good text in the layout of lists, so that the spam model learns that
+    short unpunctuated lines are a layout, not a sign of spam: link farms and keyword lists share
+    the layout, not the words."""
+    title, paras = reference_page(rng, src)
+    clauses = [c.strip() for p in paras for c in CLAUSE_SPLIT.split(p) if c.strip()]
+    style = rng.choice(LIST_STYLES)
+    if style == "numbered":
+        lines = [f"{i}. {c}" for i, c in enumerate(clauses, 1)]
+    elif style == "bullet":
+        mark = rng.choice(("·", "•", "-", "○"))
+        lines = [f"{mark} {c}" for c in clauses]
+    elif style == "paired":
+        dash = rng.choice(LIST_DASHES)
+        lines = [dash.join(clauses[i:i + 2]) for i in range(0, len(clauses), 2)]
+    else:
+        lines = clauses
+    return title, lines
+
+
 def reference_page(rng: random.Random, src: Sources) -> Content:
     """A window of a reference document under its first line (``window``: a long chapter or
     statute gives many distinct pages, as the crawl cuts articles), of a genre drawn evenly: a
