@@ -10,7 +10,7 @@ DEMO_SEED  := data/seed
 DEMO_EVALS := data/eval_sets
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install browser demo demo-crawl demo-models bench-ood test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package judge-demo
+.PHONY: install browser demo demo-crawl demo-models bench-ood bench-ood-blind test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package judge-demo
 
 install: $(STAMP)
 
@@ -144,6 +144,15 @@ data/ood/MANIFEST.json: | $(STAMP)
 bench-ood: demo-models data/ood/MANIFEST.json
 	$(PY) -m bench.bench_ood --ood data/ood/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
 	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency
+
+# The blind second set (demo/ood_blind: dictionary, sayings, verse and Q&A pages; ten spam families).
+data/ood_blind/MANIFEST.json: | $(STAMP)
+	$(PY) -m demo.ood_blind --output data/ood_blind
+
+bench-ood-blind: demo-models data/ood_blind/MANIFEST.json
+	$(PY) -m bench.bench_ood --ood data/ood_blind/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
+	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency \
+	    --output out/bench-ood-blind
 
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)
