@@ -109,7 +109,7 @@ def _signals(report: dict[str, Any]) -> str:
         stats = [{"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "label": g[0]}
                  for g in groups if (q := dist[g].get(name))]
         if stats:
-            ax.bxp(stats, showfliers=False, vert=False)
+            ax.bxp(stats, showfliers=False, orientation="horizontal")
         if name in thresholds:
             ax.axvline(thresholds[name]["value"], color="#b00", linestyle="--", linewidth=1)
         ax.set_title(name, fontsize=7)
