@@ -132,6 +132,9 @@ def _dp_problems(par: ParallelConfig) -> list[str]:
         return [f"fsdp_grad_sync must be one of {', '.join(FSDP_GRAD_SYNCS)}, got {par.fsdp_grad_sync!r}"]
     if par.fsdp_grad_sync != "every" and par.dp_shard != "fsdp":
         return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} needs dp_shard='fsdp' (ZeRO-1 reduces once a step already)"]
+    if par.fsdp_grad_sync != "every" and par.pp > 1:
+        return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} does nothing with pp={par.pp}: a pipeline stage stays "
+                "gathered across the micro-batches and reduces once a step already; leave it 'every'"]
     return []
 
 
