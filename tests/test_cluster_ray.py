@@ -239,7 +239,7 @@ def test_more_workers_than_cpus_is_refused_before_launch(two_nodes, training):
 
 # --- elastic data parallelism (last in the module: it stops the second node for good) -------------
 
-ELASTIC_STEPS = 48
+ELASTIC_STEPS = 24
 ELASTIC = ["--config", "jobs/configs/debug.toml", "--set", f"train.steps={ELASTIC_STEPS}", "--set", "train.eval_every=0",
            "--set", "train.checkpoint_every=4", "--set", "train.keep_checkpoints=0", "--set", "ray.max_failures=2"]
 
