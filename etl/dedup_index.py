@@ -307,11 +307,11 @@ class DedupIndex:
 
     def _frame(self, s: Segment, part: str, schema: str) -> DataFrame:
         """A part (bands, exact, docs) of a segment read by Spark, with the partition columns
-        (band, bucket) of its paths. A segment of layout 1 is read from the files its commit
-        lists: the index is read this way only until the next compaction, which writes under
-        temporary names that a read of its directory would also pick up."""
+        (band, bucket) of its paths: the files its commit lists (a task killed while writing one
+        leaves a temporary file beside it that a read of the directory would take for Parquet),
+        the directory for layout 0, whose commit lists none."""
         base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
-        if s.layout != 1:
+        if s.layout == 0:
             return self.spark.read.schema(schema).option("basePath", base).parquet(base)
         want = {"exact": EXACT, "docs": DOCS}.get(part)
         paths = [self._Path(self.root, f.path).toString() for f in s.files
