@@ -191,7 +191,7 @@ def _resolve_on_driver(docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinH
             if largest <= cfg.group_max_docs:
                 jac = jaccard_by_component(spark, docs, tbl.select(["a", "b"]), candidates, p.shingle)
             else:
-                jac = edge_jaccard(edges, docs, p.shingle)
+                jac = edge_jaccard(spark.createDataFrame(tbl.select(["a", "b"])), docs, p.shingle)
             vt = jac.toArrow()
         report["verification"] = {"mode": cfg.verify, **summary_local(vt, p.threshold)}
         verified = spark.createDataFrame(vt, JACCARD_SCHEMA)

@@ -75,7 +75,9 @@ def _check_fixture(rows, families):
 DRIVER = {}
 DISTRIBUTED = {"driver_max_docs": 0, "driver_max_edges": 0}
 PATHS = {"driver": DRIVER, "spark groups, driver components": {"driver_max_docs": 0},
-         "driver groups, spark components": {"driver_max_edges": 0}, "distributed": DISTRIBUTED}
+         "driver groups, spark components": {"driver_max_edges": 0}, "distributed": DISTRIBUTED,
+         # candidate components over group_max_docs: verified edge by edge, not component by component
+         "driver, edge by edge": {"group_max_docs": 1}}
 
 
 def _clusters(spark, rows, partitions, index=None, verify="off", paths=DRIVER):
@@ -92,6 +94,7 @@ def _clusters(spark, rows, partitions, index=None, verify="off", paths=DRIVER):
 
 @pytest.mark.parametrize("verify,paths", [("off", "driver"), ("enforce", "driver"), ("enforce", "distributed"),
                                           ("enforce", "spark groups, driver components"),
+                                          ("enforce", "driver, edge by edge"),
                                           ("off", "driver groups, spark components")])
 def test_families_are_exactly_the_clusters(spark, corpus, verify, paths):
     rows, families = corpus
