@@ -44,10 +44,8 @@ import logging
 import os
 import statistics
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from bench import dedup_methods as dm

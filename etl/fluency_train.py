@@ -16,7 +16,6 @@ model directory (model.npz, metadata.json, reference_percentiles.json) is publis
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import asdict, dataclass

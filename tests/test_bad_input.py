@@ -19,7 +19,7 @@ import pytest
 
 from etl import warc
 from etl.records import ReaderConfig, parse_file
-from tests.crawl_fixture import P, doc, html, response, warc_record
+from tests.crawl_fixture import P, doc, html, response
 
 TEXT = P[0] + P[1]
 

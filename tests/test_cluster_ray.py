@@ -30,7 +30,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import urllib.error

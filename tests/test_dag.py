@@ -11,7 +11,6 @@ same checks through Airflow's own DagBag when airflow is importable (skipped oth
 
 import importlib.util
 import os
-import stat
 import subprocess
 import sys
 import types

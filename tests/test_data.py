@@ -7,11 +7,9 @@ the corpus), so any token names the one document it came from."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 import random
-import struct
 from collections import Counter
 from pathlib import Path
 

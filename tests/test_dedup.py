@@ -170,7 +170,6 @@ def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
 
 def _survivor_keys(spark, rows, dups):
     from etl.dedup import band_rows, signatures
-    from filters import minhash as mh
 
     kept = spark.createDataFrame([r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double")
     keys = signatures(kept, MinHashParams())

@@ -13,7 +13,7 @@ import pytest
 
 from bench.bench_ood import line_removal, ood_metrics, target_checks
 from demo import reference
-from demo.ood import OodConfig, good, ood_documents, spam
+from demo.ood import good, spam
 from demo.ood import write as write_ood
 from demo.ood.registry import DEMO_SOURCES, RESERVED, cn_to_int, int_to_cn
 from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, normalise, read_list, read_lists_dir

@@ -44,7 +44,7 @@ def login_wall(rng: random.Random) -> tuple[str, str]:
     site = rng.choice(SITES)
     lines = [f"欢迎登录{site}", rng.choice(("手机号登录", "账号密码登录", "扫码登录")), "请输入手机号", "请输入验证码",
              "获取验证码", "登录", rng.choice(("忘记密码？", "找回密码")), "还没有账号？立即注册",
-             f"登录即表示同意《用户协议》和《隐私政策》", "其他登录方式：微信  QQ  微博"]
+             "登录即表示同意《用户协议》和《隐私政策》", "其他登录方式：微信  QQ  微博"]
     if rng.random() < 0.5:
         lines.insert(0, "该内容需要登录后查看")
     return f"登录 - {site}", "\n".join(lines + _footer(rng, site)[:rng.randint(1, 3)])
@@ -82,7 +82,7 @@ def paywall(rng: random.Random) -> tuple[str, str]:
 def empty_search(rng: random.Random) -> tuple[str, str]:
     site = rng.choice(SITES)
     q = rng.choice(("二手房", "周末去哪玩", "电动车电池", "考研资料", "感冒", "手机推荐", "附近美食", "租房"))
-    lines = [f"搜索“{q}”", f"共找到0条结果", rng.choice(("抱歉，没有找到与您搜索相关的内容。", "暂无相关结果")),
+    lines = [f"搜索“{q}”", "共找到0条结果", rng.choice(("抱歉，没有找到与您搜索相关的内容。", "暂无相关结果")),
              "建议：", "检查输入是否正确", "尝试更换关键词", "使用更常见的词语",
              "热门搜索：" + " ".join(rng.sample(NAV, 5))]
     return f"{q} - 搜索结果 - {site}", "\n".join(_nav(rng) + lines + _footer(rng, site))
