@@ -46,10 +46,17 @@ def refusals() -> tuple[type[BaseException], ...]:
 
 
 def run_job(body: Callable[[], int]) -> int:
-    """Run ``body`` (which returns the exit code); a refusal becomes one log line and exit 2,
-    with the trace at debug level only."""
+    """Run ``body`` (which returns the exit code); a refusal becomes one log line and exit 2, a
+    lock another run holds (``etl.locks.Locked``: a refresh's corpus, a dedup index being written)
+    one line and exit 3, with the trace at debug level only."""
+    from etl.locks import Locked
+
     try:
         return body()
+    except Locked as e:
+        log.debug("locked", exc_info=True)
+        log.error("%s", e)
+        return EXIT_LOCKED
     except refusals() as e:
         log.debug("refused", exc_info=True)
         log.error("%s", e)

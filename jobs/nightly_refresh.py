@@ -24,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from etl.nightly import NightlyConfig, RefreshLocked, refresh, submit_training  # noqa: E402
+from etl.nightly import NightlyConfig, refresh, submit_training  # noqa: E402
 from etl.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
@@ -45,11 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         cfg = load_config(NightlyConfig, args.config, args.overrides)
         check_job_paths([args.crawl_root], args.corpus_root, args.index)  # the crawl is never written
-        try:
-            result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)
-        except RefreshLocked as e:
-            cli.log.error("%s", e)
-            return cli.EXIT_LOCKED
+        result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)  # a held lock: exit 3 (cli.run_job)
         if result["published"] and args.submit_training:
             submit_training(args.ray_address, result["published"], args.corpus_root, args.train_config,
                             args.train_output or str(Path(args.corpus_root).resolve() / "runs"))

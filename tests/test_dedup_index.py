@@ -323,7 +323,7 @@ def test_a_band_row_without_its_docs_row_fails_the_lookup_naming_the_files(spark
 @pytest.mark.parametrize("first", ["append", "compaction"])
 def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_path, monkeypatch, caplog, first):
     """Both orders of two writers: while an append has written its batch and not yet committed
-    it, a compaction (the library call, and jobs.compact_index: exit 2, one line) is refused;
+    it, a compaction (the library call, and jobs.compact_index: exit 3, one line) is refused;
     while a compaction has written its segment, an append and a retraction are refused. Without
     the lock, the second writer removed the first's uncommitted directory as a leftover, and
     the first then committed a record of missing files."""
@@ -362,7 +362,7 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
             index.compact(full=True)
     assert len(refused) == 2 and "another writer of the dedup index holds" in refused[0], refused
     if first == "append":
-        assert refused[1] == 2 and [r.message for r in caplog.records if "holds" in r.message] != []
+        assert refused[1] == 3 and [r.message for r in caplog.records if "holds" in r.message] != []
         assert all("\n" not in r.message for r in caplog.records if "holds" in r.message)
     else:
         assert "another writer of the dedup index holds" in refused[1]
