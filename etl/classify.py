@@ -54,7 +54,7 @@ class ClassifyConfig:
 
 
 @dataclass(frozen=True)
-class _Shipped:
+class ShippedModels:
     """What the executors need: the shipped directory names and the verified checksums."""
     spam_dir: str
     spam_sha256: str
@@ -63,7 +63,7 @@ class _Shipped:
     cfg: ClassifyConfig
 
 
-def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> _Shipped:
+def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> ShippedModels:
     """Verify on the driver, then distribute. Raises ``filters.classify.ModelError``."""
     shipped = {}
     for kind, path, pin in (("spam", cfg.spam_model, cfg.spam_sha256), ("quality", cfg.quality_model, cfg.quality_sha256)):
@@ -73,7 +73,7 @@ def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> _Shipped:
         model = TextClassifier(path, pin or None, cfg.segment_engine or None)
         sha = model.meta["sha256"]
         shipped[kind] = (ship_directory(spark, path, f"zhcorpus-{kind}-{sha[:16]}"), sha)
-    return _Shipped(*shipped["spam"], *shipped["quality"], cfg)
+    return ShippedModels(*shipped["spam"], *shipped["quality"], cfg)
 
 
 _loaded: dict[tuple[str, str, str], TextClassifier] = {}
@@ -142,7 +142,7 @@ def _audit(batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: lis
                 raise audit_failure("classification", key, expected, lines[j], segmenter)
 
 
-def classify_stage(df: DataFrame, shipped: _Shipped, drop: bool = True) -> DataFrame:
+def classify_stage(df: DataFrame, shipped: ShippedModels, drop: bool = True) -> DataFrame:
     """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns.
     ``drop=False``: every document is scored and none is marked (annotate mode)."""
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

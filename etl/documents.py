@@ -74,7 +74,7 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
     raw, files = read_raw(spark, inputs, reader, counters)
     # clean, personal data, quality, classify in one pass (etl.quality.mark_stage); in annotate
     # mode a failed PanGu-α rule becomes a flag
-    marked = mark_stage(raw, Marking(rules, pii, screened, shipped, drop=quality.mode == "filter"))
+    marked = mark_stage(raw, Marking(rules, pii, screened, shipped))
     models = {} if shipped is None else {
         "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
         "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl import records as rec
-from etl.classify import classify_batch, loaded_model
+from etl.classify import ShippedModels, classify_batch, loaded_model
 from etl.clean import CLEANED_SCHEMA, clean_batch, get_cleaner
 from etl.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
 from etl.ship import ship_directory
@@ -166,8 +166,7 @@ class Marking:
     rules: RulesConfig
     pii: PiiConfig
     quality: Prepared
-    classify: Any  # etl.classify's shipped models, or None: no classification
-    drop: bool  # classifiers mark drops (quality "filter" mode)
+    classify: ShippedModels | None  # None: no classification
 
 
 def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
@@ -191,7 +190,8 @@ def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
     s = m.classify
     if s is not None:
         b = classify_batch(b, loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
-                           loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine), s.cfg, m.drop)
+                           loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine), s.cfg,
+                           drop=m.quality.cfg.mode == "filter")  # annotate mode: scores only
     return b
 
 

@@ -133,7 +133,7 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
     cleaned = clean_stage(raw, RulesConfig())
     chained = classify_stage(quality_stage(pii_stage(keep_clean_rejections(cleaned) if mode == "annotate" else cleaned,
                                                      pii), prepared).drop("clean_rule"), shipped, drop=mode == "filter")
-    fused = mark_stage(raw, Marking(RulesConfig(), pii, prepared, shipped, drop=mode == "filter"))
+    fused = mark_stage(raw, Marking(RulesConfig(), pii, prepared, shipped))
     assert fused.schema == chained.schema
     want, got = (sorted(map(repr, frame.collect())) for frame in (chained, fused))
     assert got == want and any("'classify'" in r or "spam_prob=0." in r for r in got)
