@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from etl import remote
 from etl.corpus import BuildConfig, build_corpus
 from etl.failpoints import failpoint
 from etl.locks import Lock, Locked
@@ -65,15 +66,16 @@ class NightlyConfig(BuildConfig):
                                          "max_files": "refresh.max_files"}
 
 
-def crawl_files(root: Path, after: list | None, settle_seconds: int, now: float) -> list[tuple[int, str]]:
-    """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``."""
-    found = []
-    for f in sorted(root.rglob("*")):
-        if f.is_file() and detect_format(f.name) is not None and not f.name.startswith((".", "_")):
-            st = f.stat()
-            if st.st_mtime <= now - settle_seconds:
-                found.append((st.st_mtime_ns, str(f)))
-    found.sort()
+def crawl_files(root: str, after: list | None, settle_seconds: int, now: float,
+                s3: remote.S3Config | None = None) -> list[tuple[int, str]]:
+    """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``; an
+    ``s3://`` root is listed through ``etl.remote`` (objects' last-modified times, ``s3``)."""
+    if remote.is_s3(root):
+        listed = [(t, p) for p, _, t in remote.list_objects(root, remote.S3Access.resolve(s3 or remote.S3Config()))]
+    else:
+        listed = [(f.stat().st_mtime_ns, str(f)) for f in Path(root).rglob("*") if f.is_file()]
+    found = sorted((t, p) for t, p in listed if detect_format(p) is not None
+                   and not p.rsplit("/", 1)[-1].startswith((".", "_")) and t / 1e9 <= now - settle_seconds)
     return [x for x in found if after is None or x > tuple(after)]
 
 
@@ -110,8 +112,8 @@ def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: st
     with Lock(corpus / ".lock", "another refresh"):  # a dead holder on this host is taken over
         current = published(corpus)
         history = json.loads((corpus / "versions" / current / "refresh.json").read_text()) if current else None
-        new = crawl_files(Path(crawl_root), history and history["watermark"], cfg.refresh.settle_seconds,
-                          time.time() if now is None else now)
+        new = crawl_files(crawl_root, history and history["watermark"], cfg.refresh.settle_seconds,
+                          time.time() if now is None else now, cfg.reader.s3)
         if cfg.refresh.max_files:
             new = new[: cfg.refresh.max_files]
         version = version_name(history["number"] + 1 if history else 1)
