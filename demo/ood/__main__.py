@@ -11,18 +11,25 @@ from demo.ood.build import OodConfig, write
 log = logging.getLogger("zhcorpus")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m demo.ood", description=__doc__)
-    p.add_argument("--output", default="data/ood", help="directory for ood.jsonl and MANIFEST.json")
+def build_set(prog: str, doc: str | None, default_output: str, make, argv: list[str] | None = None) -> int:
+    """The command line of an OOD-set builder: ``make(output_dir, seed)`` writes the set and
+    returns its manifest (``demo.ood.build.write``, ``demo.ood_blind.build.write``)."""
+    p = argparse.ArgumentParser(prog=prog, description=doc)
+    p.add_argument("--output", default=default_output, help="directory for ood.jsonl and MANIFEST.json")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
-    man = write(Path(args.output), OodConfig(seed=args.seed))
+    man = make(Path(args.output), args.seed)
     log.info("wrote %s/ood.jsonl: %d records, %.1f MiB, sha256 %s", args.output, man["records"],
              man["bytes"] / 2**20, man["sha256"][:16])
     for label, families in man["counts"].items():
         log.info("  %s: %s", label, {f: sum(s.values()) for f, s in families.items()})
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return build_set("python -m demo.ood", __doc__, "data/ood", lambda out, seed: write(out, OodConfig(seed=seed)),
+                     argv)
 
 
 if __name__ == "__main__":

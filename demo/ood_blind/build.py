@@ -16,6 +16,7 @@ from pathlib import Path
 
 import opencc
 
+from demo.ood.build import counts
 from demo.ood_blind import chrome, good, spam
 
 DATA_BUDGET_BYTES = 2 * 2**20  # the brief: the shipped sample stays under 2 MB
@@ -60,14 +61,6 @@ def blind_documents(cfg: BlindConfig = BlindConfig()) -> list[dict]:
                         "script": d["script"]})
     rng.shuffle(records)
     return records
-
-
-def counts(records: list[dict]) -> dict:
-    by = Counter((r["label"], r["family"], r["script"]) for r in records)
-    out: dict = {}
-    for (label, family, script), n in sorted(by.items()):
-        out.setdefault(label, {}).setdefault(family, {})[script] = n
-    return out
 
 
 def sources() -> list[dict]:
