@@ -26,6 +26,7 @@ from filters.text import CharScan, nfkc_lower
 # imported from a zip (spark-submit --py-files), where these are zip members, not files.
 SENSITIVE_DIR = files("filters").parent / "sensitive_words"
 AD_KEYWORDS_FILE = files("filters") / "resources" / "ad_keywords.txt"
+REPORTING = "reporting"  # sensitive_words/safety/reporting.txt: a register (filters/safety.py)
 
 
 def normalise(text: str, scanned: CharScan | None = None) -> str:

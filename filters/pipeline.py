@@ -16,7 +16,7 @@ from pathlib import Path
 from filters import rules, text as tx
 from filters.config import RulesConfig
 from filters.convert import T2S
-from filters.keywords import (AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordList, KeywordMatcher, by_category, normalise,
+from filters.keywords import (AD_KEYWORDS_FILE, REPORTING, SENSITIVE_DIR, KeywordList, KeywordMatcher, by_category, normalise,
                               read_list, read_lists_dir)
 
 
@@ -46,8 +46,11 @@ class Cleaner:
         self.ads = KeywordMatcher([KeywordList(ads.category, ads.version, ads.terms + extra)])
         lists_dir = Path(cfg.sensitive.lists_dir) if cfg.sensitive.lists_dir else SENSITIVE_DIR
         self.sensitive = KeywordMatcher(read_lists_dir(lists_dir))
-        # one automaton for both: list 0 is the ads list, the rest the sensitive lists
-        self._terms = KeywordMatcher(self.ads.lists + self.sensitive.lists)
+        # a register, not a category: its terms mark text about the schemes (SensitiveConfig)
+        self.reporting = read_list(SENSITIVE_DIR / "safety" / f"{REPORTING}.txt", category=REPORTING)
+        # one automaton for all: list 0 is the ads list, the last the reporting markers, the
+        # sensitive lists in between
+        self._terms = KeywordMatcher(self.ads.lists + self.sensitive.lists + [self.reporting])
 
     def __call__(self, text: str, title: str | None = None) -> Cleaned:
         cfg = self.cfg
@@ -90,15 +93,20 @@ class Cleaner:
         if not (cfg.ads.enabled or cfg.sensitive.enabled):
             return None
         # one NFKC + lower-case pass and one automaton for both keyword rules
-        found = self._terms.hits_by_list(normalise(text, scanned), normalised=True)
+        normalised = normalise(text, scanned)
+        found = self._terms.hits_by_list(normalised, normalised=True)
         if cfg.ads.enabled:
             verdict = rules.advertisement(by_category(self.ads.lists, found[:1]), cfg.ads.min_distinct_hits)
             if not verdict.keep:
                 return verdict.reason
         if cfg.sensitive.enabled:
-            hits = by_category(self.sensitive.lists, found[1:])
+            hits = by_category(self.sensitive.lists, found[1:-1])
             out.sensitive_hits = {cat: len(terms) for cat, terms in sorted(hits.items())}
-            verdict = rules.sensitive_words(hits, cfg.sensitive.max_distinct_hits)
+            markers = cfg.sensitive.report_min_markers
+            terms = set().union(*found[1:-1])
+            report = (len(terms) > cfg.sensitive.max_distinct_hits and markers > 0 and len(found[-1]) >= markers
+                      and not rules.stuffed(normalised, terms))
+            verdict = rules.sensitive_words(hits, cfg.sensitive.max_distinct_hits, report)
             if not verdict.keep:
                 return verdict.reason
         return None

@@ -3,6 +3,7 @@ reasons are the names the ledger counts."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from filters.keywords import distinct_terms
@@ -60,6 +61,20 @@ def advertisement(hits: dict[str, set[str]], min_distinct_hits: int) -> Verdict:
     return Verdict(False, ADVERTISEMENT) if distinct_terms(hits) >= min_distinct_hits else KEEP
 
 
-def sensitive_words(hits: dict[str, set[str]], max_distinct_hits: int) -> Verdict:
-    """Drop when MORE than ``max_distinct_hits`` distinct sensitive terms occur (PanGu-α: > 3)."""
-    return Verdict(False, SENSITIVE_WORDS) if distinct_terms(hits) > max_distinct_hits else KEEP
+# Clause ends for ``stuffed``: a term that fills a clause on its own was put there, not written
+# about (the enumeration comma 、 is not one: statutes list drugs with it).
+CLAUSE = re.compile(r"[，,。；;！!？?：:\n\r\t]+")
+
+
+def stuffed(text: str, terms: set[str]) -> bool:
+    """Whether one of ``terms`` stands alone as a clause of ``text`` (``，成人视频，``): keywords
+    injected into a page, which its reporting vocabulary does not excuse. ``text`` normalised as
+    the terms are (NFKC, lower case)."""
+    return any(clause.strip() in terms for clause in CLAUSE.split(text))
+
+
+def sensitive_words(hits: dict[str, set[str]], max_distinct_hits: int, report: bool = False) -> Verdict:
+    """Drop when MORE than ``max_distinct_hits`` distinct sensitive terms occur (PanGu-α: > 3),
+    unless the document is a ``report`` (a statute, a judgment, a news report on a crackdown names
+    the drugs and the games it is about: ``SensitiveConfig.report_min_markers``)."""
+    return Verdict(False, SENSITIVE_WORDS) if distinct_terms(hits) > max_distinct_hits and not report else KEEP

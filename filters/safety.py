@@ -49,7 +49,7 @@ from typing import NamedTuple, Sequence
 
 import ahocorasick_rs
 
-from filters.keywords import SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
+from filters.keywords import REPORTING, SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
 from filters.text import nfkc_lower_batch, utf8_safe
 
 log = logging.getLogger("zhcorpus")
@@ -61,7 +61,6 @@ REASON_PREFIX = "unsafe_"  # verdict reasons: unsafe_gambling, unsafe_loans, ...
 # courts, reporters), ``promotion`` marks a page that sells something (calls to action, contact
 # ids, give-aways, urgency). ``scores`` counts them like categories; ``verdict`` moves every
 # category's threshold up for a report and down for a promotion. They never name a verdict.
-REPORTING = "reporting"
 PROMOTION = "promotion"
 REGISTERS = (REPORTING, PROMOTION)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from filters import rules, text as tx
@@ -62,6 +64,26 @@ def test_sensitive_rule_counts_distinct_terms_per_category():
     assert rules.sensitive_words(m.hits("网络赌场百家乐冰毒摇头丸"), 3) == (False, "sensitive_words")
     # NFKC + lower case: full-width letters match the list's ASCII
     assert KeywordMatcher([KeywordList("x", "t", ("加qq",))]).hits("请加ＱＱ")["x"] == {"加qq"}
+
+
+DRUG_LIST = "冰毒、海洛因、可卡因、摇头丸和氯胺酮"
+
+
+def test_a_statute_naming_the_drugs_is_a_report_not_sensitive_text(cleaner):
+    # our own sentences: the same five drug names, once in a statute's voice and once in a seller's
+    statute = ("第一条　走私、贩卖、运输、制造" + DRUG_LIST + "等毒品的，依照刑法规定处五年以上有期徒刑，"
+               "并处罚金；情节严重的，由人民法院判处十年以上有期徒刑或者无期徒刑，并处没收财产。" * 3)
+    seller = ("本店长期供应" + DRUG_LIST + "，货源稳定，品质保证，量大从优，同城当面交易，"
+              "老客户回购有优惠，新客户首单立减，欢迎各位老板前来咨询订购，价格公道童叟无欺。" * 3)
+    assert cleaner(seller).reason == "sensitive_words"
+    kept = cleaner(statute)
+    assert kept.keep and sum(kept.sensitive_hits.values()) > 3  # counted, not removed
+    # two markers are not a report (promotions borrow a word or two of the courts' vocabulary)
+    assert cleaner(seller.replace("老客户", "依法经营，有期徒刑不怕，老客户")).reason == "sensitive_words"
+    # terms stuffed into a report as clauses of their own are not what it reports on
+    assert cleaner(statute.replace("并处罚金；", "并处罚金，冰毒，", 1)).reason == "sensitive_words"
+    counted = Cleaner(RulesConfig(sensitive=replace(RulesConfig().sensitive, report_min_markers=0)))
+    assert counted(statute).reason == "sensitive_words"  # 0: PanGu-α's count for every document
 
 
 def test_special_symbols_are_removed():
