@@ -41,10 +41,12 @@ $(DEMO_SEED)/SEED.json: $(DEMO_CRAWL)/MANIFEST.json $(DEMO_REFERENCE)/reference.
 
 # Both thresholds keep 99.8 % of the held-out good documents (hq / ham) instead of maximising F1 (the
 # 0.2 % budget of every quality rule, docs/quality.md):
-# as a hard rule the quality model's F1 threshold removes good crawl and reference text.
+# as a hard rule the quality model's F1 threshold removes good crawl and reference text. Neither
+# removes a page its model scores on the good side of 0.5 (within_boundary, docs/classifiers.md).
 $(DEMO_OUT)/models/%/metadata.json: $(DEMO_SEED)/SEED.json
 	$(PY) -m jobs.train_classifier --kind $* --input $(DEMO_SEED)/$*.jsonl --output $(DEMO_OUT)/models/$* \
-	    --set classifier.threshold_rule=keep_reference --set classifier.keep_share=0.998
+	    --set classifier.threshold_rule=keep_reference --set classifier.keep_share=0.998 \
+	    --set classifier.within_boundary=true
 
 # The reference profile of the quality stage (issue 23): a character 5-gram fluency model of the
 # reference corpus and every signal's percentiles over it, the ground of the thresholds.

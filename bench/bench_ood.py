@@ -40,8 +40,10 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def _lines(text: str) -> list[str]:
-    """Non-empty lines with every whitespace character taken out."""
-    return [s for s in ("".join(line.split()) for line in text.splitlines()) if s]
+    """Each line's text: its letters and digits (Han included), in order, for the lines that have
+    any. A line is lost when its words are, not when the special-symbol rule takes a rule of dashes
+    (``────────``) or Markdown's ``**`` and ``##`` off it."""
+    return [s for s in ("".join(c for c in line if c.isalnum()) for line in text.splitlines()) if s]
 
 
 def line_removal(source: str, output: str, to_simplified: Callable[[str], str]) -> tuple[int, int]:

@@ -130,7 +130,7 @@ def char_table() -> np.ndarray:
             table[cp] = PUNCT
         elif cat in ("Mn", "Mc") and not (0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF):
             table[cp] = LETTER  # combining marks belong to their letter; variation selectors to their emoji
-    table[[ord(c) for c in DASHES]] = PUNCT  # box-drawing dashes typeset as 破折号 (filters.text.DASHES)
+    table[[ord(c) for c in DASHES]] = PUNCT  # dashes Unicode files as symbols (filters.text.DASHES)
     for lo, hi in HAN_RANGES:
         table[lo:hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
     for chars, flag in ((SENTENCE_FINAL, END), (CLOSERS, CLOSE), (SEPARATORS, SEP)):

@@ -33,10 +33,12 @@ SPACE = 2  # str.isspace(): what str.split() and regex \s split on
 REMOVED = 4  # Cc (but tab, LF, CR), Cf, Co, Cs: always removed
 DECORATIVE = 8  # BMP So/Sk, DECORATIVE_ASCII, all of plane 1: removed in runs
 FOLD = 16  # NFKC may change the text here (not NFKC-stable alone, combining, or a composition's 2nd part)
-PUNCT = 32  # punctuation: Unicode P*, and the box-drawing dashes DASHES
-# Box-drawing horizontals, typeset as the Chinese dash (破折号) in much traditional and older text
-# ("一個世紀才盤點──百年大計"): punctuation where they stand in a sentence.
-DASHES = "\u2500\u2501"
+PUNCT = 32  # punctuation: Unicode P*, and the dashes DASHES
+# Dashes that Unicode files as symbols: box-drawing horizontals, typeset as the Chinese dash (破折号)
+# in much traditional and older text ("一個世紀才盤點──百年大計"), and the wave dash (浪纹线: ～, 〜,
+# ~ after NFKC), a connecting mark of GB/T 15834-2011 ("1～2天") and a dictionary's stand-in for
+# its headword ("清～。凌～"): punctuation where they stand in a sentence.
+DASHES = "\u2500\u2501\uff5e\u301c~"
 
 
 class CharScan(NamedTuple):

@@ -3,6 +3,8 @@ with F1 measured here on a held-out half the training job never saw."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import math
 import shutil
@@ -104,10 +106,27 @@ def test_decide_threshold_records_both_rules():
     # max F1 by hand: t = 0.6 keeps hq .6 .7 .8 and lq .65 -> P 3/4, R 3/4; t = 0.2 -> P 4/6, R 1, F1 0.8
     assert (f1["threshold"], f1["precision"], f1["recall"], f1["f1"]) == (0.2, 0.6667, 1.0, 0.8)
     assert f1["good_kept"] == 1.0 and f1["f1_threshold"]["threshold"] == 0.2
-    kept = decide_threshold(probs, truth, ClassifierTrainingConfig(kind="quality", threshold_rule="keep_reference",
-                                                                   keep_share=0.75))
+    rule = ClassifierTrainingConfig(kind="quality", threshold_rule="keep_reference", keep_share=0.75)
+    kept = decide_threshold(probs, truth, rule)
     assert kept["threshold"] == 0.6 and kept["good_kept"] == 0.75  # drops floor(4 * .25) = 1 hq: 0.2
     assert (kept["precision"], kept["recall"]) == (0.75, 0.75) and kept["f1_threshold"]["threshold"] == 0.2
+    # within the boundary: an hq document at 0.5 or more is never removed, whatever the rule chose
+    hq = np.array([0.55, 0.7, 0.8, 0.9, 0.1, 0.2]), np.array([True] * 4 + [False] * 2)
+    assert decide_threshold(*hq, rule)["threshold"] == 0.7  # the rule drops the hq page at 0.55
+    guarded = decide_threshold(*hq, replace(rule, within_boundary=True))
+    assert (guarded["threshold"], guarded["rule_threshold"], guarded["good_kept"]) == (0.5, 0.7, 1.0)
+
+
+def test_a_spam_threshold_stays_on_the_spam_side_of_the_boundary():
+    from etl.classifier_train import ClassifierTrainingConfig, decide_threshold
+
+    probs = np.array([0.01, 0.02, 0.03, 0.9, 0.3, 0.35])  # ham, ham, ham, spam, spam, spam
+    truth = np.array([False, False, False, True, True, True])
+    cfg = ClassifierTrainingConfig(kind="spam", threshold_rule="keep_reference", keep_share=1.0, within_boundary=True)
+    low = decide_threshold(probs, truth, replace(cfg, within_boundary=False))
+    assert 0.03 < low["threshold"] < 0.031 and low["recall"] == 1.0  # the lowest score that spares all ham
+    guarded = decide_threshold(probs, truth, cfg)
+    assert guarded["threshold"] == 0.5 and guarded["recall"] == round(1 / 3, 4)  # 0.3 and 0.35: more ham than spam
 
 
 def test_threshold_rule_config_is_checked():

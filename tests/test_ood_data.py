@@ -214,6 +214,14 @@ def test_conversion_is_not_a_removal():
     assert line_removal("劉備說", "刘备说", opencc.OpenCC("t2s").convert) == (1, 0)
 
 
+def test_markup_taken_off_a_line_is_not_a_removal():
+    """A line is lost when its words are: a rule of dashes is no line, Markdown stripped off one is
+    kept, a changed word is a removal."""
+    source = "## 总结\n────────\n**颜值**方面打0.7分。\n第二行"
+    assert line_removal(source, "总结\n颜值方面打0.7分。\n第二行", lambda s: s) == (3, 0)
+    assert line_removal(source, "总结\n颜值方面打0.8分。", lambda s: s) == (3, 2)
+
+
 def test_unaccounted_ids_are_reported():
     m = ood_metrics(LABELS, DOCUMENTS[:-1], REJECTED)
     assert m["unaccounted"] == ["g2"] and m["good_kept"] == pytest.approx(1 / 3)

@@ -9,6 +9,7 @@ import ast
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -215,10 +216,17 @@ def test_cli_writes_the_files(inputs, tmp_path):
 
 
 def test_listed_ham_is_reference_text_set_out_as_a_list(seed_dir):
-    """A tenth of the ham is reference text one clause a line without its punctuation (bare,
-    numbered, bulleted or dash-paired): layout alone must not read as spam to the model."""
+    """A tenth of the ham is reference text set out as a list: one clause a line without its
+    punctuation (bare, numbered, bulleted or dash-paired), or one sentence a line after a label and
+    a colon (glossary and question-answer layouts): layout alone must not read as spam to the model."""
     listed = [r["text"] for r in _records(seed_dir, "spam.jsonl") if _kind(r) == "listed"]
     assert listed
+    layouts = Counter()
     for text in listed:
         body = [ln for ln in text.split("\n")[1:] if ln.strip()]
-        assert len(body) >= 3 and not any(ln.rstrip().endswith(("，", "。", "；")) for ln in body), text[:200]
+        ended = [ln for ln in body if ln.rstrip().endswith(("。", "！", "？", "；"))]
+        assert len(body) >= 3 and not any(ln.rstrip().endswith("，") for ln in body), text[:200]
+        if ended:  # sentences keep their punctuation only behind a label
+            assert all(re.match(r"[^：:。]{1,12}[：:]", ln) for ln in ended), text[:200]
+        layouts["labelled" if ended else "clauses"] += 1
+    assert layouts["labelled"] and layouts["clauses"], layouts

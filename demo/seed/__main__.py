@@ -1,7 +1,7 @@
 """Build the labelled seed data for the pipeline's two text classifiers.
 
     python -m demo.seed --output data/seed --crawl data/demo_crawl \
-        --reference data/reference/reference.jsonl [--seed 1] [--n-per-label 1500]
+        --reference data/reference/reference.jsonl [--seed 1] [--n-per-label 1500] [--spam-per-label 5000]
 
 Writes OUTPUT/spam.jsonl ("spam" / "ham", the PanGu-α §3.1.1 fastText spam filter),
 OUTPUT/quality.jsonl ("hq" / "lq", the GPT-3 Appendix A quality classifier), one
@@ -41,10 +41,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1,
                    help="seed of every random choice (default: %(default)s)")
     p.add_argument("--n-per-label", type=int, default=1500,
-                   help="records per label in each file (default: %(default)s)")
+                   help="records per label of quality.jsonl (default: %(default)s)")
+    p.add_argument("--spam-per-label", type=int, default=5000,
+                   help="records per label of spam.jsonl (default: %(default)s: at 1,500 one held-out ham "
+                        "page set the spam model's threshold, docs/classifiers.md)")
     args = p.parse_args(argv)
-    if args.n_per_label < 1:
-        p.error("--n-per-label must be at least 1")
+    if args.n_per_label < 1 or args.spam_per_label < 1:
+        p.error("--n-per-label and --spam-per-label must be at least 1")
     if not 0.0 <= args.hq_crawl_like <= 1.0:
         p.error("--hq-crawl-like must be in [0, 1]")
     return args
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     start = time.perf_counter()
     info = build_seed_data(args.output, seed=args.seed, n_per_label=args.n_per_label,
-                           crawl_dir=args.crawl, reference=args.reference, hq_crawl_like=args.hq_crawl_like)
+                           crawl_dir=args.crawl, reference=args.reference, hq_crawl_like=args.hq_crawl_like,
+                           spam_per_label=args.spam_per_label)
     for f in info["files"]:
         log.info("%s: %d records, %.1f MiB, kinds %s", f["path"], f["records"], f["bytes"] / (1 << 20),
                  f["kinds"])

@@ -44,7 +44,7 @@ from demo.seed.spam import FAMILIES
 
 log = logging.getLogger("zhcorpus")
 
-SEED_VERSION = "3.1.0"
+SEED_VERSION = "3.2.0"
 MAX_TRIES = 200         # draws per record before giving up on a new, long-enough text
 DEFAULT_CRAWL = "data/demo_crawl"
 Generator = Callable[[random.Random, Sources], Content]
@@ -156,24 +156,26 @@ def _sources_manifest(reference: dict, crawl: dict) -> list[dict]:
 
 def build_seed_data(out_dir: str | Path, seed: int = 1, n_per_label: int = 1500, *,
                     crawl_dir: str | Path = DEFAULT_CRAWL, reference: str | Path | None = None,
-                    hq_crawl_like: float = 0.0) -> dict:
+                    hq_crawl_like: float = 0.0, spam_per_label: int | None = None) -> dict:
     """Write spam.jsonl, quality.jsonl and SEED.json to out_dir and return SEED.json's content.
     Each JSONL line is {"text", "label", "id"}; spam.jsonl has n_per_label records per label,
     quality.jsonl as many (fewer if the reference or the crawl is smaller). crawl_dir: a crawl
     (``python -m demo.crawl``); reference: a reference JSONL (None: demo.reference's documents);
-    hq_crawl_like: share of hq made of good pages of the crawl's genres (``quality_records``)."""
+    hq_crawl_like: share of hq made of good pages of the crawl's genres (``quality_records``);
+    spam_per_label: spam.jsonl's records per label when not n_per_label."""
     ref_docs, ref_info = load_reference(reference)
     raw = raw_crawl_records(crawl_dir)
     src = load_sources(seed, ref_docs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spam, spam_kinds = spam_records(n_per_label, random.Random(f"{seed}:seed:spam.jsonl"), src)
+    spam_n = spam_per_label or n_per_label
+    spam, spam_kinds = spam_records(spam_n, random.Random(f"{seed}:seed:spam.jsonl"), src)
     quality, quality_kinds = quality_records(n_per_label, random.Random(f"{seed}:seed:quality.jsonl"),
                                              ref_docs, raw, src, hq_crawl_like)
     files = [_write(out, "spam.jsonl", spam, spam_kinds), _write(out, "quality.jsonl", quality, quality_kinds)]
     crawl = {**crawl_fingerprint(crawl_dir), "records": len(raw)}
     info = {"generator": f"{GENERATOR_NAME}.seed", "version": SEED_VERSION, "seed": seed,
-            "n_per_label": n_per_label, "hq_crawl_like": hq_crawl_like, "min_chars": MIN_CHARS,
+            "n_per_label": n_per_label, "spam_per_label": spam_n, "hq_crawl_like": hq_crawl_like, "min_chars": MIN_CHARS,
             "sources": _sources_manifest(ref_info, crawl), "files": files}
     (out / "SEED.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return info

@@ -160,10 +160,16 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
 
 
 # How a listed page sets out its items: bare lines, numbered, bulleted, or pairs of clauses joined
-# by a dash (the layout of verse, glossaries, proverb and saying collections).
-LIST_STYLES = ("bare", "numbered", "bullet", "paired")
+# by a dash (the layout of verse, glossaries, proverb and saying collections); or whole sentences
+# under a label and a colon: a word of the sentence (``glossed``: glossaries, dictionaries, term
+# lists) or question and answer (``dialogue``: FAQs, interviews, exam keys). Without the colon
+# layouts the model read "：" as spam, the separator of contact lines (微信：…): it was the feature
+# that weighed most in the spam score of a glossary page.
+LIST_STYLES = ("bare", "numbered", "bullet", "paired", "glossed", "dialogue")
 LIST_DASHES = ("──", "——", "—", " - ")
 CLAUSE_SPLIT = re.compile(r"[，。！？；：、,.!?;:]+")
+SENTENCE_SPLIT = re.compile(r"(?<=[。！？；])")
+DIALOGUE_LABELS = (("问", "答"), ("Q", "A"), ("记者", "答"), ("学生", "老师"))
 
 
 def listed_page(rng: random.Random, src: Sources) -> Content:
@@ -172,8 +178,10 @@ def listed_page(rng: random.Random, src: Sources) -> Content:
     short unpunctuated lines are a layout, not a sign of spam: link farms and keyword lists share
     the layout, not the words."""
     title, paras = reference_page(rng, src)
-    clauses = [c.strip() for p in paras for c in CLAUSE_SPLIT.split(p) if c.strip()]
     style = rng.choice(LIST_STYLES)
+    if style in ("glossed", "dialogue"):
+        return title, labelled_lines(rng, src, paras, style)
+    clauses = [c.strip() for p in paras for c in CLAUSE_SPLIT.split(p) if c.strip()]
     if style == "numbered":
         lines = [f"{i}. {c}" for i, c in enumerate(clauses, 1)]
     elif style == "bullet":
@@ -185,6 +193,21 @@ def listed_page(rng: random.Random, src: Sources) -> Content:
     else:
         lines = clauses
     return title, lines
+
+
+def labelled_lines(rng: random.Random, src: Sources, paras: list[str], style: str) -> list[str]:
+    """One sentence a line after a label and a colon (full or half width): its longest word
+    (``glossed``) or a question/answer pair of labels taken in turn (``dialogue``)."""
+    sentences = [t.strip() for p in paras for t in SENTENCE_SPLIT.split(p) if t.strip()]
+    colon = rng.choice(("：", ":", "： "))
+    if style == "dialogue":
+        labels = rng.choice(DIALOGUE_LABELS)
+        return [f"{labels[i % 2]}{colon}{t}" for i, t in enumerate(sentences)]
+    lines = []
+    for t in sentences:
+        words = [w for w in src.segmenter.cut(t) if len(w) >= 2 and not CLAUSE_SPLIT.search(w)]
+        lines.append(f"{max(words, key=len)}{colon}{t}" if words else t)
+    return lines
 
 
 def reference_page(rng: random.Random, src: Sources) -> Content:
