@@ -27,64 +27,21 @@ Launching again on the same RUN_DIR continues from its newest complete checkpoin
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs import cli  # noqa: E402
-from jobs.config import ConfigError, load_config, to_dict  # noqa: E402
-from train import checkpoint, launch  # noqa: E402
-from train.data import DataConfig  # noqa: E402
-from train.indexed_dataset import read_manifest  # noqa: E402
-from train.loop import Job, LoopConfig, check_compatible  # noqa: E402
-from train.launch_checks import check_cluster_fits  # noqa: E402
-from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate  # noqa: E402
-from train.planner import total_params  # noqa: E402
-from train.shapes import ModelConfig  # noqa: E402
+from jobs.config import ConfigError, load_config  # noqa: E402
+from train import checkpoint  # noqa: E402
+from train.job import TrainLMConfig, run, summary_lines  # noqa: E402
 
 log = logging.getLogger("zhcorpus")
 CONFIGS = Path(__file__).resolve().parent / "configs"
-RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
 REFUSED = (ConfigError, ValueError, FileNotFoundError, checkpoint.CheckpointError)  # one line, exit 2
-
-
-@dataclass(frozen=True)
-class RaySection:
-    address: str = ""                  # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
-    use_gpu: Literal["auto", True, False] = "auto"  # auto: GPUs when the cluster has any (NCCL), else CPU (gloo)
-    cpus_per_worker: float = 1.0       # Ray CPU resource per worker, and torch threads per worker
-    max_failures: int = 1              # worker-group restarts from the last checkpoint (FailureConfig)
-    # Elastic data parallelism (Ray Train V2; tp = pp = 1): 0 = always the layout's dp workers. Else
-    # the run starts with as many workers as the cluster has room for, from this many up to dp, goes
-    # on with fewer when a node is lost (from the last checkpoint, dp smaller) and grows back when
-    # room returns, checked every resize_interval_s. docs/training.md
-    min_workers: int = 0
-    resize_interval_s: float = 60.0
-
-    def __post_init__(self):
-        if self.min_workers < 0:
-            raise ValueError(f"ray.min_workers must be >= 0 (0: not elastic), got {self.min_workers}")
-        if self.resize_interval_s <= 0:
-            raise ValueError(f"ray.resize_interval_s must be > 0, got {self.resize_interval_s}")
-    dashboard: bool = True             # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
-
-
-@dataclass(frozen=True)
-class TrainLMConfig:
-    # [model]: ``preset`` (train.shapes: debug, 350M, 2.6B, 13B, 200B) and any ModelConfig field on
-    # top of it. model.vocab_size is always the shards' (their manifest's, the tokenizer's).
-    model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
-    parallel: ParallelConfig = field(default_factory=ParallelConfig)  # tp * pp * dp = number of workers
-    train: LoopConfig = field(default_factory=LoopConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    ray: RaySection = field(default_factory=RaySection)
 
 
 def parse_args(argv: list[str] | None = None):
@@ -92,130 +49,6 @@ def parse_args(argv: list[str] | None = None):
     p.add_argument("--data", required=True, help="shard directory or its manifest.json")
     p.add_argument("--output", required=True, help="RUN_DIR: metrics, TensorBoard events, checkpoints")
     return p.parse_args(argv)
-
-
-def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
-    """Check the config against the shards, the layout and the checkpoint it would resume from
-    before any worker starts; the ``Job`` every worker gets (absolute paths: Ray workers run in
-    their own directories)."""
-    from train.data import TokenData
-
-    manifest = Path(data).resolve()
-    manifest = manifest / "manifest.json" if manifest.is_dir() else manifest
-    vocab_size = read_manifest(manifest, verify=False).get("vocab_size")
-    if not vocab_size:
-        raise ConfigError(f"{manifest} has no vocab_size: the model's vocabulary is the shards' tokenizer's")
-    model = cfg.model.replace(vocab_size=vocab_size)
-    if cfg.data.seq_len > model.seq_len:
-        raise ConfigError(f"data.seq_len={cfg.data.seq_len} is longer than the model's context "
-                          f"model.seq_len={model.seq_len}")
-    validate(cfg.parallel, model, cfg.parallel.world_size, cfg.train.global_batch, cfg.train.micro_batch)
-    if cfg.ray.min_workers:
-        problems = elastic_problems(cfg.parallel, model, cfg.ray.min_workers, cfg.train.global_batch,
-                                    cfg.train.micro_batch)
-        if problems:
-            raise ConfigError("elastic layout (ray.min_workers):\n  - " + "\n  - ".join(problems))
-    # Open both splits here (verifying the checksums once, if data.verify): a bad manifest or an
-    # empty split is a config error now, not a worker failure that Ray would retry.
-    TokenData(manifest, cfg.data, "train")
-    if cfg.train.eval_every:
-        TokenData(manifest, dataclasses.replace(cfg.data, verify=False), "valid")
-    job = Job(model=model, parallel=cfg.parallel, train=cfg.train, data=dataclasses.replace(cfg.data, verify=False),
-              manifest=str(manifest), run_dir=str(Path(output).resolve()),
-              threads=max(1, int(cfg.ray.cpus_per_worker)))
-    newest = checkpoint.complete_steps(job.run_dir)
-    if newest:  # the workers will resume from it: refuse now what they would refuse after starting
-        check_compatible(checkpoint.read_state(checkpoint.step_dir(job.run_dir, newest[0])), job)
-    return job
-
-
-def init_ray(cfg: RaySection, num_workers: int) -> None:
-    """Connect to ``cfg.address`` or $RAY_ADDRESS, else start a local Ray with every socket on
-    127.0.0.1 and room for ``num_workers`` workers (train/launch.py)."""
-    launch.connect(cfg.address, cpus=num_workers * cfg.cpus_per_worker, dashboard=cfg.dashboard)
-
-
-def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
-    """The ``TorchTrainer`` for ``job``; ``loop`` replaces ``train.loop.train_loop`` (tests)."""
-    import ray
-    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-    from ray.train.torch import TorchTrainer
-
-    from train.loop import train_loop
-    from train.rendezvous import BoundStoreTorchConfig
-
-    use_gpu = cfg.ray.use_gpu
-    if use_gpu == "auto":
-        use_gpu = ray.cluster_resources().get("GPU", 0) >= 1
-    resources = {"CPU": cfg.ray.cpus_per_worker, **({"GPU": 1} if use_gpu else {})}
-    return TorchTrainer(
-        loop or train_loop,
-        train_loop_config={"job": job},
-        torch_config=BoundStoreTorchConfig(),  # torch's store on the master address only, not *:port
-        scaling_config=ScalingConfig(num_workers=_num_workers(cfg), use_gpu=use_gpu, resources_per_worker=resources,
-                                     elastic_resize_monitor_interval_s=cfg.ray.resize_interval_s),
-        run_config=RunConfig(name=RAY_NAME, storage_path=str(Path(job.run_dir) / "ray"),
-                             failure_config=FailureConfig(max_failures=cfg.ray.max_failures),
-                             checkpoint_config=CheckpointConfig(num_to_keep=cfg.train.keep_checkpoints or None)))
-
-
-def _num_workers(cfg: TrainLMConfig) -> int | tuple[int, int]:
-    """ScalingConfig's num_workers: the layout's world size, or (min, max) for an elastic run."""
-    world = cfg.parallel.world_size
-    return (cfg.ray.min_workers, world) if cfg.ray.min_workers and cfg.ray.min_workers < world else world
-
-
-def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]:
-    """Train; returns a summary (final metrics row, paths). Raises on a config error or a run
-    that failed more than ``ray.max_failures`` times."""
-    job = resolve(cfg, data, output)
-    run_dir = Path(job.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    resolved = {**to_dict(cfg), "model": dataclasses.asdict(job.model), "manifest": job.manifest}
-    (run_dir / "config.json").write_text(json.dumps(resolved, indent=1, default=str), encoding="utf-8")
-    init_ray(cfg.ray, cfg.parallel.world_size)
-    fewest = at_world_size(cfg.parallel, cfg.ray.min_workers) if cfg.ray.min_workers else cfg.parallel
-    check_cluster_fits(fewest, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
-    p = cfg.parallel
-    workers = _num_workers(cfg)
-    log.info("training %s at tp=%d pp=%d dp=%d (%s) on %s workers, %s%s: %d steps of %d x %d tokens -> %s",
-             _size(job.model), p.tp, p.pp, p.dp, p.dp_shard,
-             "%d to %d" % workers if isinstance(workers, tuple) else workers, cfg.train.precision,
-             ", compiled" if cfg.train.compile else "", cfg.train.steps, cfg.train.global_batch,
-             job.data.seq_len, run_dir)
-    result = build_trainer(cfg, job, loop).fit()
-    rows = _rows(run_dir / "metrics.jsonl")
-    evals = [r for r in rows if "val_loss" in r]
-    return {"run_dir": str(run_dir), "metrics": str(run_dir / "metrics.jsonl"),
-            "tensorboard": str(run_dir / "tensorboard"), "checkpoints": str(run_dir / "checkpoints"),
-            "first": rows[0] if rows else None, "last": rows[-1] if rows else None,
-            "first_eval": evals[0] if evals else None, "last_eval": evals[-1] if evals else None,
-            "ray_checkpoint": result.checkpoint.path if result.checkpoint else None}
-
-
-def _size(model: ModelConfig) -> str:
-    n = total_params(model)
-    return (f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M") + (
-        f" parameters ({model.n_layers} layers, dim {model.dim}, {model.n_heads} heads, "
-        f"vocabulary {model.vocab_size} from the shards)")
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
-
-
-def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """What the driver logs when training is done."""
-    lines = []
-    first, last = summary["first"], summary["last"]
-    if first and last:
-        lines.append(f"loss {first['loss']:.4f} (step {first['step']}) -> {last['loss']:.4f} (step {last['step']})")
-    a, b = summary["first_eval"], summary["last_eval"]
-    if a and b:
-        lines.append(f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} "
-                     f"(step {b['step']}), perplexity {b['val_ppl']:.1f}")
-    return lines + [f"metrics: {summary['metrics']}", f"tensorboard --logdir {summary['tensorboard']}",
-                    f"checkpoints: {summary['checkpoints']}"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,7 +139,7 @@ def test_ray_train_group_serves_the_store_on_the_node_address_and_rejoins(tmp_pa
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    from jobs.train_lm import RaySection, init_ray
+    from train.job import RaySection, init_ray
     from train.rendezvous import BoundStoreTorchConfig
 
     out = tmp_path / "records"

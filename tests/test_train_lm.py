@@ -33,7 +33,8 @@ import torch.distributed as dist
 
 from tests import shard_fixture
 from jobs.config import ConfigError, load_config
-from jobs.train_lm import CONFIGS, RaySection, TrainLMConfig, init_ray, resolve, run
+from jobs.train_lm import CONFIGS
+from train.job import RaySection, TrainLMConfig, init_ray, resolve, run
 from train import checkpoint
 from train.loop import LoopConfig, lr_at
 from train.shapes import PRESETS, ModelConfig
