@@ -24,6 +24,7 @@ RUN pip install --no-cache-dir --no-deps --index-url https://download.pytorch.or
     && pip install --no-cache-dir -c requirements.lock -r /tmp/requirements.in \
     && rm /tmp/requirements.in
 
+COPY base base
 COPY etl etl
 COPY filters filters
 COPY jobs jobs
@@ -33,7 +34,7 @@ COPY deploy deploy
 # Editable, so the package data the code reads next to itself (filters/resources/,
 # sensitive_words/, jobs/configs/) is found: the wheel of a plain `pip install .` lacks them.
 RUN pip install --no-cache-dir --no-deps -e . \
-    && python -c 'import etl, filters, jobs, train, pyspark, ray, torch, fasttext, jieba, opencc'
+    && python -c 'import base, etl, filters, jobs, train, pyspark, ray, torch, fasttext, jieba, opencc'
 
 ENV SPARK_HOME=/usr/local/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/usr/local/bin/python \

@@ -19,7 +19,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from etl.classify import ClassifyConfig, classify_stage, ship_models
+from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
 from filters.classify import TextClassifier, preprocess
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
 
-    from etl.spark import get_spark
+    from etl.runtime.spark import get_spark
 
     texts = pq.read_table(args.documents, columns=["text"]).column("text").to_pylist()
     spam, quality = TextClassifier(args.spam_model), TextClassifier(args.quality_model)

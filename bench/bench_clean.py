@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from etl.clean import clean_batch, get_cleaner
-from etl.readers import ARROW_RAW
-from etl.records import ReaderConfig, parse_file
+from etl.clean.stage import clean_batch, get_cleaner
+from etl.read.readers import ARROW_RAW
+from etl.read.records import ReaderConfig, parse_file
 from filters.config import RulesConfig
 
 BATCH_ROWS = 1024
@@ -80,10 +80,10 @@ def spark_job(spark, inputs: list[str], out: Path) -> tuple[float, int, int]:
 
 def spark_read_clean(spark, inputs: list[str]) -> float:
     """Read + clean into Spark's no-op sink: the job without persist, writes and ledger."""
-    from etl.clean import clean_stage
-    from etl.progress import Counters
+    from etl.clean.stage import clean_stage
+    from etl.runtime.progress import Counters
     from etl.corpus import CleanConfig
-    from etl.readers import read_raw
+    from etl.read.readers import read_raw
 
     cfg = CleanConfig()
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.spark.max_partition_bytes))
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
-    from etl.spark import get_spark
+    from etl.runtime.spark import get_spark
 
     files = sorted(f for root in map(Path, args.input) for f in ([root] if root.is_file() else root.rglob("*"))
                    if f.is_file() and not f.name.startswith(("_", ".")))

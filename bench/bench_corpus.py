@@ -58,9 +58,9 @@ def load_build_config(overrides: list[str]):
 
 def spark_read_clean(spark, cfg, inputs: list[str]) -> float:
     """Seconds of read + clean alone into the no-op sink."""
-    from etl.clean import clean_stage
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.clean.stage import clean_stage
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
 
     t0 = time.perf_counter()
     raw, _ = read_raw(spark, inputs, cfg.reader, Counters(spark.sparkContext))
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (Path(args.models) / kind / "metadata.json").exists():
             p.error(f"no {kind} model in {args.models} (make demo-models)")
 
-    from etl.spark import SparkConfig, session
+    from etl.runtime.spark import SparkConfig, session
 
     t_start, load_start = time.perf_counter(), os.getloadavg()
     inputs = inputs_for(args)

@@ -10,7 +10,7 @@ The corpus (``demo.dedup_corpus``: Chinese documents sharing site templates and 
 with injected near-duplicate families) is generated into OUT/corpus-<mb>mb-seed<seed> once and
 reused. Methods (``bench.dedup_methods``), each from reading the Parquet to writing its result,
 all on the same shingles (character n-grams of ``filters.minhash.normalise`` text), threshold
-and, where they band, the same bands x rows: job (``etl.dedup``, Spark local[2]), bigcode
+and, where they band, the same bands x rows: job (``etl.dedup.stage``, Spark local[2]), bigcode
 (``bench.bigcode_dedup``, Spark local[2]), mllib (10 one-hash tables, local[2]), datasketch and
 text-dedup (one process each).
 
@@ -52,7 +52,7 @@ from bench import dedup_methods as dm
 from bench.corpus_anchor import CpuMeter
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
 from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
-from etl.dedup import DedupConfig
+from etl.dedup.stage import DedupConfig
 from filters import minhash as mh
 from jobs.config import load_config
 
@@ -60,7 +60,7 @@ log = logging.getLogger("zhcorpus.bench")
 CORES = 2  # Spark local[CORES]
 METHODS = ("job", "bigcode", "mllib", "datasketch", "text_dedup")
 FAST = ("job", "bigcode", "datasketch")  # interleaved, --repeats each; the others --slow-repeats
-LABELS = {"job": f"this job (etl.dedup), Spark local[{CORES}]",
+LABELS = {"job": f"this job (etl.dedup.stage), Spark local[{CORES}]",
           "bigcode": f"BigCode-style PySpark MinHash-LSH (RDD, large/small-star), local[{CORES}]",
           "mllib": f"Spark MLlib MinHashLSH ({dm.MLLIB_TABLES} tables) + approxSimilarityJoin, local[{CORES}]",
           "datasketch": "datasketch MinHashLSH, 1 process", "text_dedup": "text-dedup 0.4.1 minhash, 1 process"}
@@ -246,7 +246,7 @@ def provenance() -> dict:
     root = Path(__file__).resolve().parent.parent
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
     return {"git_head": head.stdout.strip() or None,
-            **{f: hashlib.sha1((root / f).read_bytes()).hexdigest()[:12] for f in ("etl/dedup.py", "etl/dedup_verify.py", "etl/components.py", "bench/bigcode_dedup.py")}}
+            **{f: hashlib.sha1((root / f).read_bytes()).hexdigest()[:12] for f in ("etl/dedup/stage.py", "etl/dedup/verify.py", "etl/dedup/components.py", "bench/bigcode_dedup.py")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus_info = {k: manifest[k] for k in ("documents", "text_bytes", "roles", "families", "background_jaccard",
                                             "same_site_background_jaccard", "copy_to_original_jaccard")}
     if args.methods:
-        from etl.spark import get_spark
+        from etl.runtime.spark import get_spark
 
         spark = get_spark("bench-dedup", f"local[{CORES}]")
         res = {"code": provenance(), "corpus": corpus_info, "config": cfg.__repr__(),

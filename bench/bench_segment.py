@@ -51,8 +51,8 @@ def timed(fn: Callable[[], Any], repeats: int) -> float:
 def crawl_documents(crawl: Path) -> tuple[list[str], list[str]]:
     """Texts of the demo crawl's records that pass the rules, in file order, and the generator's
     label for each (``labels.tsv``: clean, spam, ...)."""
-    from etl.clean import clean_row, get_cleaner
-    from etl.records import ReaderConfig, detect_format, parse_file
+    from etl.clean.stage import clean_row, get_cleaner
+    from etl.read.records import ReaderConfig, detect_format, parse_file
     from filters.config import RulesConfig
 
     rows = [line.split("\t") for line in (crawl / "labels.tsv").read_text(encoding="utf-8").splitlines()[1:]]
@@ -141,7 +141,7 @@ def v1_encode(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
 
 
 def tokenize(texts: list[str], tok: ZhTokenizer, repeats: int) -> dict[str, Any]:
-    from etl.shards import token_arrays
+    from etl.shards.stage import token_arrays
 
     ids = tok.encode_batch(texts)
     assert ids == v1_encode(tok, texts[:300]) + ids[300:], "token ids changed"
@@ -176,7 +176,7 @@ def shared_pass(texts: list[str], spam: TextClassifier, quality: TextClassifier,
     HMM on over the NFKC'd opening, the tokenizer's HMM off over the raw text) against one shared
     pass (the tokenizer's words, also turned into the classifiers' line, and carried from
     classification to tokenization as a Parquet column written and read once more)."""
-    from etl.shards import token_arrays
+    from etl.shards.stage import token_arrays
 
     def score(lines: list[str]) -> None:
         positive_probs(spam.model, lines, spam.positive)

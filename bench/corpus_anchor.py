@@ -29,7 +29,7 @@ def _chunks(items: list, n: int) -> Iterator[list]:
 
 def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) -> dict[str, Any]:
     """Seconds per stage of the chain's per-document functions, one process, wall clock (and the
-    process's CPU seconds): parse (``etl.records.parse_file`` + Arrow batches), ``clean_batch``,
+    process's CPU seconds): parse (``etl.read.records.parse_file`` + Arrow batches), ``clean_batch``,
     ``pii_batch``, ``classify_batch``, the MinHash signatures and band keys dedup computes per
     document (not its joins and components), the decontamination matcher and SentencePiece
     encoding of the documents the build kept (pii and decontaminate only where ``cfg`` turns
@@ -37,13 +37,13 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from etl.classify import classify_batch
-    from etl.clean import clean_batch, get_cleaner
-    from etl.decontaminate import load_eval_sets
-    from etl.dedup import signature_columns
-    from etl.pii import get_scrubber, pii_batch
-    from etl.quality import quality_batch
-    from etl.readers import ARROW_RAW
+    from etl.classify.stage import classify_batch
+    from etl.clean.stage import clean_batch, get_cleaner
+    from etl.clean.decontaminate import load_eval_sets
+    from etl.dedup.stage import signature_columns
+    from etl.clean.pii import get_scrubber, pii_batch
+    from etl.classify.quality import quality_batch
+    from etl.read.readers import ARROW_RAW
     from filters import decontam as dc
     from filters.screen import Screen
     from filters.classify import TextClassifier
@@ -116,12 +116,12 @@ def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, screen, spam
     classify."""
     import pyarrow as pa
 
-    from etl import records as rec
-    from etl.classify import classify_batch
-    from etl.clean import clean_batch
-    from etl.pii import pii_batch
-    from etl.quality import quality_batch
-    from etl.readers import ARROW_RAW
+    from etl.read import records as rec
+    from etl.classify.stage import classify_batch
+    from etl.clean.stage import clean_batch
+    from etl.clean.pii import pii_batch
+    from etl.classify.quality import quality_batch
+    from etl.read.readers import ARROW_RAW
 
     kept: list[str] = []
     size = 0
@@ -155,7 +155,7 @@ _WARM_DOCUMENT = ("新华社北京１月５日电　国务院总理今天在人�
 
 
 def _warm_row(text: str, doc_id: str = "warm") -> dict[str, Any]:
-    from etl import records as rec
+    from etl.read import records as rec
 
     return {f: None for f in rec.RAW_FIELDS} | {"kind": rec.RECORD, "doc_id": doc_id, "offset": 0, "text": text}
 

@@ -1,7 +1,7 @@
 """The methods ``bench.bench_dedup`` compares, each from reading the corpus's Parquet to writing
 its result; each returns (seconds, (doc_id, doc_id) pairs, extra facts).
 
-- job: this project's dedup stage (``etl.dedup.dedup`` with ``Checkpoints``), writing
+- job: this project's dedup stage (``etl.dedup.stage.dedup`` with ``Checkpoints``), writing
   documents/ and duplicates/ as the jobs do; pairs (doc_id, duplicate_of).
 - bigcode: ``bench.bigcode_dedup``, the BigCode-style RDD job, writing its kept documents and
   duplicates.
@@ -33,7 +33,7 @@ Pair = tuple[str, str]
 
 
 def spark_jobs(spark, first_job: int) -> list[dict]:
-    """Spark jobs from ``first_job`` on, grouped by job description (``etl.dedup.phase`` labels
+    """Spark jobs from ``first_job`` on, grouped by job description (``etl.dedup.stage.phase`` labels
     them "dedup: <phase>"): jobs, summed job seconds. AQE runs each shuffle stage of a query as a
     job of its own, so one action is often several jobs."""
     store = spark.sparkContext._jsc.sc().statusStore()
@@ -59,8 +59,8 @@ def next_job_id(spark) -> int:
 
 
 def run_job(spark, cfg, corpus: Path, out: Path) -> tuple[float, set[Pair], dict]:
-    from etl.checkpoints import Checkpoints
-    from etl.dedup import dedup, phase
+    from etl.dedup.checkpoints import Checkpoints
+    from etl.dedup.stage import dedup, phase
 
     first = next_job_id(spark)
     t0 = time.perf_counter()

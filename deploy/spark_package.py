@@ -1,6 +1,6 @@
 """Build what a Spark cluster needs to run the corpus jobs (``make spark-package``):
 
-    dist/zhcorpus-py.zip       the project for ``--py-files``: etl/ filters/ jobs/ and the data
+    dist/zhcorpus-py.zip       the project for ``--py-files``: base/ etl/ filters/ jobs/ and the data
                                files they read (filters/resources/, jobs/configs/, sensitive_words/)
     dist/zhcorpus-env.tar.gz   a venv packed with venv-pack for ``--archives ...#env``: what the
                                executors import (fasttext, jieba, rjieba, OpenCC, Aho-Corasick,
@@ -49,9 +49,9 @@ from pathlib import Path
 
 log = logging.getLogger("zhcorpus")
 ROOT = Path(__file__).resolve().parent.parent
-# Spark stages (etl/, filters/ under them) and the Spark entry points with their configs (jobs/,
-# for a driver that runs on the cluster); train/ is the Ray trainer's.
-PACKAGES = ("etl", "filters", "jobs")
+# Spark stages (etl/ with its packages, filters/ and base/ under them) and the Spark entry points
+# with their configs (jobs/, for a driver that runs on the cluster); train/ is the Ray trainer's.
+PACKAGES = ("base", "etl", "filters", "jobs")
 DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/keywords.py)
 # Dependencies (pyproject.toml names, lower case) never in the env, and those only a driver needs.
 EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx", "snownlp"}
@@ -60,7 +60,7 @@ DRIVER_ONLY = {"matplotlib", "datasketch"}
 ABSENT_MODULES = ("torch", "ray", "tensorboardX", "snownlp", "matplotlib", "mpl_toolkits", "datasketch", "scipy",
                   "train", "demo", "bench", "tests")
 # etl/ modules that import a driver-only dependency at import time (report pages; the judge's statistics).
-DRIVER_MODULES = ("etl.report_html", "etl.judge_html", "etl.judge_stats")
+DRIVER_MODULES = ("etl.report.html", "etl.judge.html", "etl.judge.stats")
 # Packing tools, not needed to run anything: left out of the archive.
 PACK_EXCLUDES = ("lib/python3.*/site-packages/pip/*", "lib/python3.*/site-packages/pip-*/*",
                  "lib/python3.*/site-packages/setuptools/*", "lib/python3.*/site-packages/setuptools-*/*",

@@ -6,11 +6,11 @@
                                                                           → the DESIGN.md contract
 
 A phase takes frames and typed config sections and returns frames plus a small typed summary;
-``etl.report.assemble`` turns the summaries into ``report.json`` and checks the ledger once.
+``etl.report.assemble.assemble`` turns the summaries into ``report.json`` and checks the ledger once.
 The config sections are each defined once, next to their code, and mounted under the same key
 by every job (``spark``, ``reader``, ``rules``, ``pii``, ``classify``, ``output``, ``dedup``,
 ``decontaminate``, ``tokenizer``, ``shards``). Every Parquet output is written as files of about
-``output.target_file_bytes`` (``etl.sizing``): small data is a few files, not one per input.
+``output.target_file_bytes`` (``etl.runtime.sizing``): small data is a few files, not one per input.
 """
 
 from __future__ import annotations
@@ -23,22 +23,22 @@ from typing import Any, ClassVar
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from etl.classify import ClassifyConfig
-from etl.decontaminate import DecontaminateConfig
-from etl.dedup import DedupConfig
+from etl.classify.stage import ClassifyConfig
+from etl.clean.decontaminate import DecontaminateConfig
+from etl.dedup.stage import DedupConfig
 from etl.documents import Marked, read_clean_classify
-from etl.failpoints import failpoint
-from etl.ledger import build_ledger
+from etl.runtime.failpoints import failpoint
+from etl.report.ledger import build_ledger
 from etl.phases import KEYS, dedup_phase, distributions, shards_phase
-from etl.pii import PiiConfig, pii_summary
-from etl.progress import Counters, report_progress
-from etl.quality import QualityConfig, quality_summary
-from etl.publish import HadoopStorage, publish_dir
-from etl.records import ReaderConfig
-from etl.report import Laps, assemble, resources
-from etl.sizing import OutputConfig, sized
-from etl.spark import SparkConfig, session
-from etl.tokenizer_train import TokenizerConfig
+from etl.clean.pii import PiiConfig, pii_summary
+from etl.runtime.progress import Counters, report_progress
+from etl.classify.quality import QualityConfig, quality_summary
+from etl.runtime.publish import HadoopStorage, publish_dir
+from etl.read.records import ReaderConfig
+from etl.report.assemble import Laps, assemble, resources
+from etl.runtime.sizing import OutputConfig, sized
+from etl.runtime.spark import SparkConfig, session
+from etl.shards.tokenizer_train import TokenizerConfig
 from filters.config import RulesConfig
 
 log = logging.getLogger("zhcorpus")
@@ -114,9 +114,9 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
     """The whole chain; ``index_run`` names this build's batch in the dedup index (default: random).
     The index learns the kept documents before the output is published (a crash in between is
     undone by the nightly refresh, which retracts the batch of an unpublished version)."""
-    from etl.decontaminate import prepare
-    from etl.dedup_index import DedupIndex
-    from etl.report_html import render as render_html
+    from etl.clean.decontaminate import prepare
+    from etl.dedup.index import DedupIndex
+    from etl.report.html import render as render_html
 
     spark = spark or session("zhcorpus-build", cfg.spark)
     res = resources(cfg.rules, {})  # before any work: bad lists, models, index settings, eval sets
@@ -157,9 +157,9 @@ class _Built:
 
 def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Laps) -> _Built:
     """dedup → decontaminate → tokenize + shards over the marked rows; writes every output frame."""
-    from etl.decontaminate import dropped_by_file
+    from etl.clean.decontaminate import dropped_by_file
     from etl.documents import REJECTED_COLUMNS
-    from etl.pii import pii_summary
+    from etl.clean.pii import pii_summary
     from etl.phases import decontaminate_phase
 
     spark = marked.rows.sparkSession
@@ -196,8 +196,8 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
     """Deduplicate Parquet documents (doc_id, text[, quality_score, source_file]); ``documents/``,
     ``duplicates/``, ``report.json`` (input documents = documents + duplicates). ``documents/``
     is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``)."""
-    from etl.dedup_index import DedupIndex
-    from etl.readers import list_inputs
+    from etl.dedup.index import DedupIndex
+    from etl.read.readers import list_inputs
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
     index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None

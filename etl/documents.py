@@ -1,6 +1,6 @@
 """The first phase of every corpus job: read → clean → classify, as marked rows.
 
-Rows are marked, never removed (a repeated input ``id`` is renamed, ``etl/ids.py``, never merged): every input record comes out as one row with ``reason`` null
+Rows are marked, never removed (a repeated input ``id`` is renamed, ``etl/read/ids.py``, never merged): every input record comes out as one row with ``reason`` null
 (a document) or set (a rejection, with its ``stage``), plus one ``kind="file"`` row per input file
 with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS`` and
 ``REJECTED_COLUMNS`` are the output contract of ``documents/`` and ``rejected/``.
@@ -14,13 +14,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from etl import records as rec
-from etl.classify import ClassifyConfig, ship_models
-from etl.ids import unique_ids
-from etl.pii import PiiConfig
-from etl.progress import Counters
-from etl.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
-from etl.readers import read_raw
+from etl.read import records as rec
+from etl.classify.stage import ClassifyConfig, ship_models
+from etl.read.ids import unique_ids
+from etl.clean.pii import PiiConfig
+from etl.runtime.progress import Counters
+from etl.classify.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
+from etl.read.readers import read_raw
 from filters.config import RulesConfig
 
 _SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column
@@ -52,7 +52,7 @@ class Marked:
 
     def text_bytes(self) -> tuple[int, int]:
         """UTF-8 bytes of text in the documents and in the rejected records: one aggregate over
-        the persisted rows, what their output files are sized by (``etl.sizing``)."""
+        the persisted rows, what their output files are sized by (``etl.runtime.sizing``)."""
         kept = F.col("reason").isNull()
         r = self.records().agg(F.sum(F.when(kept, F.octet_length("text"))).alias("documents"),
                                F.sum(F.when(~kept, F.octet_length("text"))).alias("rejected")).first()
@@ -72,11 +72,11 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
-    # clean, personal data, quality, classify in one pass (etl.quality.mark_stage); in annotate
+    # clean, personal data, quality, classify in one pass (etl.classify.quality.mark_stage); in annotate
     # mode a failed PanGu-α rule becomes a flag
     marked = mark_stage(raw, Marking(rules, pii, screened, shipped))
     models = {} if shipped is None else {
         "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
         "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    return Marked(unique_ids(cached), files, models, screened.summary, cached)  # repeated input ids made unique (etl/ids.py)
+    return Marked(unique_ids(cached), files, models, screened.summary, cached)  # repeated input ids made unique (etl/read/ids.py)

@@ -36,13 +36,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from etl import remote
+from etl.read import remote
 from etl.corpus import BuildConfig, build_corpus
-from etl.failpoints import failpoint
-from etl.locks import Lock, Locked
-from etl.manifest import merge_manifests
-from etl.publish import write_atomic
-from etl.records import detect_format
+from etl.runtime.failpoints import failpoint
+from etl.runtime.locks import Lock, Locked
+from base.manifest import merge_manifests
+from etl.runtime.publish import write_atomic
+from etl.read.records import detect_format
 
 log = logging.getLogger("zhcorpus")
 
@@ -69,7 +69,7 @@ class NightlyConfig(BuildConfig):
 def crawl_files(root: str, after: list | None, settle_seconds: int, now: float,
                 s3: remote.S3Config | None = None) -> list[tuple[int, str]]:
     """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``; an
-    ``s3://`` root is listed through ``etl.remote`` (objects' last-modified times, ``s3``)."""
+    ``s3://`` root is listed through ``etl.read.remote`` (objects' last-modified times, ``s3``)."""
     if remote.is_s3(root):
         listed = [(t, p) for p, _, t in remote.list_objects(root, remote.S3Access.resolve(s3 or remote.S3Config()))]
     else:
@@ -104,8 +104,8 @@ def _recover(corpus: Path, index, current: str | None, version: str) -> None:
 def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: str | None = None,
             spark=None, now: float | None = None) -> dict[str, Any]:
     """Returns {"published": version | None, ...}. Raises RefreshLocked."""
-    from etl.dedup_index import DedupIndex
-    from etl.spark import session
+    from etl.dedup.index import DedupIndex
+    from etl.runtime.spark import session
 
     corpus = Path(corpus_root).resolve()
     (corpus / "versions").mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The corpus phases after read → clean → classify (``etl.documents``): dedup, and tokenize +
-shards. Each writes its part of the output under a staging directory (``etl.publish.Staging``)
-and returns a typed summary for ``etl.report``."""
+shards. Each writes its part of the output under a staging directory (``etl.runtime.publish.Staging``)
+and returns a typed summary for ``etl.report.assemble``."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from etl.dedup import DedupConfig, dedup, largest_clusters
-from etl.report import DedupSummary, ShardSummary
-from etl.report_stats import cluster_sizes, log_histogram
-from etl.sizing import OutputConfig, sized
-from etl.tokenizer_train import TokenizerConfig, train_tokenizer
+from etl.dedup.stage import DedupConfig, dedup, largest_clusters
+from etl.report.assemble import DedupSummary, ShardSummary
+from etl.report.stats import cluster_sizes, log_histogram
+from etl.runtime.sizing import OutputConfig, sized
+from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
 
 if TYPE_CHECKING:
     from etl.corpus import ShardsConfig
-    from etl.decontaminate import PreparedIndex
-    from etl.dedup_index import DedupIndex
-    from etl.publish import Staging
+    from etl.clean.decontaminate import PreparedIndex
+    from etl.dedup.index import DedupIndex
+    from etl.runtime.publish import Staging
 
 log = logging.getLogger("zhcorpus")
 NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a source_file column
@@ -30,7 +30,7 @@ NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a sou
 
 KEYS = "_dedup_keys"  # survivors' band and exact keys, staged until the index appends them
 # Parquet bytes a duplicates/ row (doc_id, duplicate_of, kind) takes at most, for sizing the
-# output (etl.sizing): two doc_ids of a source path and an offset, uncompressed.
+# output (etl.runtime.sizing): two doc_ids of a source path and an offset, uncompressed.
 DUPLICATE_ROW_BYTES = 160
 
 
@@ -50,8 +50,8 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", o
     """Writes ``duplicates/`` in files sized by ``output`` (its rows counted: exact copies are
     found before the candidate edges and are never edges), and the survivors' keys under ``KEYS``; the summary's ``documents_written`` is filled by
     whoever writes ``documents/``. ``checkpoint_dir``: the ``spark.checkpoint_dir`` for reliable
-    checkpoints on a cluster (``etl.checkpoints``)."""
-    from etl.checkpoints import Checkpoints
+    checkpoints on a cluster (``etl.dedup.checkpoints``)."""
+    from etl.dedup.checkpoints import Checkpoints
 
     spark = docs.sparkSession
     with Checkpoints(spark, checkpoint_dir, "dedup") as cp:
@@ -79,13 +79,13 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", o
 
 
 def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "Staging"):
-    """Mark the survivors that share an n-gram with an evaluation item (``etl.decontaminate``);
+    """Mark the survivors that share an n-gram with an evaluation item (``etl.clean.decontaminate``);
     writes ``documents/`` (the unmarked ones, ``survivors``' columns plus ``contamination``
     unless the stage is off). Returns the documents written, the rows it dropped (stage
     ``decontaminate``, to be written to ``rejected/``) or None, and the stage's summary or None."""
     from pyspark import StorageLevel
 
-    from etl.decontaminate import decontaminate_stage, decontaminate_summary
+    from etl.clean.decontaminate import decontaminate_stage, decontaminate_summary
 
     spark = survivors.sparkSession
     if prepared.mode == "off":
@@ -103,7 +103,7 @@ def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: "ShardsConf
     """Tokenize once (persisted: the shards and the token histogram both read it; the caller
     unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the
     documents into ``tokenizer/``."""
-    from etl.shards import ship_tokenizer, tokenize_stage, write_token_shards
+    from etl.shards.stage import ship_tokenizer, tokenize_stage, write_token_shards
 
     tokenizer_dir = tok.model or _train_into(documents, tok, out.path("tokenizer"))
     n = shards.num_shards

@@ -13,7 +13,7 @@ Writes, atomically, the DESIGN.md contract:
     OUT/report.html  the same as plots, one self-contained page
 The config is the cleaning job's (jobs/configs/clean.toml) plus the [dedup], [tokenizer] and
 [shards] sections (etl/corpus.py); every key can be overridden with --set. Exit codes: jobs/cli.py.
-documents/ and rejected/ are files of about output.target_file_bytes (etl/sizing.py).
+documents/ and rejected/ are files of about output.target_file_bytes (etl/runtime/sizing.py).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ if __package__ in (None, ""):  # spark-submit jobs/build_corpus.py: make the pro
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import BuildConfig, build_corpus  # noqa: E402
-from etl.paths import check_job_paths  # noqa: E402
-from etl.report import summary_lines  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
+from etl.report.assemble import summary_lines  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

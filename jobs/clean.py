@@ -9,7 +9,7 @@ also scores every kept document (spam_prob, quality_score) and drops spam / low_
 Writes OUT/documents/ (kept, Parquet), OUT/rejected/ (doc_id, stage, reason, detail, text),
 OUT/report.json (the ledger: input = documents + rejected, per stage, reason and file). The
 Parquet directories are files of about output.target_file_bytes (256 MiB; small outputs: two per
-core), however many input files there were (etl/sizing.py).
+core), however many input files there were (etl/runtime/sizing.py).
 OUT appears atomically; an existing OUT is only replaced with --overwrite. Exit codes: jobs/cli.py.
 """
 
@@ -22,8 +22,8 @@ if __package__ in (None, ""):  # spark-submit jobs/clean.py: make the project im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import CleanConfig, clean_corpus  # noqa: E402
-from etl.paths import check_job_paths  # noqa: E402
-from etl.report import summary_lines  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
+from etl.report.assemble import summary_lines  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

@@ -36,8 +36,8 @@ def parser(prog: str, doc: str | None, default_config: str | Path | None = None,
 
 def refusals() -> tuple[type[BaseException], ...]:
     """Errors that mean "the user asked for something we will not do": one line, exit 2."""
-    from etl.dedup_index import IndexSettingsMismatch
-    from etl.publish import OutputExists
+    from etl.dedup.index import IndexSettingsMismatch
+    from etl.runtime.publish import OutputExists
     from filters.classify import ModelError
     from jobs.config import ConfigError
 
@@ -47,9 +47,9 @@ def refusals() -> tuple[type[BaseException], ...]:
 
 def run_job(body: Callable[[], int]) -> int:
     """Run ``body`` (which returns the exit code); a refusal becomes one log line and exit 2, a
-    lock another run holds (``etl.locks.Locked``: a refresh's corpus, a dedup index being written)
+    lock another run holds (``etl.runtime.locks.Locked``: a refresh's corpus, a dedup index being written)
     one line and exit 3, with the trace at debug level only."""
-    from etl.locks import Locked
+    from etl.runtime.locks import Locked
 
     try:
         return body()
@@ -66,8 +66,8 @@ def run_job(body: Callable[[], int]) -> int:
 
 def exit_code(report: dict) -> int:
     """0; 1 when some input files could not be read (they are named in the log); 4 when none
-    could (``etl.ledger.run_outcome``, which also gives the one-line summary)."""
-    from etl.ledger import run_outcome
+    could (``etl.report.ledger.run_outcome``, which also gives the one-line summary)."""
+    from etl.report.ledger import run_outcome
 
     for e in report["input"].get("file_errors") or []:
         log.warning("file not read: %s", e)

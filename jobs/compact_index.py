@@ -9,7 +9,7 @@ The nightly refresh compacts by itself (``--auto``'s rule: more than ``dedup.ind
 segments). One writer at a time: while a refresh appends to the index (or another compaction
 runs) this one is refused, and a refresh that finds it compacting exits 3. A compaction killed
 anywhere leaves the index readable as it was (or already compacted); run it again to finish. The
-layout and the commit protocol: etl/dedup_index.py, docs/nightly.md.
+layout and the commit protocol: etl/dedup/index.py, docs/nightly.md.
 
 Exit codes: 0 compacted, or nothing to do; 2 not an index, a bad config, or another writer holds
 the index's lock (INDEX/.lock, named with its holder); anything else a failure (re-run it).
@@ -25,8 +25,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from etl.dedup import DedupConfig  # noqa: E402
-from etl.spark import SparkConfig  # noqa: E402
+from etl.dedup.stage import DedupConfig  # noqa: E402
+from etl.runtime.spark import SparkConfig  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 
@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from etl.dedup_index import DedupIndex
-        from etl.spark import session
+        from etl.dedup.index import DedupIndex
+        from etl.runtime.spark import session
 
         cfg = load_config(CompactJobConfig, args.config, args.overrides)
         spark = session("zhcorpus-compact-index", cfg.spark)

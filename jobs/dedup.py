@@ -20,9 +20,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import dedup_corpus  # noqa: E402
-from etl.dedup import DedupConfig  # noqa: E402
-from etl.paths import check_job_paths  # noqa: E402
-from etl.spark import SparkConfig  # noqa: E402
+from etl.dedup.stage import DedupConfig  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
+from etl.runtime.spark import SparkConfig  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

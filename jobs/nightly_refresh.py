@@ -25,7 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.nightly import NightlyConfig, refresh, submit_training  # noqa: E402
-from etl.paths import check_job_paths  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

@@ -9,7 +9,7 @@ case, digits -> 0, whitespace folded) as at scoring time. A hash of the text hol
 fluency.holdout_fraction (10 %) of the documents; the model learns from the distinct lines of the
 others that no held-out document contains (fluency.distinct_lines). Spark counts the character
 n-grams (orders 1..fluency.order, default 5) in parallel; interpolated modified Kneser-Ney is
-estimated on the driver (``filters.fluency``, ``etl.fluency_train``).
+estimated on the driver (``filters.fluency``, ``etl.classify.fluency_train``).
 
 Writes, atomically (an older model is replaced only once the new one is complete):
   OUTPUT/model.npz                    the backoff tables (numpy arrays)
@@ -36,9 +36,9 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from etl.fluency_train import FluencyTrainingConfig, train_fluency  # noqa: E402
-from etl.paths import check_job_paths  # noqa: E402
-from etl.spark import SparkConfig, session  # noqa: E402
+from etl.classify.fluency_train import FluencyTrainingConfig, train_fluency  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
+from etl.runtime.spark import SparkConfig, session  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

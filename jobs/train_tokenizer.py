@@ -19,9 +19,9 @@ from typing import ClassVar
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from etl.paths import check_job_paths  # noqa: E402
-from etl.spark import SparkConfig, session  # noqa: E402
-from etl.tokenizer_train import TokenizerConfig, train_tokenizer  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
+from etl.runtime.spark import SparkConfig, session  # noqa: E402
+from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 

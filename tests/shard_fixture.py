@@ -1,4 +1,4 @@
-"""Token shards written by hand in the layout etl/shards.py produces (.bin/.idx + .src sidecar +
+"""Token shards written by hand in the layout etl/shards/stage.py produces (.bin/.idx + .src sidecar +
 manifest.json), for tests of the training side that need no Spark."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from etl.indexed_dataset import IndexedDatasetWriter
+from base.indexed_dataset import IndexedDatasetWriter
 
 
 def write_corpus(root: Path, docs: list[tuple[int, str, list[int]]], num_shards: int, sources: list[str], eod_id: int = 0,
                  vocab_size: int | None = None) -> Path:
-    """Shards + ``.src`` sidecars + manifest.json by hand (the layout etl/shards.py writes).
+    """Shards + ``.src`` sidecars + manifest.json by hand (the layout etl/shards/stage.py writes).
     ``docs``: (shard, source, tokens with <eod>)."""
     root.mkdir(parents=True, exist_ok=True)
     entries, per_source = [], Counter()

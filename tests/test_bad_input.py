@@ -2,7 +2,7 @@
 
 One test per defect of the issue, each with exact arithmetic: the records a test writes are
 documents + rejected, and the file-level errors are listed. Pure-Python tests go through
-``etl.records.parse_file``; the Spark ones through ``etl.corpus.clean_corpus`` or the jobs.
+``etl.read.records.parse_file``; the Spark ones through ``etl.corpus.clean_corpus`` or the jobs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from etl import warc
-from etl.records import ReaderConfig, parse_file
+from etl.read import warc
+from etl.read.records import ReaderConfig, parse_file
 from tests.crawl_fixture import P, doc, html, response
 
 TEXT = P[0] + P[1]
@@ -144,7 +144,7 @@ def test_utf16_jsonl_is_one_file_error_not_many_records(encoding):
 
 
 def test_a_file_that_cannot_be_opened_is_one_unreadable_error(tmp_path):
-    from etl.records import Range, parse_range
+    from etl.read.records import Range, parse_range
 
     (tmp_path / "dir.jsonl").mkdir()
     for name in ("gone.jsonl", "dir.jsonl"):
@@ -276,11 +276,11 @@ def test_mixed_input_gives_exactly_the_good_files_records(spark, tmp_path):
 
 @pytest.mark.slow
 def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
-    from etl.clean import clean_stage
-    from etl.ids import unique_ids
-    from etl.ledger import build_ledger
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.clean.stage import clean_stage
+    from etl.read.ids import unique_ids
+    from etl.report.ledger import build_ledger
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
     from filters.config import RulesConfig
 
     d = tmp_path / "in"
@@ -306,7 +306,7 @@ def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
 # --- 4 and 7. the user's paths ---------------------------------------------------------------------
 
 def test_output_equal_to_or_inside_or_around_an_input_is_refused(tmp_path):
-    from etl import paths
+    from etl.runtime import paths
 
     src = tmp_path / "crawl"
     (src / "part").mkdir(parents=True)
@@ -327,7 +327,7 @@ def test_output_equal_to_or_inside_or_around_an_input_is_refused(tmp_path):
 
 
 def test_unwritable_output_parent_is_refused_with_a_message_that_says_so(tmp_path):
-    from etl import paths
+    from etl.runtime import paths
 
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
@@ -368,8 +368,8 @@ def test_unwritable_output_refused_before_any_work(tmp_path, monkeypatch, caplog
 
 @pytest.mark.parametrize("hidden", [[], [".part.jsonl", "_SUCCESS"]])
 def test_empty_input_directory_is_a_clear_error(spark, tmp_path, hidden):
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
 
     d = tmp_path / "in"
     d.mkdir()

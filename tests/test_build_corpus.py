@@ -87,7 +87,7 @@ def test_report_page_renders_its_plots_in_chromium(built, tmp_path):
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    from etl.report_html import PLOTS
+    from etl.report.html import PLOTS
 
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver_bin, "make browser installs Debian's chromium and chromium-driver"

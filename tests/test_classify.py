@@ -74,7 +74,7 @@ def test_binary_metrics():
 # --- threshold rules: max F1, or the score that keeps a share of the good documents -----------
 
 def test_keep_reference_threshold_keeps_the_share_of_good_positives():
-    from etl.classifier_train import keep_reference_threshold
+    from etl.classify.classifier_train import keep_reference_threshold
 
     probs, truth = np.array([0.4, 0.1, 0.3, 0.2, 0.9]), np.array([True, True, True, True, False])
     assert keep_reference_threshold(probs, truth, 0.75, True) == 0.2  # drops floor(4 * .25) = 1: 0.1
@@ -87,7 +87,7 @@ def test_keep_reference_threshold_keeps_the_share_of_good_positives():
 
 def test_keep_reference_threshold_keeps_the_share_of_good_negatives():
     """Spam: the good documents are ham (negatives), kept while spam_prob < t."""
-    from etl.classifier_train import keep_reference_threshold
+    from etl.classify.classifier_train import keep_reference_threshold
 
     probs, truth = np.array([0.1, 0.3, 0.2, 0.4, 0.05]), np.array([False, False, False, False, True])
     t = keep_reference_threshold(probs, truth, 0.75, False)
@@ -98,7 +98,7 @@ def test_keep_reference_threshold_keeps_the_share_of_good_negatives():
 
 
 def test_decide_threshold_records_both_rules():
-    from etl.classifier_train import ClassifierTrainingConfig, decide_threshold
+    from etl.classify.classifier_train import ClassifierTrainingConfig, decide_threshold
 
     probs = np.array([0.2, 0.6, 0.7, 0.8, 0.1, 0.3, 0.65])
     truth = np.array([True, True, True, True, False, False, False])  # quality: True = hq
@@ -118,7 +118,7 @@ def test_decide_threshold_records_both_rules():
 
 
 def test_a_spam_threshold_stays_on_the_spam_side_of_the_boundary():
-    from etl.classifier_train import ClassifierTrainingConfig, decide_threshold
+    from etl.classify.classifier_train import ClassifierTrainingConfig, decide_threshold
 
     probs = np.array([0.01, 0.02, 0.03, 0.9, 0.3, 0.35])  # ham, ham, ham, spam, spam, spam
     truth = np.array([False, False, False, True, True, True])
@@ -130,7 +130,7 @@ def test_a_spam_threshold_stays_on_the_spam_side_of_the_boundary():
 
 
 def test_threshold_rule_config_is_checked():
-    from etl.classifier_train import ClassifierTrainingConfig
+    from etl.classify.classifier_train import ClassifierTrainingConfig
 
     with pytest.raises(ValueError, match="threshold_rule"):
         ClassifierTrainingConfig(threshold_rule="median")
@@ -169,7 +169,7 @@ def _split_halves(path, root):
 
 def _train(spark, overrides, labeled, output):
     """What jobs.train_classifier does, in the test's Spark session."""
-    from etl.classifier_train import read_labeled, train_classifier
+    from etl.classify.classifier_train import read_labeled, train_classifier
     from jobs.config import load_config
     from jobs.train_classifier import TrainClassifierConfig
 
@@ -388,8 +388,8 @@ def test_model_with_other_hmm_setting_is_refused(small_model, tmp_path):
 
 
 def _classify_batch_v1(batch, spam, quality, cfg):
-    """etl.classify.classify_batch before it went columnar: every row through Python dicts."""
-    from etl.classify import CLASSIFY_STAGE, LOW_QUALITY, SPAM
+    """etl.classify.stage.classify_batch before it went columnar: every row through Python dicts."""
+    from etl.classify.stage import CLASSIFY_STAGE, LOW_QUALITY, SPAM
     from filters.classify import preprocess as prep
 
     import pyarrow as pa
@@ -423,9 +423,9 @@ def test_classify_batch_marks_what_the_row_version_marked(small_model, seed_data
     (records kept and dropped by the rules, file-level rows) plus spam pages."""
     import pyarrow as pa
 
-    from etl.classify import ClassifyConfig, classify_batch
-    from etl.clean import ARROW_CLEANED, clean_row, get_cleaner
-    from etl.records import ReaderConfig, detect_format, parse_file
+    from etl.classify.stage import ClassifyConfig, classify_batch
+    from etl.clean.stage import ARROW_CLEANED, clean_row, get_cleaner
+    from etl.read.records import ReaderConfig, detect_format, parse_file
     from filters.config import RulesConfig
     from tests import crawl_fixture
 
@@ -453,8 +453,8 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
     """~1 in N documents (by doc_id) is preprocessed again with jieba; a difference is an error."""
     import pyarrow as pa
 
-    from etl.classify import ClassifyConfig, classify_batch
-    from etl.clean import ARROW_CLEANED
+    from etl.classify.stage import ClassifyConfig, classify_batch
+    from etl.clean.stage import ARROW_CLEANED
     from filters import segment
 
     root, texts = small_model

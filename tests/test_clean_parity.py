@@ -81,9 +81,9 @@ def test_clean_batch_matches_clean_row(sample, cleaner):
     Arrow can hold), with file rows and read-stage rejections mixed in."""
     import pyarrow as pa
 
-    from etl import records as rec
-    from etl.clean import ARROW_CLEANED, clean_batch, clean_row
-    from etl.readers import ARROW_RAW
+    from etl.read import records as rec
+    from etl.clean.stage import ARROW_CLEANED, clean_batch, clean_row
+    from etl.read.readers import ARROW_RAW
 
     def raw(i: int, row: dict) -> dict:
         base = {f: None for f in rec.RAW_FIELDS} | {"kind": rec.RECORD, "doc_id": f"d{i}", "source_file": "f",

@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 spark_package = load_deploy_module("spark_package")
 
 AUTH_FAILED = 77
-NOT_WIRED = "needs a reliable checkpoint directory"  # etl.checkpoints.CheckpointConfigError
+NOT_WIRED = "needs a reliable checkpoint directory"  # etl.dedup.checkpoints.CheckpointConfigError
 # The crawl fixture without part-0.jsonl (its 10 MB line is test_build_corpus's business): WARC
 # gzip and plain, WET, JSONL gzip, Parquet and a corrupt gzip, ~25 KB.
 INPUTS = ["crawl-0.warc.gz", "crawl-1.warc", "crawl-2.warc.wet.gz", "part-1.jsonl.gz", "part-2.parquet",
@@ -203,9 +203,9 @@ def cluster_build(cluster, crawl):
 def built(cluster_build) -> dict:
     """The cluster build, which must have finished. One known gap is reported as such (XFAIL with
     the reason, in every run's summary), not hidden: the build's dedup phase not yet handing
-    spark.checkpoint_dir to etl.checkpoints.Checkpoints, so on a cluster it refuses to run."""
+    spark.checkpoint_dir to etl.dedup.checkpoints.Checkpoints, so on a cluster it refuses to run."""
     if cluster_build["unwired"]:
-        pytest.xfail("etl/phases.dedup_phase does not pass spark.checkpoint_dir to etl.checkpoints.Checkpoints yet: "
+        pytest.xfail("etl/phases.dedup_phase does not pass spark.checkpoint_dir to etl.dedup.checkpoints.Checkpoints yet: "
                      "a build on a cluster refuses to dedup (issue 15, item 7)")
     return cluster_build
 
@@ -311,12 +311,12 @@ def test_wrong_secret_fails_fast_with_authentication_failed(cluster):
 
 
 def test_a_session_defaults_to_no_driver_ui_on_a_cluster(cluster):
-    """etl.spark.get_spark under spark-submit, with settings that leave the UI to it."""
+    """etl.runtime.spark.get_spark under spark-submit, with settings that leave the UI to it."""
     conf = cluster.root / "no-ui-setting.conf"
     conf.write_text("\n".join(line for line in (ROOT / "jobs/configs/spark-cluster.conf").read_text().splitlines()
                               if not line.startswith("spark.ui.enabled")))
     app = cluster.root / "session.py"
-    app.write_text("import sys\nsys.path.insert(0, %r)\nfrom etl.spark import get_spark\n"
+    app.write_text("import sys\nsys.path.insert(0, %r)\nfrom etl.runtime.spark import get_spark\n"
                    "spark = get_spark('probe')\nprint('ui', spark.sparkContext.uiWebUrl, spark.range(3).count())\n" % str(ROOT))
     sampler = Sampler(cluster.sessions)
     run = submit(cluster, str(app), sampler=sampler, env={**cluster.env, "SPARK_CLUSTER_CONF": str(conf)},

@@ -227,7 +227,7 @@ def test_describe(corpus):
 @pytest.mark.slow
 def test_spark_shards_sidecar_drives_the_sources(spark, tmp_path):
     from demo.sources import news_pages, review_pages
-    from etl.shards import write_shards
+    from etl.shards.stage import write_shards
     from filters.tokenizer import ZhTokenizer
     from tests.test_tokenizer import train_tiny_tokenizer
 

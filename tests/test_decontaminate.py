@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from etl.decontaminate import DecontaminateConfig
-from etl.pii import PiiConfig
+from etl.clean.decontaminate import DecontaminateConfig
+from etl.clean.pii import PiiConfig
 from filters import decontam as dc
 from filters import minhash as mh
 from tests.crawl_fixture import P
@@ -117,7 +117,7 @@ def test_load_eval_sets(tmp_path):
 
 
 def load_sets(paths):
-    from etl.decontaminate import load_eval_sets
+    from etl.clean.decontaminate import load_eval_sets
     return load_eval_sets(paths)
 
 
@@ -125,7 +125,7 @@ def load_sets(paths):
 def test_stage_drop_report_off_and_rerun(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from etl.decontaminate import (CONTAMINATED, DECONTAM_STAGE, DecontaminateConfig, decontaminate_stage,
+    from etl.clean.decontaminate import (CONTAMINATED, DECONTAM_STAGE, DecontaminateConfig, decontaminate_stage,
                                    decontaminate_summary, dropped_by_file, prepare)
 
     sets, docs = write_sets(tmp_path), docs_frame(spark)
@@ -159,7 +159,7 @@ def test_stage_drop_report_off_and_rerun(spark, tmp_path):
 
 
 def test_ledger_moves_drops_from_documents_to_rejected():
-    from etl.decontaminate import add_to_ledger
+    from etl.clean.decontaminate import add_to_ledger
 
     report = {"input": {"records": 10}, "documents": 6, "rejected": 3, "duplicates": 1, "balanced": True,
               "rejected_by_stage": {"clean": {"total": 3, "reasons": {"too_short": 3}}},

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from etl.checkpoints import Checkpoints
-from etl.dedup import DedupConfig, dedup
+from etl.dedup.checkpoints import Checkpoints
+from etl.dedup.stage import DedupConfig, dedup
 from filters.minhash import MinHashParams
 
 pytestmark = pytest.mark.slow
@@ -120,7 +120,7 @@ def test_partitioning_and_rerun_do_not_change_the_result(spark, corpus):
 def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
     """3,000 near-copies of one page fill the same LSH buckets: star edges keep the candidate
     graph at <= bands x documents rows (a pairwise join would be 4.5 million per bucket)."""
-    from etl.dedup import candidate_edges, signatures
+    from etl.dedup.stage import candidate_edges, signatures
 
     rows, _ = corpus
     base, rng, n = rows[0][1], random.Random(5), 3000
@@ -138,7 +138,7 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
 def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
     """Three runs, each against the index of the ones before: the third reads two committed
     batches (each a partitioned root; a plain multi-path read of them fails, issue 24)."""
-    from etl.dedup_index import DedupIndex, IndexSettingsMismatch
+    from etl.dedup.index import DedupIndex, IndexSettingsMismatch
 
     rows, families = corpus
     fam_of = {d: i for i, fam in enumerate(families) for d in fam}
@@ -169,7 +169,7 @@ def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
 
 
 def _survivor_keys(spark, rows, dups):
-    from etl.dedup import band_rows, signatures
+    from etl.dedup.stage import band_rows, signatures
 
     kept = spark.createDataFrame([r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double")
     keys = signatures(kept, MinHashParams())
@@ -180,7 +180,7 @@ def _survivor_keys(spark, rows, dups):
 def test_verification_measures_and_enforces_precision(spark, corpus, paths):
     """A permissive banding (64 bands x 2 rows) makes a pair at Jaccard ~0.5 a candidate: ``measure``
     reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it; on either path."""
-    from etl.dedup import verification_summary
+    from etl.dedup.stage import verification_summary
     from filters import minhash as mh
 
     rows, families = corpus

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from etl import dedup_index_files as ixf
-from etl.dedup_index import DedupIndex, IndexCompacted, IndexConfig, plan_compaction
+from etl.dedup import index_files as ixf
+from etl.dedup.index import DedupIndex, IndexCompacted, IndexConfig, plan_compaction
 from filters.minhash import MinHashParams
 
 PARAMS = MinHashParams(bands=4, rows=2, num_perm=8)
@@ -159,7 +159,7 @@ def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(s
                                                                                 monkeypatch, point):
     import shutil
 
-    import etl.dedup_index
+    import etl.dedup.index
 
     root = str(tmp_path / "idx")
     shutil.copytree(three_batches["root"], root)
@@ -169,7 +169,7 @@ def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(s
         if name == point:
             raise Killed(name)
 
-    monkeypatch.setattr(etl.dedup_index, "failpoint", fail)
+    monkeypatch.setattr(etl.dedup.index, "failpoint", fail)
     with pytest.raises(Killed):
         DedupIndex(spark, root, PARAMS, SMALL).compact(full=True)
     monkeypatch.undo()
@@ -329,8 +329,8 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
     the first then committed a record of missing files."""
     import shutil
 
-    import etl.dedup_index
-    from etl.dedup_index import IndexLocked
+    import etl.dedup.index
+    from etl.dedup.index import IndexLocked
     from jobs import compact_index
 
     root = str(tmp_path / "idx")
@@ -353,7 +353,7 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
             except IndexLocked as e:
                 refused.append(str(e))
 
-    monkeypatch.setattr(etl.dedup_index, "failpoint", second_writer)
+    monkeypatch.setattr(etl.dedup.index, "failpoint", second_writer)
     index = DedupIndex(spark, root, PARAMS, SMALL)
     with caplog.at_level("ERROR", logger="zhcorpus"):
         if first == "append":
@@ -381,8 +381,8 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_and_one_of_another_host_ref
     import subprocess
     import sys
 
-    from etl.dedup_index import IndexLocked
-    from etl.locks import HadoopFiles, Lock
+    from etl.dedup.index import IndexLocked
+    from etl.runtime.locks import HadoopFiles, Lock
 
     root = tmp_path / "idx"
     shutil.copytree(three_batches["root"], root)

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from etl.checkpoints import CheckpointConfigError, Checkpoints, is_local_master
-from etl.components import components_local, components_spark
+from etl.dedup.checkpoints import CheckpointConfigError, Checkpoints, is_local_master
+from etl.dedup.components import components_local, components_spark
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_spark_components_match_driver_components(spark):
 
 def test_verification_by_component_equals_verification_by_edge(spark):
     """Both ways give the exact Jaccard of every edge, null for an end without text."""
-    from etl.dedup_verify import edge_jaccard, jaccard_by_component
+    from etl.dedup.verify import edge_jaccard, jaccard_by_component
     from filters import minhash as mh
     from tests.crawl_fixture import P
 
@@ -114,8 +114,8 @@ def _random_buckets(seed: int):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("all_pairs_max", [2, 8])
 def test_driver_candidate_edges_equal_the_spark_windows(spark, seed, all_pairs_max):
-    from etl import dedup_local as dl
-    from etl.dedup import candidate_edges
+    from etl.dedup import local as dl
+    from etl.dedup.stage import candidate_edges
 
     rows, quality = _random_buckets(seed)
     table = [(b, k, d, quality.get(d), d.startswith("p")) for b, k, d, _ in rows]
@@ -134,8 +134,8 @@ def test_driver_candidate_edges_equal_the_spark_windows(spark, seed, all_pairs_m
 @pytest.mark.parametrize("seed", range(2))
 def test_driver_exact_groups_equal_the_spark_window(spark, seed):
     """Keeper of each exact key: highest quality (nulls last), then smallest doc_id."""
-    from etl import dedup_local as dl
-    from etl.dedup import _exact
+    from etl.dedup import local as dl
+    from etl.dedup.stage import _exact
 
     rng = random.Random(seed)
     rows = [(f"d{rng.randrange(1000)}-{i}", f"k{rng.randrange(12)}", rng.choice([None, 0.5, 0.25, rng.random()]))
@@ -164,7 +164,7 @@ def test_cluster_without_checkpoint_dir_is_refused():
 def test_reliable_checkpoints_are_written_under_the_directory_and_removed(spark, tmp_path, monkeypatch):
     """On a cluster master, checkpoints go to files under spark.checkpoint_dir (the RDD's files
     are there while the block runs) and the run's directory is deleted at its end."""
-    import etl.checkpoints as ck
+    import etl.dedup.checkpoints as ck
 
     monkeypatch.setattr(ck, "is_local_master", lambda master: False)  # the session is local[2]
     df = spark.range(50).withColumnRenamed("id", "x")
@@ -180,8 +180,8 @@ def test_duplicates_output_is_sized_by_every_duplicate_exact_copies_included(spa
     """duplicates/ is sized by its rows: exact copies are found before the candidate edges
     (they are never edges), so sizing by the edges counted none of them."""
     import etl.phases
-    from etl.dedup import DedupConfig
-    from etl.publish import LocalStorage, Staging
+    from etl.dedup.stage import DedupConfig
+    from etl.runtime.publish import LocalStorage, Staging
 
     rng = random.Random(4)
     chars = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳"

@@ -114,7 +114,7 @@ def test_spark_auth_on_and_rest_server_off():
     assert conf["spark.authenticate"] == "true"
     assert conf["spark.master.rest.enabled"] == "false"
     assert not any(k.startswith("spark.authenticate.secret") for k in conf)  # the secret is never in git
-    from etl.spark import SECURE_DEFAULTS
+    from etl.runtime.spark import SECURE_DEFAULTS
 
     assert SECURE_DEFAULTS["spark.master.rest.enabled"] == "false"
 

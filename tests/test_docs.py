@@ -25,7 +25,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS, ROOT / "sensitive_words" / "README.md", ROOT / "deploy" / "secrets" / "README.md"]
 README_MAX_LINES = 250
 
-SOURCE_DIRS = {".ci", "bench", "demo", "deploy", "docs", "etl", "filters", "jobs", "sensitive_words", "tests", "train"}
+SOURCE_DIRS = {".ci", "base", "bench", "demo", "deploy", "docs", "etl", "filters", "jobs", "sensitive_words", "tests", "train"}
 TOP_FILES = {"Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", "requirements.lock",
              "requirements-nodeps.txt", "README.md", ".dockerignore", ".gitignore"}
 # Made by the user once per deployment and git-ignored (deploy/secrets/README.md).
@@ -215,13 +215,13 @@ def test_every_job_answers_help():
 
 def test_checks_see_what_they_look_for():
     """The extractors on a hand-made page: each finds what a page names, and only that."""
-    page = ("Run `python -m jobs.clean --help`, `make demo`, and see `etl/paths.py`, `OUT/documents/`,\n"
+    page = ("Run `python -m jobs.clean --help`, `make demo`, and see `etl/runtime/paths.py`, `OUT/documents/`,\n"
             "`--set rules.ads.extra_keywords='[\"x\"]'`, [a page](docs/judge.md#settings).\n\n"
             "```\nmake install demo-crawl && . .venv/bin/activate\n"
             "spark-submit jobs/clean.py --input s3a://b/ --output out/clean --config ./jobs/configs/clean.toml\n"
             "make bench-corpus BENCH_ARGS=--quick   # make demo does it\n```\n")
     assert MODULE.findall(page) == ["jobs.clean"]
     assert make_targets(page) == {"demo", "install", "demo-crawl", "bench-corpus"}
-    assert named_paths(page) == {"etl/paths.py", "jobs/clean.py", "jobs/configs/clean.toml"}
+    assert named_paths(page) == {"etl/runtime/paths.py", "jobs/clean.py", "jobs/configs/clean.toml"}
     assert slug("Settings (`[judge]` in `jobs/configs/proxy.toml`)") == "settings-judge-in-jobsconfigsproxytoml"
     assert {"demo", "test", "judge-demo", "spark-package"} <= makefile_targets()

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from etl.judge import BASELINE, JudgeError, as_overrides, read_variants
-from etl import judge_stats as js
-from etl.judge import rare_characters
-from etl.judge_report import TIMINGS, _seed_stats
+from etl.judge.run import BASELINE, JudgeError, as_overrides, read_variants
+from etl.judge import stats as js
+from etl.judge.run import rare_characters
+from etl.judge.report import TIMINGS, _seed_stats
 from jobs.config import parse_override
 from tests import shard_fixture
 from train.proxy import ProxyConfig, ProxyError, ProxyRun, check_runs, train_one
@@ -387,7 +387,7 @@ def test_the_report_page_matches_judge_json_in_chromium(judged, tmp_path):
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    from etl.judge_html import PLOTS, fmt
+    from etl.judge.html import PLOTS, fmt
 
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver_bin, "make browser installs Debian's chromium and chromium-driver"

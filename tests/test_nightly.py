@@ -228,13 +228,13 @@ def test_sixteen_nights_one_killed_before_publishing_one_while_compacting(spark,
     """Issue 24: half a month of small nights through etl.nightly, with compaction after 3 segments
     (a compaction every few nights, one of them killed): every version's corpus.json, ledger and
     duplicates, and the index, are what the plan says. A year of nights: bench/bench_nightly.py."""
-    import etl.dedup_index
+    import etl.dedup.index
     import etl.nightly
-    from etl.dedup_index import DedupIndex
+    from etl.dedup.index import DedupIndex
     from train.indexed_dataset import open_shards
 
     # report.html (matplotlib: about a third of a tiny night) is checked by other tests
-    monkeypatch.setattr("etl.report_html.render", lambda report: "<html></html>")
+    monkeypatch.setattr("etl.report.html.render", lambda report: "<html></html>")
     crawl, corpus = tmp_path / "crawl", tmp_path / "corpus"
     crawl.mkdir()
     plan = _year_of_nights(NIGHTS)
@@ -250,7 +250,7 @@ def test_sixteen_nights_one_killed_before_publishing_one_while_compacting(spark,
         if k >= 8 and not compaction_killed:  # the first compaction from night 8 on is killed mid-write
             try:
                 with monkeypatch.context() as m:
-                    m.setattr(etl.dedup_index, "failpoint", lambda name: _raise_at(name, "index:compaction_written"))
+                    m.setattr(etl.dedup.index, "failpoint", lambda name: _raise_at(name, "index:compaction_written"))
                     result = refresh(cfg, str(crawl), str(corpus), spark=spark)
             except Killed:  # published; the re-run finds nothing new and finishes the compaction
                 compaction_killed = True

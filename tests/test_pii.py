@@ -143,7 +143,7 @@ STAGE_ROWS = [  # doc_id, kind, reason, stage, text, title
 
 
 def stage_frame(spark):
-    from etl.clean import CLEANED_SCHEMA
+    from etl.clean.stage import CLEANED_SCHEMA
 
     names = CLEANED_SCHEMA.fieldNames()
     rows = [{**{n: None for n in names}, "doc_id": d, "kind": k, "reason": r, "stage": s, "text": t, "title": ti,
@@ -153,7 +153,7 @@ def stage_frame(spark):
 
 @pytest.mark.slow
 def test_stage_redacts_drops_and_passes_rejections_through(spark):
-    from etl.pii import PiiConfig, pii_stage, pii_summary
+    from etl.clean.pii import PiiConfig, pii_stage, pii_summary
 
     df = stage_frame(spark)
     cfg = PiiConfig(modes={"id_number": "drop"})
@@ -180,7 +180,7 @@ def test_stage_redacts_drops_and_passes_rejections_through(spark):
 
 
 def test_config_refuses_bad_modes_up_front():
-    from etl.pii import PiiConfig
+    from etl.clean.pii import PiiConfig
 
     with pytest.raises(ValueError, match="valid"):
         PiiConfig(modes={"phone": "off"}).resolved()

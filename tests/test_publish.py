@@ -1,4 +1,4 @@
-"""etl.publish: a publish killed at any step leaves the old or the new version, never neither."""
+"""etl.runtime.publish: a publish killed at any step leaves the old or the new version, never neither."""
 
 import json
 import os
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from etl import publish
-from etl.failpoints import ENV
+from etl.runtime import publish
+from etl.runtime.failpoints import ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["publish:staged", "publish:exchanged", "publish:retired", "publish:renamed"]
@@ -17,7 +17,7 @@ STEPS = ["publish:staged", "publish:exchanged", "publish:retired", "publish:rena
 # Publishes version "new" over DEST; NO_EXCHANGE makes local storage behave like HDFS (no swap).
 SCRIPT = """
 import sys
-from etl import publish
+from etl.runtime import publish
 storage = publish.LocalStorage()
 if sys.argv[2] == "1":
     storage.exchange = lambda a, b: False

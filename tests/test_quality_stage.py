@@ -11,7 +11,7 @@ import random
 import pytest
 
 from etl.corpus import CleanConfig, clean_corpus
-from etl.quality import QualityConfig, quality_columns
+from etl.classify.quality import QualityConfig, quality_columns
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def test_annotate_mode_keeps_every_document_with_its_flags(spark, tmp_path, prof
 
 
 def test_report_html_plots_the_signals(spark, tmp_path, profile):
-    from etl.report_html import render
+    from etl.report.html import render
 
     report, _, _ = _run(spark, tmp_path, profile, "filter")
     page = render(json.loads(json.dumps(report)))
@@ -104,15 +104,15 @@ def test_report_html_plots_the_signals(spark, tmp_path, profile):
 
 @pytest.mark.parametrize("mode", ["filter", "annotate"])
 def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profile, mode):
-    """etl.quality.mark_stage (clean, personal data, quality and classify in one mapInArrow)
+    """etl.classify.quality.mark_stage (clean, personal data, quality and classify in one mapInArrow)
     against the four stages chained, row for row, with a spam model and the profile."""
-    from etl.classify import ClassifyConfig, classify_stage, ship_models
-    from etl.clean import clean_stage
-    from etl.pii import PiiConfig, pii_stage
-    from etl.progress import Counters
-    from etl.quality import Marking, keep_clean_rejections, mark_stage, prepare, quality_stage
-    from etl.readers import read_raw
-    from etl.records import ReaderConfig
+    from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
+    from etl.clean.stage import clean_stage
+    from etl.clean.pii import PiiConfig, pii_stage
+    from etl.runtime.progress import Counters
+    from etl.classify.quality import Marking, keep_clean_rejections, mark_stage, prepare, quality_stage
+    from etl.read.readers import read_raw
+    from etl.read.records import ReaderConfig
     from filters.classify import (META_FILE, MODEL_FILE, TrainParams, fasttext_line, preprocess, preprocess_metadata,
                                   sha256_file, train_fasttext)
     from filters.config import RulesConfig

@@ -8,8 +8,8 @@ import json
 import opencc
 import pytest
 
-from etl import decode, warc
-from etl.records import ReaderConfig, derived_doc_id, parse_file
+from etl.read import decode, warc
+from etl.read.records import ReaderConfig, derived_doc_id, parse_file
 from tests.crawl_fixture import P, html, response, warc_record
 
 LIMITS = ReaderConfig().limits

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from etl import records as rec
+from etl.read import records as rec
 from etl.corpus import CleanConfig, clean_corpus
-from etl.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files, list_objects
+from etl.read.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files, list_objects
 from jobs import cli
 from tests import crawl_fixture
 from tests.test_split_read import _jsonl_straddling
@@ -320,7 +320,7 @@ def test_connection_resets_are_retried_then_the_ranges_error(store, creds, tmp_p
     """Without Spark, range by range: flaky.jsonl's first 2 GETs cut mid-response are retried
     (retries=3) and its rows equal the local rows; dead.warc.gz, cut on every GET past its first
     MiB, yields the records before the cut, then an ``unreadable`` error of its range."""
-    from etl.readers import InputFile, plan
+    from etl.read.readers import InputFile, plan
 
     url, upload = store
     src = tmp_path / "in"
@@ -380,7 +380,7 @@ def test_a_file_cut_on_every_retry_is_that_files_error_not_the_runs(spark, store
 def test_ranges_read_through_the_store_equal_local_ranges(store, creds, tmp_path):
     """Without Spark: the plan of a JSONL file many ranges long and of a plain WARC, read range by
     range from the store (small read-ahead, so refills and seeks happen inside records) and from disk."""
-    from etl.readers import InputFile, plan
+    from etl.read.readers import InputFile, plan
     from tests.test_split_read import _warc_with_damage
 
     url, upload = store

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 import pytest
 
-from etl.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
+from base.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
 from tests.test_tokenizer import train_tiny_tokenizer
 from train.indexed_dataset import IndexedDataset, IndexedDatasetError, read_manifest
 
@@ -117,7 +117,7 @@ def documents():
 
 @pytest.fixture(scope="module")
 def written(spark, tok_dir, documents, tmp_path_factory):
-    from etl.shards import write_shards
+    from etl.shards.stage import write_shards
 
     root = tmp_path_factory.mktemp("shards")
     df = spark.createDataFrame(documents, "doc_id string, text string, source string").repartition(3)
@@ -182,7 +182,7 @@ def test_shards_read_back_byte_for_byte(spark, written, tok_dir, documents):
 
 @pytest.mark.slow
 def test_rerun_is_byte_identical_and_empty_shards_are_written(spark, written, tok_dir, documents, tmp_path):
-    from etl.shards import write_shards
+    from etl.shards.stage import write_shards
 
     out, _ = written
     df = spark.createDataFrame(list(reversed(documents)), "doc_id string, text string, source string").repartition(2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zipfile
 from types import SimpleNamespace
 
-from etl.ship import ship_directory
+from etl.runtime.ship import ship_directory
 
 
 def test_a_changed_metadata_file_ships_a_new_archive(tmp_path):

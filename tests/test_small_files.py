@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from etl import records as rec
-from etl import sizing
-from etl.readers import InputFile, plan
+from etl.read import records as rec
+from etl.runtime import sizing
+from etl.read.readers import InputFile, plan
 
 CORES = 2  # the spark fixture is local[2]
 
@@ -81,8 +81,8 @@ def test_small_files_clean_job_tasks_files_and_rows(spark, tmp_path):
     the same records read from one file."""
     from bench.bench_small_files import make_inputs, rows
     from etl.corpus import CleanConfig, clean_corpus
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
 
     small, one = make_inputs(tmp_path / "in", 200)
     raw, files = read_raw(spark, [str(small)], rec.ReaderConfig(), Counters(spark.sparkContext))
@@ -117,7 +117,7 @@ def test_listing_walks_directories_like_os_walk(spark, tmp_path):
     OS path, files in hidden directories included, hidden files (``_*``, ``.*``) skipped."""
     import os
 
-    from etl.readers import list_inputs
+    from etl.read.readers import list_inputs
 
     for rel in ("a.jsonl", "_SUCCESS", ".x.jsonl", "d/b c.jsonl", "d/_tmp/e/f.warc.gz", ".h/g.jsonl"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -136,9 +136,9 @@ def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
     far under the target), with the rows of the driver path."""
     import pyarrow.parquet as pq
 
-    from etl.dedup import DedupConfig
+    from etl.dedup.stage import DedupConfig
     from etl.phases import dedup_phase
-    from etl.publish import LocalStorage, Staging
+    from etl.runtime.publish import LocalStorage, Staging
 
     texts = [f"第{i}篇文章，" + "天下大势分久必合合久必分。" * 3 + "周末七国分争并入于秦。" * (i % 7) for i in range(60)]
     rows = [(f"d{i:03d}", t) for i, t in enumerate(texts)] + [(f"c{i:03d}", texts[i]) for i in range(0, 60, 3)]

@@ -1,6 +1,6 @@
 """deploy/spark_package.py ships only what executors need: the project zip and the env leave out
 train/, demo/, bench/, tests/, torch, ray, tensorboardX, snownlp, and the driver-only matplotlib
-and datasketch (with scipy); every etl/ and filters/ module an executor may import must import
+and datasketch (with scipy); every base/, etl/ and filters/ module an executor may import must import
 without them. tests/test_cluster.py runs a real build whose executors cannot import them."""
 
 import re
@@ -21,7 +21,7 @@ def _names(reqs: list[str]) -> set[str]:
 
 def test_spark_package_leaves_out_what_no_executor_imports():
     tops = {f.parts[0] for f in spark_package.project_files(ROOT)}
-    assert tops == {"etl", "filters", "jobs", "sensitive_words"}  # no train/, demo/, bench/, tests/
+    assert tops == {"base", "etl", "filters", "jobs", "sensitive_words"}  # no train/, demo/, bench/, tests/
     executors = _names(spark_package.spark_requirements(ROOT / "pyproject.toml"))
     assert not executors & {"pyspark", "ray", "torch", "tensorboardx", "snownlp", "matplotlib", "datasketch"}
     assert {"fasttext-numpy2", "jieba", "rjieba", "opencc", "pyarrow", "pandas", "numpy", "sentencepiece",
@@ -39,9 +39,9 @@ class Absent:
             raise ModuleNotFoundError(f"{name} is left out of the executors' env", name=name)
 sys.meta_path.insert(0, Absent())
 failed = []
-for pkg in ("etl", "filters"):
-    for m in pkgutil.iter_modules(importlib.import_module(pkg).__path__):
-        name = f"{pkg}.{m.name}"
+for pkg in ("base", "etl", "filters"):
+    for m in pkgutil.walk_packages(importlib.import_module(pkg).__path__, prefix=f"{pkg}."):
+        name = m.name
         if name not in driver_modules:
             try:
                 importlib.import_module(name)

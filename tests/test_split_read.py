@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from etl import records as rec
-from etl.readers import InputFile, plan
+from etl.read import records as rec
+from etl.read.readers import InputFile, plan
 from tests.crawl_fixture import doc, html, response
 
 SPLIT = 3000
@@ -190,10 +190,10 @@ def test_gzip_is_one_range(tmp_path):
 @pytest.mark.slow
 def test_spark_split_read_matches_unsplit_and_the_ledger_is_exact(spark, tmp_path):
     """Through Spark: many ranges per file, every core busy, identical output, exact ledger."""
-    from etl.clean import clean_stage
-    from etl.ledger import build_ledger
-    from etl.progress import Counters
-    from etl.readers import read_raw
+    from etl.clean.stage import clean_stage
+    from etl.report.ledger import build_ledger
+    from etl.runtime.progress import Counters
+    from etl.read.readers import read_raw
     from filters.config import RulesConfig
 
     d = tmp_path / "in"

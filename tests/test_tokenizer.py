@@ -149,7 +149,7 @@ def test_too_small_vocabulary_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp_path):
-    from etl.tokenizer_train import train_tokenizer
+    from etl.shards.tokenizer_train import train_tokenizer
     from jobs.config import load_config
     from jobs.train_tokenizer import TrainTokenizerConfig
 
@@ -209,7 +209,7 @@ def test_shards_are_byte_identical_to_the_jieba_rule(tok_dir, varied_texts, tmp_
 
     import numpy as np
 
-    from etl.indexed_dataset import IndexedDatasetWriter
+    from base.indexed_dataset import IndexedDatasetWriter
 
     native = ZhTokenizer.load(tok_dir)
     sources = {"rjieba": native.encode_batch(varied_texts), "reference": _reference_ids(native, varied_texts),
@@ -244,10 +244,10 @@ def test_metadata_records_the_engine_and_another_engine_needs_parity(tok_dir, tm
 
 
 def test_token_arrays_match_arrow_on_nested_lists(tok, varied_texts):
-    """The tokenize stage's columns (etl.shards.token_arrays) against pyarrow's own conversion."""
+    """The tokenize stage's columns (etl.shards.stage.token_arrays) against pyarrow's own conversion."""
     import pyarrow as pa
 
-    from etl.shards import TOKENS_SCHEMA, token_arrays
+    from etl.shards.stage import TOKENS_SCHEMA, token_arrays
 
     for ids in (tok.encode_batch(varied_texts), [[], [5], []], []):
         tokens, n_tokens = token_arrays(ids)
@@ -256,7 +256,7 @@ def test_token_arrays_match_arrow_on_nested_lists(tok, varied_texts):
 
 
 def test_tokenize_audit_stops_on_a_difference(tok_dir, varied_texts, monkeypatch):
-    from etl.shards import audit_presegmentation
+    from etl.shards.stage import audit_presegmentation
     from filters import segment
 
     tok = ZhTokenizer.load(tok_dir)

@@ -51,7 +51,7 @@ def layout(tp: int = 1, pp: int = 1, dp: int = 1) -> list[str]:
     return [f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}"]
 
 
-# --- a small corpus, written by hand in the layout etl/shards.py writes -----------------------------
+# --- a small corpus, written by hand in the layout etl/shards/stage.py writes -----------------------------
 
 def write_corpus(root: Path, num_docs: int = 240, num_shards: int = 2) -> Path:
     """Shards + ``.src`` sidecars + manifest.json. Each document repeats a short motif of ids

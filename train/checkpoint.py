@@ -42,7 +42,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 
-from etl.publish import write_atomic  # stdlib only: no Spark in train/
+from etl.runtime.publish import write_atomic  # stdlib only: no Spark in train/
 from train.indexed_dataset import sha256_file
 
 CHECKPOINTS = "checkpoints"

@@ -102,7 +102,7 @@ class TokenData:
         names = read_manifest(manifest_path, verify=False).get("sources")
         if names is None or any(ds.document_sources is None for ds in self.shards):
             raise IndexedDatasetError(f"{manifest_path}: no per-document sources (.src sidecars); "
-                                      "rebuild the shards with etl.shards")
+                                      "rebuild the shards with etl.shards.stage")
         counts = [len(ds) for ds in self.shards]
         self._first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # global number of shard's doc 0
         lengths = np.concatenate([ds.document_lengths for ds in self.shards] + [np.empty(0, np.int64)])

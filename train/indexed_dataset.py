@@ -8,7 +8,7 @@ indices [documents + 1] starting at 0. Everything is validated on open (sizes, p
 indices), so a truncated or foreign file is an error here, not a silent wrong batch later.
 Token arrays are read-only views of the memory map: no copy until the caller makes one.
 
-``PREFIX.src`` (written by ``etl/shards.py``, ignored by Megatron): one ``<u2`` per document, an
+``PREFIX.src`` (written by ``etl/shards/stage.py``, ignored by Megatron): one ``<u2`` per document, an
 index into the manifest's ``sources``; ``IndexedDataset(prefix, source_names)`` maps and checks it.
 
 Independent of ``etl/`` (no Spark on training workers): the format constants are restated here.

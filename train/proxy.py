@@ -11,7 +11,7 @@ evaluation (the external dev set, every one of its full batches, at every ``trai
 steps and at the end) and that nothing is checkpointed (a failed run is reported, not resumed).
 The final evaluation is kept per dev document (``dev_doc_nll``: summed next-token loss,
 ``dev_doc_tokens``: tokens scored; one numbering for every run), so the judge can pair runs
-document by document and report the dev set's own sampling error (``etl.judge_stats``).
+document by document and report the dev set's own sampling error (``etl.judge.stats``).
 
 A task that raises or whose worker dies is a failed run (``status = "failed"`` with the error); the
 other runs go on. Everything a run returns is a function of (config, seed, shards): the same seeds
@@ -286,7 +286,7 @@ def with_vocab(cfg: ProxyConfig, vocab_size: int) -> ProxyConfig:
 
 
 class ProxyTrainer:
-    """The training side of ``etl.judge.judge_rules`` (its ``Trainer`` protocol)."""
+    """The training side of ``etl.judge.run.judge_rules`` (its ``Trainer`` protocol)."""
 
     def __init__(self, cfg: ProxyConfig):
         self.cfg = cfg.resolved()

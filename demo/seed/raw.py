@@ -25,7 +25,7 @@ RAW_FORMATS = ("warc", "wet", "jsonl")
 def raw_crawl_records(crawl_dir: str | Path) -> list[dict]:
     """{"doc_id", "format", "text"} of every readable record under crawl_dir, sorted by doc_id
     (the order of the files on disk does not matter)."""
-    from etl.records import ReaderConfig, detect_format, parse_file
+    from etl.read.records import ReaderConfig, detect_format, parse_file
 
     root = Path(crawl_dir)
     paths = sorted(p for p in root.rglob("*") if p.is_file() and detect_format(str(p)))

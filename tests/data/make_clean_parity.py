@@ -36,7 +36,7 @@ DEMO_PER_KIND = 45  # demo-crawl records per labelled kind (clean: 4x)
 SYNTHETIC_DOCS = 700
 FUZZ_DOCS = 300
 MAX_DEMO_CHARS = 12000  # skip the demo crawl's one ~10 MB line
-# Titles never hold lone surrogates (the readers remove them: etl.decode); texts may, here.
+# Titles never hold lone surrogates (the readers remove them: etl.read.decode); texts may, here.
 NO_SURROGATE = re.compile("[\ud800-\udfff]")
 
 WHITESPACE = [" ", "\t", "\u3000", "\xa0", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028",
@@ -56,7 +56,7 @@ LATIN = ["the", "Python", "GDP", "WiFi", "iPhone", "2026", "3.14", "http://a.cn/
 
 
 def _demo_records(root: Path, rng: random.Random) -> list[dict]:
-    from etl.records import RECORD, ReaderConfig, parse_file
+    from etl.read.records import RECORD, ReaderConfig, parse_file
 
     kinds = {}
     for line in (root / "labels.tsv").read_text(encoding="utf-8").splitlines()[1:]:

@@ -1,0 +1,76 @@
+"""The shard manifest: what a build's ``shards/manifest.json`` holds (``build_manifest``), and the
+manifests of several builds merged into one that trainers read (``merge_manifests``: the nightly
+refresh's ``corpus.json``, every shard of every version so far, paths relative to it)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from base.indexed_dataset import dtype_code
+
+MANIFEST_FORMAT = "megatron-mmidxidx-v1"
+MANIFEST_FILE = "manifest.json"
+SHARD_NAME = "shard-{:05d}"
+
+
+def build_manifest(rows: list[dict[str, Any]], shipped, dtype: np.dtype,
+                   sources: list[str]) -> dict[str, Any]:
+    shards, per_source = [], {}
+    for r in rows:
+        name = SHARD_NAME.format(r["shard"])
+        shard_tokens = json.loads(r["tokens_per_source"])
+        for src, n in shard_tokens.items():
+            per_source[src] = per_source.get(src, 0) + n
+        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx", "src": f"{name}.src",
+                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"], "src_sha256": r["src_sha256"],
+                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"], "src_bytes": r["src_bytes"],
+                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": shard_tokens})
+    return {
+        "format": MANIFEST_FORMAT, "dtype": np.dtype(dtype).name, "dtype_code": dtype_code(dtype),
+        "vocab_size": shipped.vocab_size, "tokenizer_sha256": shipped.sha256, "eod_id": shipped.eod_id,
+        "tokens_include_eod": True, "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
+        "sources": list(sources), "document_sources": "shard-NNNNN.src: <u2 per document, index into sources",
+        "shards": shards,
+        "totals": {"shards": len(shards), "documents": sum(s["documents"] for s in shards),
+                   "tokens": sum(s["tokens"] for s in shards)},
+        "tokens_per_source": dict(sorted(per_source.items())),
+    }
+
+
+def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str, Any]:
+    """The shard manifests of ``shard_dirs`` (version -> its ``shards/`` directory, in order)
+    merged into one, paths relative to ``relative_to``. Every version must share one tokenizer."""
+    merged: dict[str, Any] | None = None
+    for v, shard_dir in shard_dirs.items():
+        m = json.loads((shard_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+        rel = os.path.relpath(shard_dir, relative_to)
+        shards = []
+        for s in m["shards"]:
+            entry = {**s, "version": v}
+            for key in ("name", "bin", "idx", "src"):
+                if key in s:
+                    entry[key] = f"{rel}/{s[key]}"
+            if "sources" in m:
+                entry["sources"] = m["sources"]  # a shard's .src ids index its own version's list
+            shards.append(entry)
+        if merged is None:
+            merged = {k: v2 for k, v2 in m.items() if k not in ("shards", "totals", "tokens_per_source", "sources")}
+            merged.update(shards=[], tokens_per_source={})
+        elif m["tokenizer_sha256"] != merged["tokenizer_sha256"]:
+            raise ValueError(f"version {v} was tokenized with another tokenizer than {next(iter(shard_dirs))}")
+        merged["shards"] += shards
+        for src, n in m["tokens_per_source"].items():
+            merged["tokens_per_source"][src] = merged["tokens_per_source"].get(src, 0) + n
+    if merged is None:
+        raise ValueError("no manifests to merge")
+    merged["sources"] = sorted(merged["tokens_per_source"])
+    merged["tokens_per_source"] = dict(sorted(merged["tokens_per_source"].items()))
+    merged["totals"] = {"shards": len(merged["shards"]), "documents": sum(s["documents"] for s in merged["shards"]),
+                        "tokens": sum(s["tokens"] for s in merged["shards"])}
+    merged["versions"] = list(shard_dirs)
+    return merged

@@ -1,0 +1,3 @@
+"""Clean: what is removed or redacted by rule. ``stage`` (the PanGu-α rules and sensitive words,
+``filters.pipeline`` over Arrow batches), ``pii`` (personal data), ``decontaminate`` (overlap
+with evaluation sets, after dedup)."""

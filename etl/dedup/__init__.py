@@ -1,0 +1,4 @@
+"""Dedup: ``stage`` (exact keys, MinHash signatures, LSH bands, candidate edges, keep one per
+component), ``verify`` (exact Jaccard of candidates), ``components`` (connected components),
+``local`` (the same on the driver for small inputs), ``checkpoints``, and the persistent
+``index`` (with ``index_files``, its files read and written by pyarrow alone)."""
