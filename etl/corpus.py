@@ -23,21 +23,22 @@ from typing import Any, ClassVar
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from etl.classify.quality import QualityConfig, quality_summary
 from etl.classify.stage import ClassifyConfig
 from etl.clean.decontaminate import DecontaminateConfig
+from etl.clean.pii import PiiConfig, pii_summary
 from etl.dedup.stage import DedupConfig
 from etl.documents import Marked, read_clean_classify
-from etl.runtime.failpoints import failpoint
-from etl.report.ledger import build_ledger
 from etl.phases import KEYS, dedup_phase, distributions, shards_phase
-from etl.clean.pii import PiiConfig, pii_summary
-from etl.runtime.progress import Counters, report_progress
-from etl.classify.quality import QualityConfig, quality_summary
-from etl.runtime.publish import HadoopStorage, publish_dir
 from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
+from etl.report.ledger import build_ledger
+from etl.runtime.failpoints import failpoint
+from etl.runtime.progress import Counters, report_progress
+from etl.runtime.publish import HadoopStorage, publish_dir
 from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
+from etl.shards.stage import ShardsConfig
 from etl.shards.tokenizer_train import TokenizerConfig
 from filters.config import RulesConfig
 
@@ -53,13 +54,6 @@ class CleanConfig:
     quality: QualityConfig = field(default_factory=QualityConfig)
     classify: ClassifyConfig = field(default_factory=ClassifyConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
-
-
-@dataclass(frozen=True)
-class ShardsConfig:
-    num_shards: int = 0  # 0 = about one shard per target_mb of token data
-    # ~1.3 characters per token and 2 bytes per token (uint16) -> ~1.5 bytes of .bin per character
-    target_mb: int = 256
 
 
 @dataclass(frozen=True)
@@ -158,8 +152,8 @@ class _Built:
 def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Laps) -> _Built:
     """dedup → decontaminate → tokenize + shards over the marked rows; writes every output frame."""
     from etl.clean.decontaminate import dropped_by_file
-    from etl.documents import REJECTED_COLUMNS
     from etl.clean.pii import pii_summary
+    from etl.documents import REJECTED_COLUMNS
     from etl.phases import decontaminate_phase
 
     spark = marked.rows.sparkSession

@@ -19,10 +19,10 @@ from etl.runtime.sizing import OutputConfig, sized
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
 
 if TYPE_CHECKING:
-    from etl.corpus import ShardsConfig
     from etl.clean.decontaminate import PreparedIndex
     from etl.dedup.index import DedupIndex
     from etl.runtime.publish import Staging
+    from etl.shards.stage import ShardsConfig
 
 log = logging.getLogger("zhcorpus")
 NO_SOURCE_FILE = "unknown"  # duplicates_by_file key for documents without a source_file column
@@ -98,7 +98,7 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
     return spark.read.parquet(out.path("documents")), marked.where(F.col("reason").isNotNull()), summary
 
 
-def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: "ShardsConfig",
+def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfig,
                  out: "Staging") -> tuple[ShardSummary, DataFrame]:
     """Tokenize once (persisted: the shards and the token histogram both read it; the caller
     unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the

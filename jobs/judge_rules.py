@@ -35,8 +35,9 @@ if __package__ in (None, ""):  # spark-submit jobs/judge_rules.py: make the proj
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etl.corpus import BuildConfig  # noqa: E402
-from etl.judge.run import JudgeSection, as_overrides, judge_rules, read_variants  # noqa: E402
 from etl.judge.report import ranking_lines  # noqa: E402
+from etl.judge.run import as_overrides, judge_rules, read_variants  # noqa: E402
+from etl.judge.section import JudgeSection  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import ConfigError, load_config  # noqa: E402
 from train.proxy import ProxyConfig, ProxyTrainer  # noqa: E402

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from etl.judge.run import BASELINE, JudgeError, as_overrides, read_variants
 from etl.judge import stats as js
-from etl.judge.run import rare_characters
 from etl.judge.report import TIMINGS, _seed_stats
+from etl.judge.run import as_overrides, rare_characters, read_variants
+from etl.judge.section import BASELINE, JudgeError
 from jobs.config import parse_override
 from tests import shard_fixture
 from train.proxy import ProxyConfig, ProxyError, ProxyRun, check_runs, train_one

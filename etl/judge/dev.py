@@ -18,10 +18,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from etl.read import records as rec
 from etl.dedup.stage import DedupConfig, band_rows, signatures
-from etl.runtime.publish import LocalStorage, Staging
+from etl.judge.section import JudgeError
+from etl.read import records as rec
 from etl.read.readers import list_input_files
+from etl.runtime.publish import LocalStorage, Staging
 
 log = logging.getLogger("zhcorpus")
 DEV_PREFIX = "dev:"   # dev doc_ids: never equal to a training doc_id
@@ -33,7 +34,6 @@ def read_dev(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, dict[str
     """(doc_id, text) of the dev set (JSONL or Parquet with a ``text`` column and optionally an
     ``id``) and its counts; blank texts are dropped and counted. Refuses an empty set, another
     format, a malformed JSON line, repeated ids."""
-    from etl.judge.run import JudgeError
 
     files = list_input_files(spark, paths)
     by_fmt: dict[str | None, list[str]] = {}
@@ -89,7 +89,6 @@ def prepare_dev(spark: SparkSession, dev: DataFrame, counts: dict[str, int], doc
                 cfg: DedupConfig, tokenizer: str, root: str, min_documents: int) -> dict[str, Any]:
     """Remove the overlap (``documents``: variant -> its documents/ directory), refuse a dev set
     with fewer than ``min_documents`` left, write ROOT/shards; returns the report's ``dev`` part."""
-    from etl.judge.run import JudgeError
     from etl.phases import dedup_phase
     from etl.shards.stage import write_shards
 

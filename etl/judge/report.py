@@ -27,6 +27,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl.judge.section import BASELINE
+
 KEPT, ABSENT = "kept", "absent"
 TIMINGS = "timings"  # the one key of judge.json that is not reproducible
 
@@ -87,7 +89,6 @@ def assemble(*, seeds: list[int], overrides: dict[str, dict[str, Any]], builds: 
              plan: dict[str, Any], power, dev: dict[str, Any], proxy: dict[str, Any], sample: list[str],
              config: dict[str, Any], timings: dict[str, Any]) -> dict[str, Any]:
     """The whole judge.json (see the module docstring)."""
-    from etl.judge.run import BASELINE
     from etl.judge.stats import compare
 
     comparisons = compare(results, BASELINE, power)
@@ -117,7 +118,6 @@ def assemble(*, seeds: list[int], overrides: dict[str, dict[str, Any]], builds: 
 
 def ranking_lines(report: dict[str, Any]) -> list[str]:
     """The ranking and each variant's paired comparison as a few human lines (driver log)."""
-    from etl.judge.run import BASELINE, comparison_line
 
     lines = [f"ranking by dev perplexity ({len(report['seeds'])} paired seeds, "
              f"{report['budget']['tokens']:,} tokens per run):"]
@@ -133,3 +133,18 @@ def ranking_lines(report: dict[str, Any]) -> list[str]:
     for f in report["failed_runs"]:
         lines.append(f"failed: {f['variant']} seed {f['seed']}: {f['error']}")
     return lines
+
+
+def brief(c: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The keys of a comparison that the round log (runs.jsonl) keeps."""
+    keys = ("mean", "se", "mdd", "mean_rel", "mdd_rel", "verdict")
+    return None if c is None else {k: c[k] for k in keys}
+
+
+def comparison_line(name: str, c: dict[str, Any] | None) -> str:
+    """One human line of a paired comparison (driver log, ranking lines)."""
+    if c is None:
+        return f"{name} vs {BASELINE}: fewer than 2 seeds finished by both"
+    return (f"{name} vs {BASELINE}: {c['mean']:+.2f} ppl ({c['mean_rel']:+.1%}) over {len(c['seeds'])} paired "
+            f"seeds, SE {c['se']:.2f} (seed sd {c['sd']:.2f}, dev SE {c['se_dev']:.2f}), MDD {c['mdd']:.2f} "
+            f"({c['mdd_rel']:.1%}): {c['verdict']}")

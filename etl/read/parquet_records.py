@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from etl.read.records import CORRUPT_PARQUET, NO_TEXT_COLUMN, RangeState, object_row
+from etl.read.rows import CORRUPT_PARQUET, NO_TEXT_COLUMN, RangeState, object_row
 from etl.read.warc_records import guarded
 
 COLUMNS = ("id", "url", "source", "timestamp", "text")

@@ -67,6 +67,14 @@ SHARD_ROW_DDL = ("shard int, documents long, tokens long, bin_sha256 string, idx
 
 
 @dataclass(frozen=True)
+class ShardsConfig:
+    """The ``shards`` section of a corpus build."""
+    num_shards: int = 0  # 0 = about one shard per target_mb of token data
+    # ~1.3 characters per token and 2 bytes per token (uint16) -> ~1.5 bytes of .bin per character
+    target_mb: int = 256
+
+
+@dataclass(frozen=True)
 class ShippedTokenizer:
     """What executors need to load the tokenizer: the addFile name and the verified sha256."""
     name: str
