@@ -1,9 +1,11 @@
-"""The shard manifest: what a build's ``shards/manifest.json`` holds (``build_manifest``), and the
+"""The shard manifest: what a build's ``shards/manifest.json`` holds (``build_manifest``), the
 manifests of several builds merged into one that trainers read (``merge_manifests``: the nightly
-refresh's ``corpus.json``, every shard of every version so far, paths relative to it)."""
+refresh's ``corpus.json``, every shard of every version so far, paths relative to it), and the
+manifest read back and verified against its files (``read_manifest``, ``open_shards``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from base.indexed_dataset import dtype_code
+from base.indexed_dataset import IndexedDataset, IndexedDatasetError, dtype_code
 
 MANIFEST_FORMAT = "megatron-mmidxidx-v1"
 MANIFEST_FILE = "manifest.json"
@@ -74,3 +76,61 @@ def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str,
                         "tokens": sum(s["tokens"] for s in merged["shards"])}
     merged["versions"] = list(shard_dirs)
     return merged
+
+
+def read_manifest(path: str | os.PathLike, verify: bool = True) -> dict[str, Any]:
+    """``shards/manifest.json`` (or its directory). Every listed file must exist (always checked).
+    ``verify``: every file's sha256 (``.src`` sidecars included, when the manifest lists them),
+    each shard's document and token counts, and its tokens per source are checked against the
+    files; a mismatch raises ``IndexedDatasetError`` naming the file."""
+    path = Path(path)
+    path = path / "manifest.json" if path.is_dir() else path
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise IndexedDatasetError(f"{path}: format {manifest.get('format')!r}, expected {MANIFEST_FORMAT!r}")
+    for shard in manifest["shards"]:
+        for kind in _kinds(shard):
+            if not (path.parent / shard[kind]).is_file():
+                raise IndexedDatasetError(f"{path.parent / shard[kind]}: missing (listed in {path.name})")
+    if verify:
+        for shard in manifest["shards"]:
+            for kind in _kinds(shard):
+                actual = sha256_file(path.parent / shard[kind])
+                if actual != shard[f"{kind}_sha256"]:
+                    raise IndexedDatasetError(f"{shard[kind]}: sha256 {actual[:16]}... but the manifest says "
+                                              f"{shard[f'{kind}_sha256'][:16]}...")
+            ds = _open(path.parent, shard, manifest)
+            if (len(ds), ds.num_tokens) != (shard["documents"], shard["tokens"]):
+                raise IndexedDatasetError(f"{shard['name']}: {len(ds)} documents / {ds.num_tokens} tokens, manifest "
+                                          f"says {shard['documents']} / {shard['tokens']}")
+            if ds.source_names is not None and ds.tokens_per_source() != shard["tokens_per_source"]:
+                raise IndexedDatasetError(f"{shard['src']}: tokens per source {ds.tokens_per_source()}, manifest "
+                                          f"says {shard['tokens_per_source']}")
+    return manifest
+
+
+def open_shards(path: str | os.PathLike, verify: bool = True) -> list[IndexedDataset]:
+    """Every shard of a manifest, in manifest order; with their ``document_sources`` when the
+    manifest lists ``.src`` sidecars."""
+    path = Path(path)
+    manifest = read_manifest(path, verify)
+    root = path if path.is_dir() else path.parent
+    return [_open(root, s, manifest) for s in manifest["shards"]]
+
+
+def _kinds(shard: dict[str, Any]) -> tuple[str, ...]:
+    return ("bin", "idx", "src") if "src" in shard else ("bin", "idx")
+
+
+def _open(root: Path, shard: dict[str, Any], manifest: dict[str, Any]) -> IndexedDataset:
+    # A merged manifest (the nightly refresh's corpus.json) carries each shard's own source list.
+    names = shard.get("sources", manifest.get("sources"))
+    return IndexedDataset(root / shard["name"], names if "src" in shard else None)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

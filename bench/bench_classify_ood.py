@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from base.log import setup_logging
+
 log = logging.getLogger("zhcorpus")
 BAD = ("spam", "chrome")  # the labels a detector should flag
 
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="model-set directories (each with spam/ and quality/); the first is the anchor")
     p.add_argument("--output", type=Path, default=None, help="also write the JSON here")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     rows = [json.loads(line) for line in args.ood.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts, labels = [r["text"] for r in rows], [r["label"] for r in rows]
     families = [r.get("family") or "-" for r in rows]

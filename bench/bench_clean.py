@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from base.log import setup_logging
 from etl.clean.stage import clean_batch, get_cleaner
 from etl.read.readers import ARROW_RAW
 from etl.read.records import ReaderConfig, parse_file
@@ -81,9 +82,9 @@ def spark_job(spark, inputs: list[str], out: Path) -> tuple[float, int, int]:
 def spark_read_clean(spark, inputs: list[str]) -> float:
     """Read + clean into Spark's no-op sink: the job without persist, writes and ledger."""
     from etl.clean.stage import clean_stage
-    from etl.runtime.progress import Counters
     from etl.corpus import CleanConfig
     from etl.read.readers import read_raw
+    from etl.runtime.progress import Counters
 
     cfg = CleanConfig()
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.spark.max_partition_bytes))
@@ -101,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cleaner-only", action="store_true", help="only the Cleaner's CPU ms/MB in one process (no Spark)")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-
+    setup_logging(logging.WARNING)
     from etl.runtime.spark import get_spark
 
     files = sorted(f for root in map(Path, args.input) for f in ([root] if root.is_file() else root.rglob("*"))

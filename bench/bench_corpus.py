@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from base.log import setup_logging
 from bench import corpus_anchor as anchor
 
 FUSED = "read_clean_classify"  # the first of report.json's job.stage_seconds; the others are taken as they come
@@ -59,8 +60,8 @@ def load_build_config(overrides: list[str]):
 def spark_read_clean(spark, cfg, inputs: list[str]) -> float:
     """Seconds of read + clean alone into the no-op sink."""
     from etl.clean.stage import clean_stage
-    from etl.runtime.progress import Counters
     from etl.read.readers import read_raw
+    from etl.runtime.progress import Counters
 
     t0 = time.perf_counter()
     raw, _ = read_raw(spark, inputs, cfg.reader, Counters(spark.sparkContext))
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", choices=("crawl", "plain"), default=None)
     p.add_argument("--out", type=Path, default=Path("out/bench-corpus"))
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    setup_logging(logging.WARNING)
     for kind in ("spam", "quality", "fluency"):
         if not (Path(args.models) / kind / "metadata.json").exists():
             p.error(f"no {kind} model in {args.models} (make demo-models)")

@@ -48,9 +48,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from base.log import setup_logging
 from bench import dedup_methods as dm
-from bench.corpus_anchor import CpuMeter
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
+from bench.corpus_anchor import CpuMeter
 from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from etl.dedup.stage import DedupConfig
 from filters import minhash as mh
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shingle-sweep", type=int, nargs="*", default=[], metavar="N",
                     help="also report LSH false positives and recall per shingle size, e.g. 3 4 5 6 7")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     if set(args.methods) - set(METHODS):
         ap.error(f"--methods: unknown {sorted(set(args.methods) - set(METHODS))}; choose from {METHODS}")
     out = Path(args.out)

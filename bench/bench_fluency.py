@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from base.log import setup_logging
 from filters import fluency as fl
 
 MB = 1e6
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=float, default=5.0, help="repeat the texts up to this many MB")
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-
+    setup_logging()
     train, held = news_texts() if not (args.model and args.texts) else ([], [])
     t = time.process_time()
     model = fl.FluencyModel.load(args.model) if args.model else fl.train_local(train, order=5)

@@ -51,10 +51,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from base.log import setup_logging
 from bench.corpus_anchor import CpuMeter
-from etl.dedup.stage import DedupConfig, dedup, signatures
-from etl.dedup.index import DedupIndex, IndexConfig
 from etl.dedup import local as dl
+from etl.dedup.index import DedupIndex, IndexConfig
+from etl.dedup.stage import DedupConfig, dedup, signatures
 
 log = logging.getLogger("zhcorpus")
 
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="out/bench/nightly-work")
     ap.add_argument("--out", default="out/bench/nightly.json")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    setup_logging(logging.WARNING)
     from etl.runtime.spark import get_spark
 
     with socket.socket() as s:  # the UI's REST API gives the stages' shuffle bytes; loopback only

@@ -31,6 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
+from base.log import setup_logging
 from filters import decontam as dc
 from filters import minhash as mh
 from filters import pii
@@ -165,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep", action="store_true", help="also the n-gram sweep (false and missed hits)")
     p.add_argument("--no-spark", action="store_true")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-
+    setup_logging(logging.WARNING)
     docs = load_documents(args.documents)
     items, originals = load_eval()
     texts = [d["text"] for d in docs]

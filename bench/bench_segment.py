@@ -32,6 +32,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from base.log import setup_logging
 from filters.classify import (MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch)
 from filters.segment import get_segmenter
 from filters.tokenizer import NEWLINE, SPACE, ZhTokenizer, join_words
@@ -282,8 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", action="store_true",
                    help="also train both classifiers per candidate preprocessing (~2 min): the decision data")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-
+    setup_logging(logging.WARNING)
     texts, kinds = crawl_documents(Path(args.crawl))
     pages = source_pages()
     if args.max_docs:

@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from base.log import setup_logging
+
 ROOT = Path(__file__).resolve().parent.parent
 FILE_COLUMNS = ("source_file", "offset")  # where a row came from: differs between the two inputs
 
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", type=int, default=2, help="local[N]")
     ap.add_argument("--out", default=str(ROOT / "out" / "bench_small_files"))
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging(logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from etl.corpus import CleanConfig

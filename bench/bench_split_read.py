@@ -26,6 +26,8 @@ import threading
 import time
 from pathlib import Path
 
+from base.log import setup_logging
+
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("zhcorpus")
 
@@ -117,8 +119,8 @@ def tree_cpu_seconds(root: int) -> float:
 def read_once(spark, path: Path, cfg, cores: int) -> dict:
     from pyspark.sql import functions as F
 
-    from etl.runtime.progress import Counters
     from etl.read.readers import read_raw
+    from etl.runtime.progress import Counters
 
     counters = Counters(spark.sparkContext)
     jvm = spark.sparkContext._gateway.proc.pid
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "out" / "bench_split"))
     ap.add_argument("--one-task-first", action="store_true", help="run the one-task read first (order check)")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     from etl.read.readers import InputFile, plan

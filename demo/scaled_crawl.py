@@ -24,10 +24,11 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+from base.log import setup_logging
 from demo.crawl import (AD_KEYWORDS_FILE, CHARSETS, MIB, SENSITIVE_DIR, build_manifest, choose_compression,
                         layout_files, plan_documents, read_word_lists, render_files)
-from demo.crawl.manifest import labels_tsv
 from demo.crawl.files import write_crawl
+from demo.crawl.manifest import labels_tsv
 from demo.plain_text import paragraph, sentence_streams
 
 VERSION = 1
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-docs", type=int, default=None, help="cap on source pages per copy (small test crawls)")
     ap.add_argument("--big-line-mb", type=float, default=10.0)
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    setup_logging()
     out = args.output or Path(f"out/bench-corpus/crawl-x{args.copies}")
     inputs = ensure_scaled_crawl(out, args.copies, args.max_docs, args.big_line_mb)
     print("\n".join(inputs))

@@ -47,6 +47,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+from base.log import setup_logging
+
 log = logging.getLogger("zhcorpus")
 ROOT = Path(__file__).resolve().parent.parent
 # Spark stages (etl/ with its packages, filters/ and base/ under them) and the Spark entry points
@@ -157,7 +159,7 @@ def pack_env(env: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dist", type=Path, default=ROOT / "dist")
     p.add_argument("--build", type=Path, default=ROOT / "build")

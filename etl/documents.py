@@ -14,13 +14,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from etl.read import records as rec
-from etl.classify.stage import ClassifyConfig, ship_models
-from etl.read.ids import unique_ids
-from etl.clean.pii import PiiConfig
-from etl.runtime.progress import Counters
 from etl.classify.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
+from etl.classify.stage import ClassifyConfig, ship_models
+from etl.clean.pii import PiiConfig
+from etl.read import records as rec
+from etl.read.ids import unique_ids
 from etl.read.readers import read_raw
+from etl.runtime.progress import Counters
 from filters.config import RulesConfig
 
 _SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column

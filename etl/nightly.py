@@ -36,13 +36,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from etl.read import remote
+from base.manifest import merge_manifests
 from etl.corpus import BuildConfig, build_corpus
+from etl.read import remote
+from etl.read.records import detect_format
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import Lock, Locked
-from base.manifest import merge_manifests
 from etl.runtime.publish import write_atomic
-from etl.read.records import detect_format
 
 log = logging.getLogger("zhcorpus")
 

@@ -24,9 +24,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit jobs/build_corpus.py: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.corpus import BuildConfig, build_corpus  # noqa: E402
-from etl.runtime.paths import check_job_paths  # noqa: E402
 from etl.report.assemble import summary_lines  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 
@@ -34,7 +35,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "clean.toml"
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.build_corpus", __doc__, DEFAULT_CONFIG, "dedup.minhash.threshold=0.7")
     p.add_argument("--input", nargs="+", required=True,
                    help="raw crawl files, directories or globs (WARC, WET, JSONL, Parquet; any Hadoop path)")

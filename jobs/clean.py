@@ -21,9 +21,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit jobs/clean.py: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.corpus import CleanConfig, clean_corpus  # noqa: E402
-from etl.runtime.paths import check_job_paths  # noqa: E402
 from etl.report.assemble import summary_lines  # noqa: E402
+from etl.runtime.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import load_config  # noqa: E402
 
@@ -41,7 +42,7 @@ def parse_args(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     args = parse_args(argv)
 
     def body() -> int:

@@ -1,5 +1,4 @@
-"""What every entry point shares: logging set-up, the --config/--set/--overwrite arguments, and
-one mapping from the errors a user can cause to a one-line message and an exit code.
+"""What every entry point shares: the --config/--set/--overwrite arguments, and one mapping from the errors a user can cause to a one-line message and an exit code.
 
 Exit codes (every job): 0 done; 1 done, but some input files could not be read (listed in
 report.json and the log); 2 refused: bad arguments, config, input or output path, or models (one
@@ -17,11 +16,6 @@ from typing import Callable
 
 log = logging.getLogger("zhcorpus")
 EXIT_OK, EXIT_FILE_ERRORS, EXIT_REFUSED, EXIT_LOCKED, EXIT_NOTHING_READ = 0, 1, 2, 3, 4
-
-
-def setup_logging(level: int = logging.INFO) -> None:
-    """One format for every job's driver log; library modules log through ``zhcorpus``."""
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
 
 
 def parser(prog: str, doc: str | None, default_config: str | Path | None = None, example: str = "") -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.dedup.stage import DedupConfig  # noqa: E402
 from etl.runtime.spark import SparkConfig  # noqa: E402
 from jobs import cli  # noqa: E402
@@ -40,7 +41,7 @@ class CompactJobConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.compact_index", __doc__, None, "dedup.index.target_file_mb=256")
     p.add_argument("--index", required=True, help="the dedup index directory (any Hadoop path)")
     p.add_argument("--auto", action="store_true",

@@ -19,6 +19,7 @@ from typing import ClassVar
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.corpus import dedup_corpus  # noqa: E402
 from etl.dedup.stage import DedupConfig  # noqa: E402
 from etl.runtime.paths import check_job_paths  # noqa: E402
@@ -35,7 +36,7 @@ class DedupJobConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.dedup", __doc__, None, "dedup.minhash.threshold=0.7 --set dedup.verify=measure")
     p.add_argument("--input", nargs="+", required=True, help="Parquet documents (doc_id, text[, quality_score])")
     p.add_argument("--output", required=True, help="output directory (created atomically)")

@@ -34,6 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit jobs/judge_rules.py: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.corpus import BuildConfig  # noqa: E402
 from etl.judge.report import ranking_lines  # noqa: E402
 from etl.judge.run import as_overrides, judge_rules, read_variants  # noqa: E402
@@ -67,7 +68,7 @@ def variant_builds(path: str, config: str | None, sets: list[str]) -> tuple[Judg
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.judge_rules", __doc__, DEFAULT_CONFIG, "proxy.train.steps=400")
     p.add_argument("--input", nargs="+", required=True, help="raw crawl files, directories or globs")
     p.add_argument("--variants", required=True, help="TOML: one [name] table of build-config keys per variant")

@@ -24,6 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.nightly import NightlyConfig, refresh, submit_training  # noqa: E402
 from etl.runtime.paths import check_job_paths  # noqa: E402
 from jobs import cli  # noqa: E402
@@ -31,7 +32,7 @@ from jobs.config import load_config  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.nightly_refresh", __doc__, None, "classify.spam_model=models/spam --set refresh.settle_seconds=60")
     p.add_argument("--crawl-root", required=True, help="directory the crawler drops files into")
     p.add_argument("--corpus-root", required=True, help="the published corpus (versions/, CURRENT, state.json)")

@@ -28,6 +28,7 @@ from typing import ClassVar
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.classify.classifier_train import ClassifierTrainingConfig, read_labeled, train_classifier  # noqa: E402
 from etl.runtime.paths import check_job_paths  # noqa: E402
 from etl.runtime.spark import SparkConfig, session  # noqa: E402
@@ -44,7 +45,7 @@ class TrainClassifierConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.train_classifier", __doc__, None, "classifier.fasttext.epoch=20")
     p.add_argument("--kind", choices=["spam", "quality"], required=True)
     p.add_argument("--input", nargs="+", required=True, help="labeled JSONL or Parquet (text, label)")

@@ -36,6 +36,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.classify.fluency_train import FluencyTrainingConfig, train_fluency  # noqa: E402
 from etl.runtime.paths import check_job_paths  # noqa: E402
 from etl.runtime.spark import SparkConfig, session  # noqa: E402
@@ -50,7 +51,7 @@ class TrainFluencyConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.train_fluency", __doc__, None, "fluency.min_count=2")
     p.add_argument("--reference", nargs="+", required=True,
                    help="reference corpus: JSONL or Parquet files with a text column")

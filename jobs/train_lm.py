@@ -34,6 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from jobs import cli  # noqa: E402
 from jobs.config import ConfigError, load_config  # noqa: E402
 from train import checkpoint  # noqa: E402
@@ -52,7 +53,7 @@ def parse_args(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     args = parse_args(argv)
     try:
         cfg = load_config(TrainLMConfig, args.config, args.overrides)

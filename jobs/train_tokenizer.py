@@ -19,6 +19,7 @@ from typing import ClassVar
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from base.log import setup_logging  # noqa: E402
 from etl.runtime.paths import check_job_paths  # noqa: E402
 from etl.runtime.spark import SparkConfig, session  # noqa: E402
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer  # noqa: E402
@@ -35,7 +36,7 @@ class TrainTokenizerConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.setup_logging()
+    setup_logging()
     p = cli.parser("jobs.train_tokenizer", __doc__, None, "tokenizer.vocab_size=8000")
     p.add_argument("--input", nargs="+", required=True, help="Parquet documents (doc_id, text)")
     p.add_argument("--output", required=True, help="tokenizer directory (replaced atomically if it exists)")

@@ -278,9 +278,9 @@ def test_mixed_input_gives_exactly_the_good_files_records(spark, tmp_path):
 def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
     from etl.clean.stage import clean_stage
     from etl.read.ids import unique_ids
+    from etl.read.readers import read_raw
     from etl.report.ledger import build_ledger
     from etl.runtime.progress import Counters
-    from etl.read.readers import read_raw
     from filters.config import RulesConfig
 
     d = tmp_path / "in"
@@ -368,8 +368,8 @@ def test_unwritable_output_refused_before_any_work(tmp_path, monkeypatch, caplog
 
 @pytest.mark.parametrize("hidden", [[], [".part.jsonl", "_SUCCESS"]])
 def test_empty_input_directory_is_a_clear_error(spark, tmp_path, hidden):
-    from etl.runtime.progress import Counters
     from etl.read.readers import read_raw
+    from etl.runtime.progress import Counters
 
     d = tmp_path / "in"
     d.mkdir()

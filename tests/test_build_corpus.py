@@ -65,8 +65,8 @@ def test_every_record_is_in_exactly_one_output(built):
 
 
 def test_shards_decode_back_to_the_kept_documents(built):
+    from base.manifest import open_shards
     from filters.tokenizer import ZhTokenizer
-    from train.indexed_dataset import open_shards
 
     tok = ZhTokenizer.load(built["out"] / "tokenizer")
     manifest = built["out"] / "shards" / "manifest.json"

@@ -14,8 +14,8 @@ import pytest
 
 from filters.classify import (MODEL_FILE, ModelError, TextClassifier, binary_metrics, pareto_draw, pareto_keep,
                               pareto_keep_probability, preprocess, preprocess_batch)
-from filters.segment import parity_sample
 from filters.keywords import normalise
+from filters.segment import parity_sample
 from filters.text import nfkc_lower_batch
 
 

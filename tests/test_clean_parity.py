@@ -81,8 +81,8 @@ def test_clean_batch_matches_clean_row(sample, cleaner):
     Arrow can hold), with file rows and read-stage rejections mixed in."""
     import pyarrow as pa
 
-    from etl.read import records as rec
     from etl.clean.stage import ARROW_CLEANED, clean_batch, clean_row
+    from etl.read import records as rec
     from etl.read.readers import ARROW_RAW
 
     def raw(i: int, row: dict) -> dict:

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import torch
 
+from base.indexed_dataset import IndexedDatasetError
 from tests import shard_fixture
 from train.data import BLEND_BLOCK, DataConfig, DataError, TokenData
-from train.indexed_dataset import IndexedDatasetError
 
 EOD = 0
 SOURCES = ["books", "empty", "news", "tiny", "web"]  # "empty": listed, no documents

@@ -87,7 +87,7 @@ def test_new_near_duplicates_of_published_documents_are_removed(nights):
     manifest = json.loads((v2 / "corpus.json").read_text())
     assert manifest["versions"] == ["v000001", "v000002"]
     assert {s["version"] for s in manifest["shards"]} == {"v000001", "v000002"}
-    from train.indexed_dataset import open_shards
+    from base.manifest import open_shards
 
     shards = open_shards(v2 / "corpus.json")  # every shard of both versions, checksums verified
     assert sum(len(s) for s in shards) == manifest["totals"]["documents"]
@@ -230,8 +230,8 @@ def test_sixteen_nights_one_killed_before_publishing_one_while_compacting(spark,
     duplicates, and the index, are what the plan says. A year of nights: bench/bench_nightly.py."""
     import etl.dedup.index
     import etl.nightly
+    from base.manifest import open_shards
     from etl.dedup.index import DedupIndex
-    from train.indexed_dataset import open_shards
 
     # report.html (matplotlib: about a third of a tiny night) is checked by other tests
     monkeypatch.setattr("etl.report.html.render", lambda report: "<html></html>")

@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from etl.corpus import CleanConfig, clean_corpus
 from etl.classify.quality import QualityConfig, quality_columns
+from etl.corpus import CleanConfig, clean_corpus
 
 pytestmark = pytest.mark.slow
 
@@ -106,13 +106,13 @@ def test_report_html_plots_the_signals(spark, tmp_path, profile):
 def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profile, mode):
     """etl.classify.quality.mark_stage (clean, personal data, quality and classify in one mapInArrow)
     against the four stages chained, row for row, with a spam model and the profile."""
-    from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
-    from etl.clean.stage import clean_stage
-    from etl.clean.pii import PiiConfig, pii_stage
-    from etl.runtime.progress import Counters
     from etl.classify.quality import Marking, keep_clean_rejections, mark_stage, prepare, quality_stage
+    from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
+    from etl.clean.pii import PiiConfig, pii_stage
+    from etl.clean.stage import clean_stage
     from etl.read.readers import read_raw
     from etl.read.records import ReaderConfig
+    from etl.runtime.progress import Counters
     from filters.classify import (META_FILE, MODEL_FILE, TrainParams, fasttext_line, preprocess, preprocess_metadata,
                                   sha256_file, train_fasttext)
     from filters.config import RulesConfig

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from etl.read import records as rec
 from etl.corpus import CleanConfig, clean_corpus
+from etl.read import records as rec
 from etl.read.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files, list_objects
 from jobs import cli
 from tests import crawl_fixture

@@ -1,5 +1,5 @@
 """Megatron indexed-dataset shards: the writer against hand-packed bytes, the Spark stage read
-back with train/indexed_dataset.py and with an independent ``struct`` parser of the published
+back with base/indexed_dataset.py's reader and with an independent ``struct`` parser of the published
 format, the ``.src`` source sidecar, manifest counts and checksums, and byte-identical re-runs."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import struct
 import numpy as np
 import pytest
 
-from base.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
+from base.indexed_dataset import IndexedDataset, IndexedDatasetError, IndexedDatasetWriter, dtype_for_vocab
+from base.manifest import read_manifest
 from tests.test_tokenizer import train_tiny_tokenizer
-from train.indexed_dataset import IndexedDataset, IndexedDatasetError, read_manifest
 
 MAGIC = b"MMIDIDX\x00\x00"
 STRUCT_CODES = {8: ("H", 2), 4: ("i", 4)}  # Megatron dtype code -> struct format, item size

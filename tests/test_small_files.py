@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from etl.read import records as rec
-from etl.runtime import sizing
 from etl.read.readers import InputFile, plan
+from etl.runtime import sizing
 
 CORES = 2  # the spark fixture is local[2]
 
@@ -81,8 +81,8 @@ def test_small_files_clean_job_tasks_files_and_rows(spark, tmp_path):
     the same records read from one file."""
     from bench.bench_small_files import make_inputs, rows
     from etl.corpus import CleanConfig, clean_corpus
-    from etl.runtime.progress import Counters
     from etl.read.readers import read_raw
+    from etl.runtime.progress import Counters
 
     small, one = make_inputs(tmp_path / "in", 200)
     raw, files = read_raw(spark, [str(small)], rec.ReaderConfig(), Counters(spark.sparkContext))

@@ -191,9 +191,9 @@ def test_gzip_is_one_range(tmp_path):
 def test_spark_split_read_matches_unsplit_and_the_ledger_is_exact(spark, tmp_path):
     """Through Spark: many ranges per file, every core busy, identical output, exact ledger."""
     from etl.clean.stage import clean_stage
+    from etl.read.readers import read_raw
     from etl.report.ledger import build_ledger
     from etl.runtime.progress import Counters
-    from etl.read.readers import read_raw
     from filters.config import RulesConfig
 
     d = tmp_path / "in"

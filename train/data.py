@@ -31,7 +31,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from train.indexed_dataset import IndexedDatasetError, open_shards, read_manifest
+from base.indexed_dataset import IndexedDatasetError
+from base.manifest import open_shards, read_manifest
 
 log = logging.getLogger("zhcorpus")
 

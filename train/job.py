@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from base.manifest import read_manifest
 from train import checkpoint, launch
 from train.data import DataConfig
-from train.indexed_dataset import read_manifest
 from train.launch_checks import check_cluster_fits
 from train.loop import Job, LoopConfig, check_compatible
 from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate

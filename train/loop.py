@@ -33,6 +33,7 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 
+from base.log import setup_logging
 from train import checkpoint
 from train.data import DataConfig, TokenData
 from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
@@ -103,7 +104,7 @@ def train_loop(config: dict[str, Any]) -> None:
     rank = dist.get_rank()
     # dp from the world this group got: fewer workers than the layout's in an elastic run (ray.min_workers)
     job = replace(job, parallel=at_world_size(job.parallel, dist.get_world_size()))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     log.setLevel(logging.INFO if rank == 0 else logging.WARNING)  # human lines from rank 0 only
     device = ray.train.torch.get_device()
     if device.type == "cuda":

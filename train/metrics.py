@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from etl.runtime.publish import write_atomic  # stdlib only: no Spark in train/
+from base.atomic import write_atomic
 from train.model import ModelConfig
 from train.planner import flops_per_iteration
 

@@ -103,8 +103,8 @@ def _stream(manifest: str, cfg: ProxyConfig, seed: int, split: str):
 def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
     """Refuse, before training, what cannot give comparable runs; return what the report states
     per variant (``tokens``, ``documents``, ``epochs`` of the budget) and for the dev set."""
+    from base.manifest import read_manifest
     from train.data import DataError
-    from train.indexed_dataset import read_manifest
 
     manifests = {r.manifest: r.variant for r in runs} | {runs[0].dev_manifest: "the dev set"}
     tokenizers = {}

@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from base.log import setup_logging
 from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, build_demo_crawl
-from jobs.cli import setup_logging
 
 log = logging.getLogger("zhcorpus")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from demo.seed import build_seed_data
 from demo.seed.build import DEFAULT_CRAWL
-from jobs.cli import setup_logging
+from base.log import setup_logging
 
 log = logging.getLogger("zhcorpus")
 

@@ -27,9 +27,9 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from etl.runtime.publish import publish_dir
-from etl.read.readers import InputFile, list_inputs
 from etl.classify.reference_profile import reference_profile
+from etl.read.readers import InputFile, list_inputs
+from etl.runtime.publish import publish_dir
 from filters.classify import sha256_file
 from filters.fluency import (MAX_CHARS, NEWLINE, PERCENTILES_FILE, SPECIALS, FluencyModel, batch_counts, char_counts,
                              check_radix, choose_vocab, normalise, slices, vocab_table)

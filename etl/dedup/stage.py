@@ -48,8 +48,8 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from etl.dedup.checkpoints import Checkpoints
 from etl.dedup import local as dl
+from etl.dedup.checkpoints import Checkpoints
 from etl.dedup.components import components_local, components_spark
 from etl.dedup.index import DedupIndex, IndexConfig, exact_prior_matches
 from etl.dedup.verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,

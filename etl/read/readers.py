@@ -27,11 +27,11 @@ from pyspark.sql import types as T
 
 from etl.read import records as rec
 from etl.read import remote, warc
+from etl.read.streams import GZIP_MAGIC, Stream
 from etl.runtime import sizing
 from etl.runtime.paths import NoInputFiles
 from etl.runtime.progress import Counters
 from etl.runtime.sizing import OPEN_COST
-from etl.read.streams import GZIP_MAGIC, Stream
 
 log = logging.getLogger("zhcorpus")
 

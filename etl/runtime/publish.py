@@ -19,7 +19,8 @@ retired tree back when a crash came between the two renames. Either way a reader
 or the new version, never neither (``tests/test_publish.py`` kills a publish at each step).
 
 Pure Python plus Hadoop's FileSystem API through an existing SparkSession; no pyspark import
-unless a ``HadoopStorage`` is made, so ``train/`` uses it too.
+unless a ``HadoopStorage`` is made. The one-file local case is ``base.atomic`` (what ``train/``
+uses: no ``etl`` on training workers).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Protocol
 
+from base.atomic import local_path, temporary_name, write_synced
+from base.atomic import write_atomic as base_write_atomic
 from etl.runtime.failpoints import failpoint
 
 log = logging.getLogger("zhcorpus")
@@ -62,7 +65,7 @@ class LocalStorage:
     """The local file system (``file:`` prefixes accepted)."""
 
     def qualify(self, path: str) -> str:
-        return str(Path(path.removeprefix("file://").removeprefix("file:")).absolute())
+        return local_path(path)
 
     def exists(self, path: str) -> bool:
         return os.path.lexists(path)
@@ -96,10 +99,7 @@ class LocalStorage:
         return [os.path.join(parent, n) for n in os.listdir(parent)] if os.path.isdir(parent) else []
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        with open(path, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        write_synced(path, data)
 
 
 class HadoopStorage:
@@ -235,15 +235,14 @@ def recover(dest: str, storage: Storage) -> None:
 
 def write_atomic(path: str | Path, text: str, storage: Storage | None = None) -> None:
     """Replace the small file ``path`` whole: written to a hidden temporary name, then renamed
-    over it (atomic on POSIX; on Hadoop stores an existing file is deleted first)."""
-    storage = storage or LocalStorage()
-    path = storage.qualify(str(path))
-    parent, name = path.rsplit("/", 1)
-    tmp = f"{parent}/.{name}.tmp-{uuid.uuid4().hex[:8]}"
-    storage.write_bytes(tmp, text.encode("utf-8"))
-    if isinstance(storage, LocalStorage):
-        os.replace(tmp, path)
+    over it. On the local disk this is ``base.atomic.write_atomic`` (atomic on POSIX); on Hadoop
+    stores an existing file is deleted first."""
+    if storage is None or isinstance(storage, LocalStorage):
+        base_write_atomic(path, text)
         return
+    path = storage.qualify(str(path))
+    tmp = temporary_name(path)
+    storage.write_bytes(tmp, text.encode("utf-8"))
     if storage.exists(path):
         storage.delete(path)
     storage.rename(tmp, path)

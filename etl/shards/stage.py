@@ -44,7 +44,7 @@ from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from base.indexed_dataset import IndexedDatasetWriter, dtype_for_vocab
+from base.indexed_dataset import SOURCE_DTYPE, IndexedDatasetWriter, dtype_for_vocab
 from base.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
 from etl.runtime.publish import put_file
 from etl.runtime.ship import ship_directory
@@ -55,7 +55,6 @@ from filters.tokenizer import ZhTokenizer, presegment
 log = logging.getLogger("zhcorpus")
 
 UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
-SOURCE_DTYPE = np.dtype("<u2")  # the .src sidecar: index into manifest["sources"], one per document
 TOKENS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
                            ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())])
 SHARD_ROW_SCHEMA = pa.schema([("shard", pa.int32()), ("documents", pa.int64()), ("tokens", pa.int64()),
