@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("train", "demo")
+PACKAGES = ("base", "train", "demo")
 
 
 def _get_logger_args(path: Path) -> list[str]:

@@ -19,8 +19,8 @@ READER_EXCEPTION = "reader_exception"
 
 
 def warc_rows(items: Iterator[WarcBlock | WarcError | Region], state) -> Iterator[dict[str, Any]]:
-    """Rows of the document candidates among framed items (``state`` is a records.RangeState):
-    ``response`` and ``conversion`` records; other record types are counted by type."""
+    """Rows of the document candidates among framed items (``state``: an ``etl.read.rows.RangeState``,
+    by duck typing): ``response`` and ``conversion`` records; other record types are counted by type."""
     for item in items:
         if isinstance(item, Region):
             state.region(item.reason, item.length)
