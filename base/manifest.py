@@ -84,7 +84,7 @@ def read_manifest(path: str | os.PathLike, verify: bool = True) -> dict[str, Any
     each shard's document and token counts, and its tokens per source are checked against the
     files; a mismatch raises ``IndexedDatasetError`` naming the file."""
     path = Path(path)
-    path = path / "manifest.json" if path.is_dir() else path
+    path = path / MANIFEST_FILE if path.is_dir() else path
     manifest = json.loads(path.read_text(encoding="utf-8"))
     if manifest.get("format") != MANIFEST_FORMAT:
         raise IndexedDatasetError(f"{path}: format {manifest.get('format')!r}, expected {MANIFEST_FORMAT!r}")
