@@ -34,7 +34,7 @@ from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
 from etl.runtime.failpoints import failpoint
-from etl.runtime.progress import Counters, report_progress
+from etl.runtime.progress import Counters, label_jobs, report_progress
 from etl.runtime.publish import HadoopStorage, publish_dir
 from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
@@ -82,10 +82,12 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
             marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
                                          counters)
             try:
-                _write_marked(marked, out, cfg.output)
-                ledger = build_ledger(marked.rows, marked.files)
-                pii = pii_summary(marked.rows, cfg.pii)
-                quality = quality_summary(marked.records(), marked.quality)
+                with label_jobs(spark.sparkContext, "read, clean, classify"):
+                    _write_marked(marked, out, cfg.output)
+                with label_jobs(spark.sparkContext, "report"):
+                    ledger = build_ledger(marked.rows, marked.files)
+                    pii = pii_summary(marked.rows, cfg.pii)
+                    quality = quality_summary(marked.records(), marked.quality)
             finally:
                 marked.unpersist()
         laps.lap("read_clean_classify")
@@ -126,8 +128,9 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
             finally:
                 marked.unpersist()
         if index is not None:
-            parts.dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
-                                 "appended_run": index.append(*parts.kept_keys, index_run)}
+            with label_jobs(spark.sparkContext, "dedup index: append"):
+                parts.dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
+                                     "appended_run": index.append(*parts.kept_keys, index_run)}
             failpoint("build:index_appended")
         out.delete(KEYS)
         report = assemble(parts.ledger, job=_job("build_corpus", inputs, laps, spark), config=asdict(cfg),
@@ -157,26 +160,34 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     from etl.phases import decontaminate_phase
 
     spark = marked.rows.sparkSession
-    docs_bytes, rejected_bytes = marked.text_bytes()  # the survivors hold at most the documents' bytes
-    ledger = build_ledger(marked.rows, marked.files)
-    extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
-                             "quality": quality_summary(marked.records(), marked.quality)}
+    sc = spark.sparkContext
+    with label_jobs(sc, "read, clean, classify"):  # the first action computes the cached marked rows
+        docs_bytes, rejected_bytes = marked.text_bytes()  # the survivors hold at most the documents' bytes
+    with label_jobs(sc, "report: ledger"):
+        ledger = build_ledger(marked.rows, marked.files)
+        extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
+                                 "quality": quality_summary(marked.records(), marked.quality)}
     laps.lap("read_clean_classify")
-    dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir, cfg.output)
+    with label_jobs(sc, "dedup"):
+        dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir,
+                                     cfg.output)
     laps.lap("dedup")
     survivors = sized(deduped.survivors, docs_bytes, cfg.output)  # documents/ keeps these partitions
-    documents, contaminated, extra["decontaminate"] = decontaminate_phase(survivors, evals, out)
-    rejected = marked.rejected()
-    dropped: dict[str, int] = {}
-    if contaminated is not None:
-        rejected = rejected.unionByName(contaminated.withColumn("offset", F.lit(None).cast("long"))
-                                        .select(*REJECTED_COLUMNS))
-        dropped = dropped_by_file(contaminated)
-    sized(rejected, rejected_bytes, cfg.output).write.parquet(out.path("rejected"))
-    dedup.documents_written = documents.count()
+    with label_jobs(sc, "decontaminate"):
+        documents, contaminated, extra["decontaminate"] = decontaminate_phase(survivors, evals, out)
+        rejected = marked.rejected()
+        dropped: dict[str, int] = {}
+        if contaminated is not None:
+            rejected = rejected.unionByName(contaminated.withColumn("offset", F.lit(None).cast("long"))
+                                            .select(*REJECTED_COLUMNS))
+            dropped = dropped_by_file(contaminated)
+        sized(rejected, rejected_bytes, cfg.output).write.parquet(out.path("rejected"))
+        dedup.documents_written = documents.count()
     laps.lap("decontaminate")
-    shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
-    extra["distributions"] = distributions(documents, tokens, spark.read.parquet(out.path("duplicates")))
+    with label_jobs(sc, "shards"):
+        shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
+    with label_jobs(sc, "report: distributions"):
+        extra["distributions"] = distributions(documents, tokens, spark.read.parquet(out.path("duplicates")))
     tokens.unpersist()
     laps.lap("tokenize_shards")
     kept = documents.select("doc_id")

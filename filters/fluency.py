@@ -677,7 +677,7 @@ def arpa_words(sentence: str) -> str:
 
 def train_local(texts: Sequence[str], order: int = 5, max_vocab: int = 7000, min_count: int = 1,
                 max_chars: int | None = MAX_CHARS, **meta: Any) -> FluencyModel:
-    """The whole training in one process (tests, small references); ``etl.fluency_train`` is the
+    """The whole training in one process (tests, small references); ``etl.classify.fluency_train`` is the
     Spark form of the same steps."""
     vocab = choose_vocab(*char_counts(texts), max_vocab)
     radix = len(vocab) + len(SPECIALS)

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from base.log import setup_logging
 from demo.ood.build import OodConfig, write
 
 log = logging.getLogger("zhcorpus")
@@ -18,7 +19,7 @@ def build_set(prog: str, doc: str | None, default_output: str, make, argv: list[
     p.add_argument("--output", default=default_output, help="directory for ood.jsonl and MANIFEST.json")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    setup_logging()
     man = make(Path(args.output), args.seed)
     log.info("wrote %s/ood.jsonl: %d records, %.1f MiB, sha256 %s", args.output, man["records"],
              man["bytes"] / 2**20, man["sha256"][:16])

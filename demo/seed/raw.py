@@ -3,7 +3,7 @@ negatives, GPT-3 App. A) and the reference corpus of good text (its positives, a
 model's ham).
 
 Raw crawl: every record of a crawl directory as the pipeline's readers extract it
-(``etl.records.parse_file``: WARC responses through HTML extraction, WET conversions, JSONL lines),
+(``etl.read.records.parse_file``: WARC responses through HTML extraction, WET conversions, JSONL lines),
 before any cleaning rule: breadcrumbs, bylines, spam, English and short pages included. Records the
 readers reject (no text) are left out: they never reach a classifier. The readers are pure Python
 (no Spark); going through them, rather than a second parser here, is what makes the sample the text

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from etl.dedup.checkpoints import Checkpoints
+from etl.runtime.progress import label_jobs
 
 log = logging.getLogger("zhcorpus")
 MAX_CC_ROUNDS = 64  # far above the O(log^2 n) large/small-star needs; reaching it is an error
@@ -65,14 +66,14 @@ def components_spark(edges: DataFrame, checkpoints: Checkpoints) -> tuple[DataFr
     job description "dedup: components round N"."""
     e, sc = edges.select("a", "b"), edges.sparkSession.sparkContext
     for rnd in range(1, MAX_CC_ROUNDS + 1):
-        sc.setJobDescription(f"dedup: components round {rnd}")  # the caller's phase() clears it
-        e = checkpoints.checkpoint(_small_star(_large_star(e)))
-        children = e.select(F.col("a").alias("b")).distinct()
-        unfinished = (e.join(children, "b").select(F.lit(1).alias("x"))  # an edge pointing at a child
-                      .unionByName(e.groupBy("a").count().where("count > 1").select(F.lit(1).alias("x"))))
-        log.info("connected components: round %d", rnd)
-        if not unfinished.limit(1).collect():
-            sc.setJobDescription(None)
+        with label_jobs(sc, f"dedup: components round {rnd}"):
+            e = checkpoints.checkpoint(_small_star(_large_star(e)))
+            children = e.select(F.col("a").alias("b")).distinct()
+            unfinished = (e.join(children, "b").select(F.lit(1).alias("x"))  # an edge pointing at a child
+                          .unionByName(e.groupBy("a").count().where("count > 1").select(F.lit(1).alias("x"))))
+            log.info("connected components: round %d", rnd)
+            done = not unfinished.limit(1).collect()
+        if done:
             roots = e.select(F.col("b").alias("node"), F.col("b").alias("component")).distinct()
             return e.select(F.col("a").alias("node"), F.col("b").alias("component")).unionByName(roots), rnd
     raise RuntimeError(f"connected components did not converge in {MAX_CC_ROUNDS} rounds")

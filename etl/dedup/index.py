@@ -53,6 +53,7 @@ from etl.dedup import index_files as ixf
 from etl.dedup.index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import HadoopFiles, LocalFiles, Lock, Locked
+from etl.runtime.progress import label_jobs
 from etl.runtime.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
@@ -385,11 +386,8 @@ class DedupIndex:
             st = ScanStats()
             return [(lookup_here(cat_bc.value, share[0], share[1], columns, st), st)]
 
-        sc.setJobDescription("dedup: index lookup")
-        try:
+        with label_jobs(sc, "dedup: index lookup"):
             results = sc.parallelize(shares, n).flatMap(task).collect()
-        finally:
-            sc.setJobDescription(None)
         for _, st in results:
             stats.add(st)
         return pa.concat_tables([t for t, _ in results]), "spark"
@@ -604,11 +602,8 @@ class DedupIndex:
 
         if where == "driver":
             return [f for u in units for f in merge(u)]
-        self.spark.sparkContext.setJobDescription(f"dedup index: compact into {segment}")
-        try:
+        with label_jobs(self.spark.sparkContext, f"dedup index: compact into {segment}"):
             return self.spark.sparkContext.parallelize(units, len(units)).flatMap(merge).collect()
-        finally:
-            self.spark.sparkContext.setJobDescription(None)
 
     def _clean_leftovers(self) -> None:
         """Remove what killed writers left: replaced segments (commit file first, then files)

@@ -52,6 +52,7 @@ from etl.dedup import local as dl
 from etl.dedup.checkpoints import Checkpoints
 from etl.dedup.components import components_local, components_spark
 from etl.dedup.index import DedupIndex, IndexConfig, exact_prior_matches
+from etl.runtime.progress import label_jobs
 from etl.dedup.verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,
                               verification_summary)
 from filters import minhash as mh
@@ -261,13 +262,11 @@ def _ranked(df: DataFrame, group: str) -> DataFrame:
 def phase(spark, name: str, seconds: dict | None = None):
     """Label the Spark jobs started inside as "dedup: <name>" and add the block's wall time to
     ``seconds[name]``."""
-    sc = spark.sparkContext
-    sc.setJobDescription(f"dedup: {name}")
     t0 = time.perf_counter()
     try:
-        yield
+        with label_jobs(spark.sparkContext, f"dedup: {name}"):
+            yield
     finally:
-        sc.setJobDescription(None)
         if seconds is not None:
             seconds[name] = round(seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
