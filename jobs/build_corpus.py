@@ -21,15 +21,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # spark-submit jobs/build_corpus.py: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from etl.corpus import BuildConfig, build_corpus  # noqa: E402
-from etl.report.assemble import summary_lines  # noqa: E402
-from etl.runtime.paths import check_job_paths  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import load_config  # noqa: E402
+from base.log import setup_logging
+from etl.corpus import BuildConfig, build_corpus
+from etl.report.assemble import summary_lines
+from etl.runtime.paths import check_job_paths
+from jobs import cli
+from jobs.config import load_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "clean.toml"
 

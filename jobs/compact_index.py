@@ -20,16 +20,13 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from etl.dedup.stage import DedupConfig  # noqa: E402
-from etl.runtime.spark import SparkConfig  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import load_config  # noqa: E402
+from base.log import setup_logging
+from etl.dedup.stage import DedupConfig
+from etl.runtime.spark import SparkConfig
+from jobs import cli
+from jobs.config import load_config
 
 
 @dataclass(frozen=True)

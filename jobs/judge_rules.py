@@ -31,17 +31,15 @@ import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-if __package__ in (None, ""):  # spark-submit jobs/judge_rules.py: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from etl.corpus import BuildConfig  # noqa: E402
-from etl.judge.report import ranking_lines  # noqa: E402
-from etl.judge.run import as_overrides, judge_rules, read_variants  # noqa: E402
-from etl.judge.section import JudgeSection  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import ConfigError, load_config  # noqa: E402
-from train.proxy import ProxyConfig, ProxyTrainer  # noqa: E402
+from base.log import setup_logging
+from etl.corpus import BuildConfig
+from etl.judge.report import ranking_lines
+from etl.judge.run import as_overrides, judge_rules, read_variants
+from etl.judge.section import JudgeSection
+from jobs import cli
+from jobs.config import ConfigError, load_config
+from train.proxy import ProxyConfig, ProxyTrainer
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "proxy.toml"
 

@@ -21,14 +21,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from etl.nightly import NightlyConfig, refresh, submit_training  # noqa: E402
-from etl.runtime.paths import check_job_paths  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import load_config  # noqa: E402
+from base.log import setup_logging
+from etl.nightly import NightlyConfig, refresh, submit_training
+from etl.runtime.paths import check_job_paths
+from jobs import cli
+from jobs.config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:

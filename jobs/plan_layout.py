@@ -24,16 +24,13 @@ import dataclasses
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jobs.config import ConfigError, load_config  # noqa: E402
-from train.planner import (Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration,  # noqa: E402
+from jobs.config import ConfigError, load_config
+from train.planner import (Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration,
                            plan, total_params)
-from train.shapes import ModelConfig  # noqa: E402
+from train.shapes import ModelConfig
 
 
 @dataclass(frozen=True)

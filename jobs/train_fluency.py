@@ -31,17 +31,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from etl.classify.fluency_train import FluencyTrainingConfig, train_fluency  # noqa: E402
-from etl.runtime.paths import check_job_paths  # noqa: E402
-from etl.runtime.spark import SparkConfig, session  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import load_config  # noqa: E402
+from base.log import setup_logging
+from etl.classify.fluency_train import FluencyTrainingConfig, train_fluency
+from etl.runtime.paths import check_job_paths
+from etl.runtime.spark import SparkConfig, session
+from jobs import cli
+from jobs.config import load_config
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,12 @@ import logging
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from base.log import setup_logging  # noqa: E402
-from jobs import cli  # noqa: E402
-from jobs.config import ConfigError, load_config  # noqa: E402
-from train import checkpoint  # noqa: E402
-from train.job import TrainLMConfig, run, summary_lines  # noqa: E402
+from base.log import setup_logging
+from jobs import cli
+from jobs.config import ConfigError, load_config
+from train import checkpoint
+from train.job import TrainLMConfig, run, summary_lines
 
 log = logging.getLogger("zhcorpus")
 CONFIGS = Path(__file__).resolve().parent / "configs"
