@@ -10,7 +10,7 @@ DEMO_SEED  := data/seed
 DEMO_EVALS := data/eval_sets
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install browser demo demo-crawl demo-models bench-ood bench-ood-blind test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package judge-demo
+.PHONY: install lint browser demo demo-crawl demo-models bench-ood bench-ood-blind test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package judge-demo
 
 install: $(STAMP)
 
@@ -102,8 +102,13 @@ browser:
 	      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }; \
 	  else echo "the report test needs chromium and chromedriver: sudo apt-get install chromium chromium-driver"; exit 1; fi; }
 
-test: $(STAMP) browser
+test: $(STAMP) browser lint
 	$(PY) -m pytest -q
+
+# ruff: lint and format check, line length 120 ([tool.ruff] in pyproject.toml); `ruff format .` fixes the layout
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"

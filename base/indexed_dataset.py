@@ -165,8 +165,9 @@ class IndexedDataset:
         self.num_tokens = int(self.sequence_lengths.sum(dtype=np.int64))
         size = bin_path.stat().st_size
         if size != self.num_tokens * self.dtype.itemsize:
-            raise IndexedDatasetError(f"{bin_path}: {size} bytes, index implies "
-                                      f"{self.num_tokens} x {self.dtype.itemsize}")
+            raise IndexedDatasetError(
+                f"{bin_path}: {size} bytes, index implies {self.num_tokens} x {self.dtype.itemsize}"
+            )
         # np.memmap cannot map an empty file (an empty shard)
         self._bin = np.memmap(bin_path, dtype=self.dtype, mode="r") if size else np.empty(0, self.dtype)
         self.source_names = None if source_names is None else list(source_names)
@@ -175,11 +176,14 @@ class IndexedDataset:
     def _read_sources(self, src_path: Path) -> np.ndarray:
         size = src_path.stat().st_size
         if size != len(self) * SOURCE_DTYPE.itemsize:
-            raise IndexedDatasetError(f"{src_path}: {size} bytes, expected {SOURCE_DTYPE.itemsize} x {len(self)} documents")
+            raise IndexedDatasetError(
+                f"{src_path}: {size} bytes, expected {SOURCE_DTYPE.itemsize} x {len(self)} documents"
+            )
         sources = np.memmap(src_path, dtype=SOURCE_DTYPE, mode="r") if size else np.empty(0, SOURCE_DTYPE)
         if len(sources) and int(sources.max()) >= len(self.source_names):
-            raise IndexedDatasetError(f"{src_path}: source index {int(sources.max())}, the manifest lists "
-                                      f"{len(self.source_names)} sources")
+            raise IndexedDatasetError(
+                f"{src_path}: source index {int(sources.max())}, the manifest lists {len(self.source_names)} sources"
+            )
         return sources
 
     def tokens_per_source(self) -> dict[str, int]:
@@ -215,7 +219,7 @@ class IndexedDataset:
         doc_len = int(self.sequence_lengths[first:last].sum())
         start = int(self.sequence_pointers[first]) // self.dtype.itemsize if last > first else 0
         length = doc_len - offset if length is None else min(length, doc_len - offset)
-        return self._bin[start + offset:start + offset + max(length, 0)]
+        return self._bin[start + offset : start + offset + max(length, 0)]
 
     @property
     def document_lengths(self) -> np.ndarray:

@@ -20,26 +20,47 @@ MANIFEST_FILE = "manifest.json"
 SHARD_NAME = "shard-{:05d}"
 
 
-def build_manifest(rows: list[dict[str, Any]], shipped, dtype: np.dtype,
-                   sources: list[str]) -> dict[str, Any]:
+def build_manifest(rows: list[dict[str, Any]], shipped, dtype: np.dtype, sources: list[str]) -> dict[str, Any]:
     shards, per_source = [], {}
     for r in rows:
         name = SHARD_NAME.format(r["shard"])
         shard_tokens = json.loads(r["tokens_per_source"])
         for src, n in shard_tokens.items():
             per_source[src] = per_source.get(src, 0) + n
-        shards.append({"name": name, "bin": f"{name}.bin", "idx": f"{name}.idx", "src": f"{name}.src",
-                       "bin_sha256": r["bin_sha256"], "idx_sha256": r["idx_sha256"], "src_sha256": r["src_sha256"],
-                       "bin_bytes": r["bin_bytes"], "idx_bytes": r["idx_bytes"], "src_bytes": r["src_bytes"],
-                       "documents": r["documents"], "tokens": r["tokens"], "tokens_per_source": shard_tokens})
+        shards.append(
+            {
+                "name": name,
+                "bin": f"{name}.bin",
+                "idx": f"{name}.idx",
+                "src": f"{name}.src",
+                "bin_sha256": r["bin_sha256"],
+                "idx_sha256": r["idx_sha256"],
+                "src_sha256": r["src_sha256"],
+                "bin_bytes": r["bin_bytes"],
+                "idx_bytes": r["idx_bytes"],
+                "src_bytes": r["src_bytes"],
+                "documents": r["documents"],
+                "tokens": r["tokens"],
+                "tokens_per_source": shard_tokens,
+            }
+        )
     return {
-        "format": MANIFEST_FORMAT, "dtype": np.dtype(dtype).name, "dtype_code": dtype_code(dtype),
-        "vocab_size": shipped.vocab_size, "tokenizer_sha256": shipped.sha256, "eod_id": shipped.eod_id,
-        "tokens_include_eod": True, "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
-        "sources": list(sources), "document_sources": "shard-NNNNN.src: <u2 per document, index into sources",
+        "format": MANIFEST_FORMAT,
+        "dtype": np.dtype(dtype).name,
+        "dtype_code": dtype_code(dtype),
+        "vocab_size": shipped.vocab_size,
+        "tokenizer_sha256": shipped.sha256,
+        "eod_id": shipped.eod_id,
+        "tokens_include_eod": True,
+        "sharding": "pmod(xxhash64(doc_id), num_shards); doc_id order within a shard",
+        "sources": list(sources),
+        "document_sources": "shard-NNNNN.src: <u2 per document, index into sources",
         "shards": shards,
-        "totals": {"shards": len(shards), "documents": sum(s["documents"] for s in shards),
-                   "tokens": sum(s["tokens"] for s in shards)},
+        "totals": {
+            "shards": len(shards),
+            "documents": sum(s["documents"] for s in shards),
+            "tokens": sum(s["tokens"] for s in shards),
+        },
         "tokens_per_source": dict(sorted(per_source.items())),
     }
 
@@ -72,8 +93,11 @@ def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str,
         raise ValueError("no manifests to merge")
     merged["sources"] = sorted(merged["tokens_per_source"])
     merged["tokens_per_source"] = dict(sorted(merged["tokens_per_source"].items()))
-    merged["totals"] = {"shards": len(merged["shards"]), "documents": sum(s["documents"] for s in merged["shards"]),
-                        "tokens": sum(s["tokens"] for s in merged["shards"])}
+    merged["totals"] = {
+        "shards": len(merged["shards"]),
+        "documents": sum(s["documents"] for s in merged["shards"]),
+        "tokens": sum(s["tokens"] for s in merged["shards"]),
+    }
     merged["versions"] = list(shard_dirs)
     return merged
 
@@ -97,15 +121,21 @@ def read_manifest(path: str | os.PathLike, verify: bool = True) -> dict[str, Any
             for kind in _kinds(shard):
                 actual = sha256_file(path.parent / shard[kind])
                 if actual != shard[f"{kind}_sha256"]:
-                    raise IndexedDatasetError(f"{shard[kind]}: sha256 {actual[:16]}... but the manifest says "
-                                              f"{shard[f'{kind}_sha256'][:16]}...")
+                    raise IndexedDatasetError(
+                        f"{shard[kind]}: sha256 {actual[:16]}... but the manifest says "
+                        f"{shard[f'{kind}_sha256'][:16]}..."
+                    )
             ds = _open(path.parent, shard, manifest)
             if (len(ds), ds.num_tokens) != (shard["documents"], shard["tokens"]):
-                raise IndexedDatasetError(f"{shard['name']}: {len(ds)} documents / {ds.num_tokens} tokens, manifest "
-                                          f"says {shard['documents']} / {shard['tokens']}")
+                raise IndexedDatasetError(
+                    f"{shard['name']}: {len(ds)} documents / {ds.num_tokens} tokens, manifest "
+                    f"says {shard['documents']} / {shard['tokens']}"
+                )
             if ds.source_names is not None and ds.tokens_per_source() != shard["tokens_per_source"]:
-                raise IndexedDatasetError(f"{shard['src']}: tokens per source {ds.tokens_per_source()}, manifest "
-                                          f"says {shard['tokens_per_source']}")
+                raise IndexedDatasetError(
+                    f"{shard['src']}: tokens per source {ds.tokens_per_source()}, manifest "
+                    f"says {shard['tokens_per_source']}"
+                )
     return manifest
 
 

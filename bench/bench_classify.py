@@ -26,7 +26,7 @@ from filters.classify import TextClassifier, preprocess
 def plain_python(texts: list[str], spam: TextClassifier, quality: TextClassifier) -> float:
     t0 = time.perf_counter()
     for i in range(0, len(texts), 1000):
-        lines = [preprocess(t) for t in texts[i:i + 1000]]  # as the stage does: once for both models
+        lines = [preprocess(t) for t in texts[i : i + 1000]]  # as the stage does: once for both models
         spam.positive_prob(lines, preprocessed=True)
         quality.positive_prob(lines, preprocessed=True)
     return time.perf_counter() - t0
@@ -36,10 +36,20 @@ def spark_stage(spark, docs_path: str, cfg: ClassifyConfig, cores: int) -> float
     from pyspark.sql import functions as F
 
     shipped = ship_models(spark, cfg)
-    df = (spark.read.parquet(docs_path).select("doc_id", "text").repartition(cores * 4)
-          .select(F.lit("record").alias("kind"), "doc_id", "text", F.lit(None).cast("string").alias("reason"),
-                  F.lit(None).cast("string").alias("stage"), F.lit(None).cast("double").alias("spam_prob"),
-                  F.lit(None).cast("double").alias("quality_score"))).cache()
+    df = (
+        spark.read.parquet(docs_path)
+        .select("doc_id", "text")
+        .repartition(cores * 4)
+        .select(
+            F.lit("record").alias("kind"),
+            "doc_id",
+            "text",
+            F.lit(None).cast("string").alias("reason"),
+            F.lit(None).cast("string").alias("stage"),
+            F.lit(None).cast("double").alias("spam_prob"),
+            F.lit(None).cast("double").alias("quality_score"),
+        )
+    ).cache()
     df.count()  # read and shuffle outside the timing
     t0 = time.perf_counter()
     classify_stage(df, shipped).write.format("noop").mode("overwrite").save()
@@ -71,15 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     n = len(texts)
     t_plain, t_spark = statistics.median(plain), statistics.median(dist)
-    print(json.dumps({
-        "documents": n, "cores": args.cores, "repeats": args.repeats, "models_per_document": 2,
-        "plain_python_docs_s": round(n / t_plain, 1),
-        "spark_docs_s": round(n / t_spark, 1),
-        "spark_docs_s_per_core": round(n / t_spark / args.cores, 1),
-        "ratio_spark_per_core_vs_plain": round(t_plain / t_spark / args.cores, 3),
-        "segmenter": spam.segmenter.info(),
-        "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam, quality)},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "documents": n,
+                "cores": args.cores,
+                "repeats": args.repeats,
+                "models_per_document": 2,
+                "plain_python_docs_s": round(n / t_plain, 1),
+                "spark_docs_s": round(n / t_spark, 1),
+                "spark_docs_s_per_core": round(n / t_spark / args.cores, 1),
+                "ratio_spark_per_core_vs_plain": round(t_plain / t_spark / args.cores, 3),
+                "segmenter": spam.segmenter.info(),
+                "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam, quality)},
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

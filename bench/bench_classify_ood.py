@@ -41,9 +41,12 @@ def detection_metrics(flagged: np.ndarray, bad: np.ndarray) -> dict[str, float]:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
     good = ~bad
-    return {"precision": round(p, 4), "recall": round(r, 4),
-            "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-            "good_flagged": round(float(flagged[good].mean()), 4) if good.any() else 0.0}
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+        "good_flagged": round(float(flagged[good].mean()), 4) if good.any() else 0.0,
+    }
 
 
 def family_rates(labels: list[str], families: list[str], spam: np.ndarray, low: np.ndarray) -> dict:
@@ -52,8 +55,12 @@ def family_rates(labels: list[str], families: list[str], spam: np.ndarray, low: 
     keys = np.array([f"{lab}/{fam}" for lab, fam in zip(labels, families)])
     for key in sorted(set(keys.tolist())):
         m = keys == key
-        out[key] = {"documents": int(m.sum()), "spam": round(float(spam[m].mean()), 4),
-                    "low_quality": round(float(low[m].mean()), 4), "flagged": round(float((spam | low)[m].mean()), 4)}
+        out[key] = {
+            "documents": int(m.sum()),
+            "spam": round(float(spam[m].mean()), 4),
+            "low_quality": round(float(low[m].mean()), 4),
+            "flagged": round(float((spam | low)[m].mean()), 4),
+        }
     return out
 
 
@@ -70,11 +77,17 @@ def score_set(models: Path, texts: list[str], labels: list[str], families: list[
     bad = np.isin(np.array(labels), BAD)
     return {
         "models": str(models),
-        "thresholds": {"spam": spam_model.threshold, "quality": quality_model.threshold,
-                       "quality_rule": quality_model.meta.get("threshold_rule", "f1")},
+        "thresholds": {
+            "spam": spam_model.threshold,
+            "quality": quality_model.threshold,
+            "quality_rule": quality_model.meta.get("threshold_rule", "f1"),
+        },
         "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam_model, quality_model)},
-        "detection": {"spam_model": detection_metrics(spam, bad), "quality_model": detection_metrics(low, bad),
-                      "both": detection_metrics(spam | low, bad)},
+        "detection": {
+            "spam_model": detection_metrics(spam, bad),
+            "quality_model": detection_metrics(low, bad),
+            "both": detection_metrics(spam | low, bad),
+        },
         "families": family_rates(labels, families, spam, low),
     }
 
@@ -83,8 +96,11 @@ def _log_table(results: list[dict]) -> None:
     names = [Path(r["models"]).name for r in results]
     log.info("%-24s %s", "family (flagged share)", "  ".join(f"{n:>22s}" for n in names))
     for key in results[0]["families"]:
-        cells = [f"{r['families'][key]['spam']:.3f}/{r['families'][key]['low_quality']:.3f}/"
-                 f"{r['families'][key]['flagged']:.3f}" for r in results]
+        cells = [
+            f"{r['families'][key]['spam']:.3f}/{r['families'][key]['low_quality']:.3f}/"
+            f"{r['families'][key]['flagged']:.3f}"
+            for r in results
+        ]
         log.info("%-24s %s", key, "  ".join(f"{c:>22s}" for c in cells))
     for which in ("spam_model", "quality_model", "both"):
         cells = [f"P {r['detection'][which]['precision']:.3f} R {r['detection'][which]['recall']:.3f}" for r in results]
@@ -94,8 +110,13 @@ def _log_table(results: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ood", type=Path, default=Path("data/ood/ood.jsonl"))
-    p.add_argument("--models", type=Path, nargs="+", default=[Path("out/demo/models")],
-                   help="model-set directories (each with spam/ and quality/); the first is the anchor")
+    p.add_argument(
+        "--models",
+        type=Path,
+        nargs="+",
+        default=[Path("out/demo/models")],
+        help="model-set directories (each with spam/ and quality/); the first is the anchor",
+    )
     p.add_argument("--output", type=Path, default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     setup_logging()
@@ -104,8 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     families = [r.get("family") or "-" for r in rows]
     results = [score_set(m, texts, labels, families) for m in args.models]
     _log_table(results)
-    report = {"ood": str(args.ood), "documents": len(rows), "flag": "spam_prob >= t_spam or quality < t_quality",
-              "results": results}
+    report = {
+        "ood": str(args.ood),
+        "documents": len(rows),
+        "flag": "spam_prob >= t_spam or quality < t_quality",
+        "results": results,
+    }
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -41,8 +41,10 @@ def plain_python(files: list[Path]) -> tuple[float, int, int]:
         size += len(content)
         rows = list(parse_file(str(f), content, cfg))
         for i in range(0, len(rows), BATCH_ROWS):
-            out = clean_batch(pa.RecordBatch.from_pylist(rows[i:i + BATCH_ROWS], schema=ARROW_RAW), cleaner)
-            kept += sum(1 for r in out.select(["kind", "reason"]).to_pylist() if r["kind"] == "record" and r["reason"] is None)
+            out = clean_batch(pa.RecordBatch.from_pylist(rows[i : i + BATCH_ROWS], schema=ARROW_RAW), cleaner)
+            kept += sum(
+                1 for r in out.select(["kind", "reason"]).to_pylist() if r["kind"] == "record" and r["reason"] is None
+            )
     return time.perf_counter() - t0, size, kept
 
 
@@ -55,8 +57,11 @@ def cleaner_only(files: list[Path], repeats: int) -> dict:
     for f in files:
         content = f.read_bytes()
         size += len(content)
-        docs += [(r["text"], r["title"]) for r in parse_file(str(f), content, cfg)
-                 if r["kind"] == "record" and r["reason"] is None]
+        docs += [
+            (r["text"], r["title"])
+            for r in parse_file(str(f), content, cfg)
+            if r["kind"] == "record" and r["reason"] is None
+        ]
     text_mb = sum(len(t.encode("utf-8", "surrogatepass")) for t, _ in docs) / 1e6
     cleaner(*docs[0])  # tables built outside the timing
     times = []
@@ -66,9 +71,14 @@ def cleaner_only(files: list[Path], repeats: int) -> dict:
             cleaner(text, title)
         times.append(time.process_time() - t0)
     t = statistics.median(times)
-    return {"documents": len(docs), "text_mb": round(text_mb, 2), "input_mb": round(size / 1e6, 2),
-            "cleaner_cpu_s": round(t, 2), "cleaner_ms_per_text_mb": round(1000 * t / text_mb, 1),
-            "cleaner_ms_per_input_mb": round(1000 * t / (size / 1e6), 1)}
+    return {
+        "documents": len(docs),
+        "text_mb": round(text_mb, 2),
+        "input_mb": round(size / 1e6, 2),
+        "cleaner_cpu_s": round(t, 2),
+        "cleaner_ms_per_text_mb": round(1000 * t / text_mb, 1),
+        "cleaner_ms_per_input_mb": round(1000 * t / (size / 1e6), 1),
+    }
 
 
 def spark_job(spark, inputs: list[str], out: Path) -> tuple[float, int, int]:
@@ -96,8 +106,12 @@ def spark_read_clean(spark, inputs: list[str]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--input", nargs="+", default=["data/demo_crawl/warc", "data/demo_crawl/wet", "data/demo_crawl/jsonl"],
-                   help="crawl files or directories (default: the demo crawl)")
+    p.add_argument(
+        "--input",
+        nargs="+",
+        default=["data/demo_crawl/warc", "data/demo_crawl/wet", "data/demo_crawl/jsonl"],
+        help="crawl files or directories (default: the demo crawl)",
+    )
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cleaner-only", action="store_true", help="only the Cleaner's CPU ms/MB in one process (no Spark)")
@@ -105,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(logging.WARNING)
     from etl.runtime.spark import get_spark
 
-    files = sorted(f for root in map(Path, args.input) for f in ([root] if root.is_file() else root.rglob("*"))
-                   if f.is_file() and not f.name.startswith(("_", ".")))
+    files = sorted(
+        f
+        for root in map(Path, args.input)
+        for f in ([root] if root.is_file() else root.rglob("*"))
+        if f.is_file() and not f.name.startswith(("_", "."))
+    )
     if args.cleaner_only:
         print(json.dumps(cleaner_only(files, args.repeats), indent=2))
         return 0
@@ -124,9 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     t_plain = statistics.median(t for t, _, _ in plain)
     t_spark = statistics.median(t for t, _, _ in dist)
     result = {
-        "input_mb": round(mb, 2), "kept_documents": dist[0][2], "repeats": args.repeats, "cores": args.cores,
-        "plain_python_s": round(t_plain, 2), "plain_python_mb_s": round(mb / t_plain, 3),
-        "spark_s": round(t_spark, 2), "spark_mb_s": round(mb / t_spark, 3),
+        "input_mb": round(mb, 2),
+        "kept_documents": dist[0][2],
+        "repeats": args.repeats,
+        "cores": args.cores,
+        "plain_python_s": round(t_plain, 2),
+        "plain_python_mb_s": round(mb / t_plain, 3),
+        "spark_s": round(t_spark, 2),
+        "spark_mb_s": round(mb / t_spark, 3),
         "spark_mb_s_per_core": round(mb / t_spark / args.cores, 3),
         "ratio_spark_per_core_vs_plain": round((mb / t_spark / args.cores) / (mb / t_plain), 3),
         "speedup_spark_vs_plain": round(t_plain / t_spark, 3),

@@ -86,14 +86,25 @@ def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, 
         report = build(spark, cfg, inputs, out)
     mem = anchor.memory_peaks()
     stage = dict(report["job"]["stage_seconds"])
-    run = {"mb": report["input"]["bytes"] / 1e6, "records": report["input"]["records"],
-           "documents": report["documents"], "rejected": report["rejected"], "duplicates": report["duplicates"],
-           "tokens": report["shards"]["total_tokens"], "elapsed_s": report["job"]["elapsed_s"], "cpu_s": round(cpu.seconds, 1),
-           "stage_s": stage, "memory": mem}
+    run = {
+        "mb": report["input"]["bytes"] / 1e6,
+        "records": report["input"]["records"],
+        "documents": report["documents"],
+        "rejected": report["rejected"],
+        "duplicates": report["duplicates"],
+        "tokens": report["shards"]["total_tokens"],
+        "elapsed_s": report["job"]["elapsed_s"],
+        "cpu_s": round(cpu.seconds, 1),
+        "stage_s": stage,
+        "memory": mem,
+    }
     if split:
         rc = spark_read_clean(spark, cfg, inputs)
-        run["stage_s"] = {"read_clean": round(rc, 2), "classify": round(max(stage[FUSED] - rc, 0.0), 2),
-                          **{s: v for s, v in stage.items() if s != FUSED}}
+        run["stage_s"] = {
+            "read_clean": round(rc, 2),
+            "classify": round(max(stage[FUSED] - rc, 0.0), 2),
+            **{s: v for s, v in stage.items() if s != FUSED},
+        }
     return run
 
 
@@ -107,18 +118,27 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def figures(small: dict, large: dict, cores: int, plain: dict) -> dict[str, Any]:
     """Whole-run and marginal MB/s per core, per stage and for the chain; efficiency vs plain."""
+
     def per_core(mb: float, s: float) -> float | None:
         return round(mb / s / cores, 3) if s > 0 else None
 
     d_mb = large["mb"] - small["mb"]
-    out = {"whole_run_mb_s_per_core": {k: per_core(r["mb"], r["elapsed_s"]) for k, r in (("small", small), ("large", large))},
-           "marginal_mb_s_per_core": per_core(d_mb, large["elapsed_s"] - small["elapsed_s"]),
-           # core-seconds the processes actually used (JVM + Python driver + workers): robust to load
-           "marginal_mb_per_cpu_s": per_core(d_mb * cores, large["cpu_s"] - small["cpu_s"]), "stages": {}}
+    out = {
+        "whole_run_mb_s_per_core": {
+            k: per_core(r["mb"], r["elapsed_s"]) for k, r in (("small", small), ("large", large))
+        },
+        "marginal_mb_s_per_core": per_core(d_mb, large["elapsed_s"] - small["elapsed_s"]),
+        # core-seconds the processes actually used (JVM + Python driver + workers): robust to load
+        "marginal_mb_per_cpu_s": per_core(d_mb * cores, large["cpu_s"] - small["cpu_s"]),
+        "stages": {},
+    }
     for s in large["stage_s"]:
-        out["stages"][s] = {"small_s": small["stage_s"][s], "large_s": large["stage_s"][s],
-                            "large_mb_s_per_core": per_core(large["mb"], large["stage_s"][s]),
-                            "marginal_mb_s_per_core": per_core(d_mb, large["stage_s"][s] - small["stage_s"][s])}
+        out["stages"][s] = {
+            "small_s": small["stage_s"][s],
+            "large_s": large["stage_s"][s],
+            "large_mb_s_per_core": per_core(large["mb"], large["stage_s"][s]),
+            "marginal_mb_s_per_core": per_core(d_mb, large["stage_s"][s] - small["stage_s"][s]),
+        }
     if out["marginal_mb_s_per_core"]:
         out["efficiency_vs_plain_python"] = round(out["marginal_mb_s_per_core"] / plain["mb_s"], 3)
     if out["marginal_mb_per_cpu_s"]:
@@ -131,7 +151,9 @@ def run_kind(spark, args, cfg, name: str, small: list[str], large: list[str]) ->
     for size, inputs in (("small", small), ("large", large)):
         out = args.out / "runs" / f"{name}-{size}"
         runs[size] = median_run([one_run(spark, cfg, inputs, out, not args.no_split) for _ in range(args.repeats)])
-        logging.getLogger("zhcorpus").warning("%s %s: %.1f MB in %.1f s", name, size, runs[size]["mb"], runs[size]["elapsed_s"])
+        logging.getLogger("zhcorpus").warning(
+            "%s %s: %.1f MB in %.1f s", name, size, runs[size]["mb"], runs[size]["elapsed_s"]
+        )
     plain = anchor.plain_chain(small, cfg, str(args.out / "runs" / f"{name}-small" / "documents"), cfg.tokenizer.model)
     return {"runs": runs, "plain_python": plain, **figures(runs["small"], runs["large"], args.cores, plain)}
 
@@ -141,8 +163,9 @@ def inputs_for(args) -> dict[str, tuple[list[str], list[str]]]:
     from demo.scaled_crawl import ensure_scaled_crawl
 
     max_docs, big_line = (QUICK["max_docs"], QUICK["big_line_mb"]) if args.quick else (None, 10.0)
-    crawl = ensure_scaled_crawl(args.out / f"crawl-x{args.crawl_copies}{'-quick' if args.quick else ''}",
-                                args.crawl_copies, max_docs, big_line)
+    crawl = ensure_scaled_crawl(
+        args.out / f"crawl-x{args.crawl_copies}{'-quick' if args.quick else ''}", args.crawl_copies, max_docs, big_line
+    )
     mbs = QUICK["plain_mb"] if args.quick else tuple(args.plain_mb)
     plain = [str(ensure_plain_text(args.out, PlainTextParams(mb=mb))) for mb in mbs]
     return {"crawl": (crawl[:3], crawl), "plain": ([plain[0]], [plain[1]])}
@@ -180,9 +203,13 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start, load_start = time.perf_counter(), os.getloadavg()
     inputs = inputs_for(args)
-    overrides = [f"tokenizer.vocab_size={args.vocab}", f"classify.spam_model={args.models}/spam",
-                 f"classify.quality_model={args.models}/quality", f"quality.profile={args.models}/fluency",
-                 f"decontaminate.eval_sets={json.dumps(eval_sets(args.out))}"]
+    overrides = [
+        f"tokenizer.vocab_size={args.vocab}",
+        f"classify.spam_model={args.models}/spam",
+        f"classify.quality_model={args.models}/quality",
+        f"quality.profile={args.models}/fluency",
+        f"decontaminate.eval_sets={json.dumps(eval_sets(args.out))}",
+    ]
     spark = session("bench-corpus", SparkConfig(master=f"local[{args.cores}]"))
     tok = tokenizer_dir(spark, args, overrides, inputs["crawl"][0])
     cfg = load_build_config(overrides + [f"tokenizer.model={tok}"])
@@ -210,7 +237,10 @@ def segment_anchor(documents: str, max_chars: int) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> list[str]:
     """The table of docs/benchmarks.md: per kind and stage, seconds (small → large) and MB/s per core."""
-    lines = ["| input | stage | s (small → large) | MB/s/core (large run) | marginal MB/s/core |", "|---|---|---|---|---|"]
+    lines = [
+        "| input | stage | s (small → large) | MB/s/core (large run) | marginal MB/s/core |",
+        "|---|---|---|---|---|",
+    ]
     for kind in ("crawl", "plain"):
         if kind not in result:
             continue
@@ -218,16 +248,24 @@ def table(result: dict[str, Any]) -> list[str]:
         small, large = r["runs"]["small"], r["runs"]["large"]
         label = f"{kind} {small['mb']:.0f} → {large['mb']:.0f} MB"
         for s, f in r["stages"].items():
-            lines.append(f"| {label} | {s} | {f['small_s']:.1f} → {f['large_s']:.1f} | {f['large_mb_s_per_core']} | "
-                         f"{f['marginal_mb_s_per_core']} |")
-        lines.append(f"| {label} | **chain** | {small['elapsed_s']:.1f} → {large['elapsed_s']:.1f} | "
-                     f"{r['whole_run_mb_s_per_core']['large']} | **{r['marginal_mb_s_per_core']}** |")
-        lines.append(f"| {label} | chain, per CPU-second used | {small['cpu_s']:.0f} → {large['cpu_s']:.0f} CPU-s | | "
-                     f"{r['marginal_mb_per_cpu_s']} MB/CPU-s |")
+            lines.append(
+                f"| {label} | {s} | {f['small_s']:.1f} → {f['large_s']:.1f} | {f['large_mb_s_per_core']} | "
+                f"{f['marginal_mb_s_per_core']} |"
+            )
+        lines.append(
+            f"| {label} | **chain** | {small['elapsed_s']:.1f} → {large['elapsed_s']:.1f} | "
+            f"{r['whole_run_mb_s_per_core']['large']} | **{r['marginal_mb_s_per_core']}** |"
+        )
+        lines.append(
+            f"| {label} | chain, per CPU-second used | {small['cpu_s']:.0f} → {large['cpu_s']:.0f} CPU-s | | "
+            f"{r['marginal_mb_per_cpu_s']} MB/CPU-s |"
+        )
         pp = r["plain_python"]
-        lines.append(f"| {label} | plain Python, 1 process (small) | {pp['total_s']:.1f} ({pp['cpu_s']:.1f} CPU-s) | "
-                     f"{pp['mb_s']} MB/s ({pp['mb_per_cpu_s']} MB/CPU-s) | efficiency {r.get('efficiency_vs_plain_python')}"
-                     f" (CPU: {r.get('cpu_efficiency_vs_plain_python')}) |")
+        lines.append(
+            f"| {label} | plain Python, 1 process (small) | {pp['total_s']:.1f} ({pp['cpu_s']:.1f} CPU-s) | "
+            f"{pp['mb_s']} MB/s ({pp['mb_per_cpu_s']} MB/CPU-s) | efficiency {r.get('efficiency_vs_plain_python')}"
+            f" (CPU: {r.get('cpu_efficiency_vs_plain_python')}) |"
+        )
     return lines
 
 

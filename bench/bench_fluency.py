@@ -66,24 +66,35 @@ def kenlm_anchor(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict
         lm = kenlm.Model(str(Path(tmp) / "m.arpa"))
 
     def run() -> list[float]:
-        return [sum(lm.score(fl.arpa_words(s), bos=True, eos=True) for s in fl.normalise(t[:model.max_chars]))
-                for t in texts]
+        return [
+            sum(lm.score(fl.arpa_words(s), bos=True, eos=True) for s in fl.normalise(t[: model.max_chars]))
+            for t in texts
+        ]
 
     seconds = cpu_seconds(run, repeats)
     ours = model.score_batch(texts)[0]
-    return {"cpu_s": round(seconds, 3), "max_abs_diff_log10_per_document": float(np.max(np.abs(np.array(run()) - ours)))}
+    return {
+        "cpu_s": round(seconds, 3),
+        "max_abs_diff_log10_per_document": float(np.max(np.abs(np.array(run()) - ours))),
+    }
 
 
 def measure(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict[str, Any]:
-    read = sum(len(t[:model.max_chars].encode("utf-8")) for t in texts) / MB
-    encode_s = cpu_seconds(lambda: [fl.encode(texts[a:b], model.id_of, model.max_chars) for a, b in fl.slices(texts)],
-                           repeats)
+    read = sum(len(t[: model.max_chars].encode("utf-8")) for t in texts) / MB
+    encode_s = cpu_seconds(
+        lambda: [fl.encode(texts[a:b], model.id_of, model.max_chars) for a, b in fl.slices(texts)], repeats
+    )
     total_s = cpu_seconds(lambda: model.perplexity_batch(texts), repeats)
     ppl = model.perplexity_batch(texts)
-    return {"documents": len(texts), "mb_read": round(read, 2), "cpu_s": round(total_s, 3),
-            "mb_per_cpu_s": round(read / total_s, 2), "normalise_encode_share": round(encode_s / total_s, 2),
-            "ratio_to_target": round(read / total_s / TARGET_MB_PER_S, 2),
-            "median_perplexity": round(float(np.nanmedian(ppl)), 1)}
+    return {
+        "documents": len(texts),
+        "mb_read": round(read, 2),
+        "cpu_s": round(total_s, 3),
+        "mb_per_cpu_s": round(read / total_s, 2),
+        "normalise_encode_share": round(encode_s / total_s, 2),
+        "ratio_to_target": round(read / total_s / TARGET_MB_PER_S, 2),
+        "median_perplexity": round(float(np.nanmedian(ppl)), 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,19 +108,24 @@ def main(argv: list[str] | None = None) -> int:
     train, held = news_texts() if not (args.model and args.texts) else ([], [])
     t = time.process_time()
     model = fl.FluencyModel.load(args.model) if args.model else fl.train_local(train, order=5)
-    setup = {"model": args.model or "5-gram trained here on People's Daily articles 1-2,600",
-             ("load_cpu_s" if args.model else "train_cpu_s"): round(time.process_time() - t, 2),
-             "ngrams": model.meta["ngrams"]}
+    setup = {
+        "model": args.model or "5-gram trained here on People's Daily articles 1-2,600",
+        ("load_cpu_s" if args.model else "train_cpu_s"): round(time.process_time() - t, 2),
+        "ngrams": model.meta["ngrams"],
+    }
     if args.texts:
         with open(args.texts, encoding="utf-8") as f:
             texts = [json.loads(line)["text"] for line in f if line.strip()]
     else:
         texts = held
-    size = sum(len(t[:model.max_chars].encode("utf-8")) for t in texts) / MB
+    size = sum(len(t[: model.max_chars].encode("utf-8")) for t in texts) / MB
     texts = texts * max(1, int(np.ceil(args.mb / max(size, 1e-9))))
     model.perplexity_batch(texts[:10])  # builds the lazy tables (character map, dense bigrams)
-    report = {"setup": setup, "texts": args.texts or "People's Daily articles 2,601-",
-              "ours": measure(model, texts, args.repeats)}
+    report = {
+        "setup": setup,
+        "texts": args.texts or "People's Daily articles 2,601-",
+        "ours": measure(model, texts, args.repeats),
+    }
     anchor = kenlm_anchor(model, texts, 1)
     if anchor:
         anchor["ours_speedup"] = round(anchor["cpu_s"] / report["ours"]["cpu_s"], 2)

@@ -62,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"proxy step (jobs/configs/proxy.toml, one thread), median of {args.steps}:")
     for v in vocabs:
         med = statistics.median(times[v])
-        print(f"  vocabulary {v:>6,}: {1000 * med:7.1f} ms/step  x{med / anchor:5.2f} the {ANCHOR:,}-piece anchor"
-              f"  -> 1,000 steps {med * 1000 / 60:5.1f} min")
+        print(
+            f"  vocabulary {v:>6,}: {1000 * med:7.1f} ms/step  x{med / anchor:5.2f} the {ANCHOR:,}-piece anchor"
+            f"  -> 1,000 steps {med * 1000 / 60:5.1f} min"
+        )
     return 0
 
 

@@ -98,9 +98,14 @@ def synthetic_keys(n: int, bands: int, seed: int) -> tuple[pa.Table, pa.Table]:
     """``n`` documents' rows in the index's schema: random band keys, random 128-bit digests."""
     rng = np.random.default_rng(seed)
     ids = pa.array([f"syn{seed}-{i:09d}" for i in range(n)])
-    keys = rng.integers(-2**63, 2**63 - 1, (n, bands), dtype=np.int64)
-    band_rows = pa.table({"band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)), "key": keys.ravel(),
-                          "doc_id": ids.take(pa.array(np.repeat(np.arange(n), bands)))})
+    keys = rng.integers(-(2**63), 2**63 - 1, (n, bands), dtype=np.int64)
+    band_rows = pa.table(
+        {
+            "band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)),
+            "key": keys.ravel(),
+            "doc_id": ids.take(pa.array(np.repeat(np.arange(n), bands))),
+        }
+    )
     digests = rng.integers(0, 2**63, (n, 2), dtype=np.int64)
     exact = pa.table({"exact_key": [f"{a:016x}{b:016x}" for a, b in digests.tolist()], "doc_id": ids})
     return band_rows, exact
@@ -124,12 +129,20 @@ def stage_metrics(spark, group: str) -> dict:
     jobs = json.load(urllib.request.urlopen(f"{base}/jobs"))
     ids = {s for j in jobs if j.get("jobGroup") == group for s in j["stageIds"]}
     stages = [s for s in json.load(urllib.request.urlopen(f"{base}/stages")) if s["stageId"] in ids]
-    lookup = {s for j in jobs if j.get("jobGroup") == group and "index lookup" in (j.get("description") or "")
-              for s in j["stageIds"]}
+    lookup = {
+        s
+        for j in jobs
+        if j.get("jobGroup") == group and "index lookup" in (j.get("description") or "")
+        for s in j["stageIds"]
+    }
     total = lambda key, only=None: sum(s.get(key, 0) for s in stages if only is None or s["stageId"] in only)  # noqa: E731
-    return {"stages": len(stages), "shuffle_write_bytes": total("shuffleWriteBytes"),
-            "shuffle_read_bytes": total("shuffleReadBytes"), "input_bytes": total("inputBytes"),
-            "lookup_shuffle_bytes": total("shuffleWriteBytes", lookup)}
+    return {
+        "stages": len(stages),
+        "shuffle_write_bytes": total("shuffleWriteBytes"),
+        "shuffle_read_bytes": total("shuffleReadBytes"),
+        "input_bytes": total("inputBytes"),
+        "lookup_shuffle_bytes": total("shuffleWriteBytes", lookup),
+    }
 
 
 def run_night(spark, index: DedupIndex, night: pa.Table, cfg: DedupConfig, group: str) -> dict:
@@ -145,13 +158,19 @@ def run_night(spark, index: DedupIndex, night: pa.Table, cfg: DedupConfig, group
     spark.sparkContext.setJobGroup("bench", "bench")
     index.retract("night")
     parts = result.report.get("index_lookup", {}).values()
-    lookup = {k: sum(p.get(k, 0) for p in parts) for k in ("rows_read", "rows_skipped", "row_groups_read",
-                                                            "row_groups_skipped", "files", "cpu_s", "matches")}
+    lookup = {
+        k: sum(p.get(k, 0) for p in parts)
+        for k in ("rows_read", "rows_skipped", "row_groups_read", "row_groups_skipped", "files", "cpu_s", "matches")
+    }
     lookup["where"] = "+".join(sorted({p.get("where", "?") for p in parts}))
-    return {"seconds": seconds, "cpu_s": cpu.seconds, "lookup_s": result.report["seconds"].get("index lookup", 0.0),
-            "lookup": lookup, "duplicates": sorted(zip(dups.column("doc_id").to_pylist(),
-                                                       dups.column("duplicate_of").to_pylist())),
-            **stage_metrics(spark, group)}
+    return {
+        "seconds": seconds,
+        "cpu_s": cpu.seconds,
+        "lookup_s": result.report["seconds"].get("index lookup", 0.0),
+        "lookup": lookup,
+        "duplicates": sorted(zip(dups.column("doc_id").to_pylist(), dups.column("duplicate_of").to_pylist())),
+        **stage_metrics(spark, group),
+    }
 
 
 def index_bytes(root: Path) -> int:
@@ -171,9 +190,15 @@ def year_of_nights(spark, root: Path, cfg: DedupConfig, nights: int, docs: int) 
             compactions += 1
             rewritten += summary["documents"]
     d = index.describe()
-    return {"nights": nights, "docs_per_night": docs, "seconds": round(time.perf_counter() - t0, 1),
-            "compactions": compactions, "rewrites_per_row": round(rewritten / (nights * docs), 2),
-            "files_without_compaction": nights * (bands + 2), **d}  # a file a band, the exact keys, the doc_ids
+    return {
+        "nights": nights,
+        "docs_per_night": docs,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "compactions": compactions,
+        "rewrites_per_row": round(rewritten / (nights * docs), 2),
+        "files_without_compaction": nights * (bands + 2),
+        **d,
+    }  # a file a band, the exact keys, the doc_ids
 
 
 def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores: int) -> dict:
@@ -184,46 +209,70 @@ def summarise(runs: list[dict], index: DedupIndex, root: Path, docs: int, cores:
     index_rows = docs * (index.params.bands + 1)  # band and exact rows (the docs part is read by point lookups)
     lookup_s = med("lookup_s")
     decoded = statistics.median(lk.get("rows_read", 0) / max(lk.get("cpu_s", 0), 1e-9) for lk in lookups)
-    return {"index_documents": docs, "index_rows": index_rows, "index_bytes": index_bytes(root),
-            "seconds": round(med("seconds"), 2), "cpu_s": round(med("cpu_s"), 1), "lookup_s": round(lookup_s, 3),
-            "lookup_where": where, "rows_per_s_per_core": round(index_rows / max(lookup_s, 1e-9)
-                                                              / (cores if "spark" in where else 1)),
-            "decoded_rows_per_cpu_s": round(decoded), "row_groups_skipped": lookups[0].get("row_groups_skipped", 0),
-            "row_groups_read": lookups[0].get("row_groups_read", 0),
-            "shuffle_bytes": int(med("shuffle_write_bytes")), "lookup_shuffle_bytes": int(med("lookup_shuffle_bytes")),
-            "stages": int(med("stages")), **index.describe(), "all_seconds": [round(r["seconds"], 2) for r in runs]}
+    return {
+        "index_documents": docs,
+        "index_rows": index_rows,
+        "index_bytes": index_bytes(root),
+        "seconds": round(med("seconds"), 2),
+        "cpu_s": round(med("cpu_s"), 1),
+        "lookup_s": round(lookup_s, 3),
+        "lookup_where": where,
+        "rows_per_s_per_core": round(index_rows / max(lookup_s, 1e-9) / (cores if "spark" in where else 1)),
+        "decoded_rows_per_cpu_s": round(decoded),
+        "row_groups_skipped": lookups[0].get("row_groups_skipped", 0),
+        "row_groups_read": lookups[0].get("row_groups_read", 0),
+        "shuffle_bytes": int(med("shuffle_write_bytes")),
+        "lookup_shuffle_bytes": int(med("lookup_shuffle_bytes")),
+        "stages": int(med("stages")),
+        **index.describe(),
+        "all_seconds": [round(r["seconds"], 2) for r in runs],
+    }
 
 
 def table(sizes: dict[str, dict], year: dict | None) -> str:
-    head = ("| index | documents | rows | MB | files | night s | CPU s | lookup s (where) | index rows/s/core "
-            "| decoded rows/CPU s | shuffle MB (lookup) | ratio to 1x |\n|" + "---|" * 12)
+    head = (
+        "| index | documents | rows | MB | files | night s | CPU s | lookup s (where) | index rows/s/core "
+        "| decoded rows/CPU s | shuffle MB (lookup) | ratio to 1x |\n|" + "---|" * 12
+    )
     anchor = next(iter(sizes.values()))["seconds"]
     lines = [head] + [
         f"| {k} | {s['index_documents']:,} | {s['index_rows']:,} | {s['index_bytes'] / 2**20:.0f} | {s['files']} "
         f"| {s['seconds']:.1f} | {s['cpu_s']:.0f} | {s['lookup_s']:.2f} ({s['lookup_where']}) "
         f"| {s['rows_per_s_per_core'] / 1e6:.0f} M | {s['decoded_rows_per_cpu_s'] / 1e6:.0f} M "
         f"| {s['shuffle_bytes'] / 2**20:.2f} ({s['lookup_shuffle_bytes'] / 2**20:.2f}) | {s['seconds'] / anchor:.2f} |"
-        for k, s in sizes.items()]
+        for k, s in sizes.items()
+    ]
     if year:
-        lines.append(f"\n{year['nights']} nights of {year['docs_per_night']} documents, compaction after "
-                     f"{year['compact_after']} segments: {year['segments']} segments, {year['files']} files "
-                     f"(without compaction: {year['files_without_compaction']}), at most "
-                     f"{year['max_files_per_bucket']} files per band and bucket; {year['compactions']} compactions, "
-                     f"each row rewritten {year['rewrites_per_row']} times on average; {year['seconds']} s in all.")
+        lines.append(
+            f"\n{year['nights']} nights of {year['docs_per_night']} documents, compaction after "
+            f"{year['compact_after']} segments: {year['segments']} segments, {year['files']} files "
+            f"(without compaction: {year['files_without_compaction']}), at most "
+            f"{year['max_files_per_bucket']} files per band and bucket; {year['compactions']} compactions, "
+            f"each row rewritten {year['rewrites_per_row']} times on average; {year['seconds']} s in all."
+        )
     return "\n".join(lines)
 
 
-def variants(spark, work: Path, cfg: DedupConfig, base, sizes: list[int], night_docs: int,
-             tasks: bool) -> dict[str, tuple[DedupIndex, Path, int]]:
+def variants(
+    spark, work: Path, cfg: DedupConfig, base, sizes: list[int], night_docs: int, tasks: bool
+) -> dict[str, tuple[DedupIndex, Path, int]]:
     """label -> (index, its directory, its documents): each size, and with ``tasks`` the largest
     again with every lookup in Spark tasks (``driver_max_rows`` 0: the path of a larger index)."""
     for old in [work / f"index-{k}x" for k in sizes] + [work / "year"]:
         shutil.rmtree(old, ignore_errors=True)  # each run builds its indexes anew
-    out = {f"{k}x": (build_index(spark, work / f"index-{k}x", cfg, base, (k - 1) * night_docs), work / f"index-{k}x",
-                     k * night_docs) for k in sizes}
+    out = {
+        f"{k}x": (
+            build_index(spark, work / f"index-{k}x", cfg, base, (k - 1) * night_docs),
+            work / f"index-{k}x",
+            k * night_docs,
+        )
+        for k in sizes
+    }
     if tasks:
         k = max(sizes)
-        index = DedupIndex(spark, str(work / f"index-{k}x"), cfg.minhash.resolved(), replace(cfg.index, driver_max_rows=0))
+        index = DedupIndex(
+            spark, str(work / f"index-{k}x"), cfg.minhash.resolved(), replace(cfg.index, driver_max_rows=0)
+        )
         out[f"{k}x, Spark tasks"] = (index, work / f"index-{k}x", k * night_docs)
     return out
 
@@ -248,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_spark("bench-nightly", "local[2]", {"spark.ui.enabled": "true", "spark.ui.port": str(port)})
     cores, cfg, work = spark.sparkContext.defaultParallelism, DedupConfig(verify="enforce"), Path(args.work)
     published, night, copies = night_and_published(args.night_docs)
-    indexes = variants(spark, work, cfg, real_keys(spark, published, cfg), sorted(args.sizes), args.night_docs,
-                       not args.no_tasks)
+    indexes = variants(
+        spark, work, cfg, real_keys(spark, published, cfg), sorted(args.sizes), args.night_docs, not args.no_tasks
+    )
     run_night(spark, next(iter(indexes.values()))[0], night, cfg, "warm-up")
     runs: dict[str, list[dict]] = {k: [] for k in indexes}
     for rep in range(args.repeats):
@@ -258,25 +308,37 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("%s repeat %d: %.1f s", k, rep, runs[k][-1]["seconds"])
     first = next(iter(runs.values()))[0]["duplicates"]
     missed = set(copies.items()) - set(first)
-    assert not missed and all(r[0]["duplicates"] == first for r in runs.values()), \
+    assert not missed and all(r[0]["duplicates"] == first for r in runs.values()), (
         f"every index size must find the same duplicates, the planted copies among them (missed: {sorted(missed)[:5]})"
+    )
     sizes = {k: summarise(runs[k], index, root, docs, cores) for k, (index, root, docs) in indexes.items()}
     year = None
     if args.nights:
         ycfg = replace(cfg, index=IndexConfig())
-        year = {**year_of_nights(spark, work / "year", ycfg, args.nights, args.small_docs),
-                "compact_after": ycfg.index.compact_after}
-    report = {"date": time.strftime("%Y-%m-%d"), "cores": cores, "night_docs": args.night_docs,
-              "planted_copies": len(copies), "duplicates_found": len(first), "sizes": sizes,
-              "year": year, "load_average": list(map(float, Path("/proc/loadavg").read_text().split()[:3]))}
+        year = {
+            **year_of_nights(spark, work / "year", ycfg, args.nights, args.small_docs),
+            "compact_after": ycfg.index.compact_after,
+        }
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "cores": cores,
+        "night_docs": args.night_docs,
+        "planted_copies": len(copies),
+        "duplicates_found": len(first),
+        "sizes": sizes,
+        "year": year,
+        "load_average": list(map(float, Path("/proc/loadavg").read_text().split()[:3])),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(sizes, year))
     small, big = sizes[f"{min(args.sizes)}x"], sizes[f"{max(args.sizes)}x"]
-    print(f"\n{len(copies)} planted copies, {len(first)} duplicates found at every size. "
-          f"{max(args.sizes)}x/{min(args.sizes)}x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); "
-          f"shuffle bytes {small['shuffle_bytes']:,} -> {big['shuffle_bytes']:,} for an index "
-          f"{big['index_bytes'] / small['index_bytes']:.0f}x larger; load average {report['load_average']} at the end")
+    print(
+        f"\n{len(copies)} planted copies, {len(first)} duplicates found at every size. "
+        f"{max(args.sizes)}x/{min(args.sizes)}x night: {big['seconds'] / small['seconds']:.2f} (target <= 2); "
+        f"shuffle bytes {small['shuffle_bytes']:,} -> {big['shuffle_bytes']:,} for an index "
+        f"{big['index_bytes'] / small['index_bytes']:.0f}x larger; load average {report['load_average']} at the end"
+    )
     return 0
 
 

@@ -29,9 +29,12 @@ from pathlib import Path
 
 # issue 23 "Done when": spam removed >= 95 %, chrome-only pages removed >= 80 %, good documents
 # kept >= 98 %, good lines removed <= 0.5 %. (name, metric key, ">=" or "<=", bound)
-TARGETS = (("spam removed", "spam_removed", ">=", 0.95), ("chrome removed", "chrome_removed", ">=", 0.80),
-           ("good documents kept", "good_kept", ">=", 0.98),
-           ("good lines removed", "good_lines_removed", "<=", 0.005))
+TARGETS = (
+    ("spam removed", "spam_removed", ">=", 0.95),
+    ("chrome removed", "chrome_removed", ">=", 0.80),
+    ("good documents kept", "good_kept", ">=", 0.98),
+    ("good lines removed", "good_lines_removed", "<=", 0.005),
+)
 EXAMPLES = 3
 
 
@@ -91,8 +94,9 @@ def _good_lines(labels: list[dict], documents: dict[str, dict], to_simplified) -
     return out
 
 
-def ood_metrics(labels: list[dict], documents: list[dict], rejected: list[dict],
-                to_simplified: Callable[[str], str] = lambda s: s) -> dict:
+def ood_metrics(
+    labels: list[dict], documents: list[dict], rejected: list[dict], to_simplified: Callable[[str], str] = lambda s: s
+) -> dict:
     """The bench's figures from plain rows: ``labels`` as in ood.jsonl (``id``, ``text``,
     ``label``, ``family``), ``documents`` (``doc_id``, ``text``) and ``rejected`` (``doc_id``,
     ``stage``, ``reason``) as the cleaning job writes them. A labelled id in neither output is
@@ -100,16 +104,27 @@ def ood_metrics(labels: list[dict], documents: list[dict], rejected: list[dict],
     docs = {d["doc_id"]: d for d in documents}
     rej = {r["doc_id"]: r for r in rejected}
     removed, kept = set(rej), set(docs)
-    spam, chrome, good = (_by_family(labels, "spam", removed), _by_family(labels, "chrome", removed),
-                          _by_family(labels, "good", kept))
+    spam, chrome, good = (
+        _by_family(labels, "spam", removed),
+        _by_family(labels, "chrome", removed),
+        _by_family(labels, "good", kept),
+    )
     lines = _good_lines(labels, docs, to_simplified)
     return {
-        "records": len(labels), "unaccounted": sorted(r["id"] for r in labels if r["id"] not in docs | rej.keys()),
-        "spam_removed": spam["all"]["share"], "chrome_removed": chrome["all"]["share"],
-        "good_kept": good["all"]["share"], "good_lines_removed": lines["all"]["share"],
-        "spam": spam, "chrome": chrome, "good": good, "good_lines": lines,
-        "good_removed_by": _reasons(labels, "good", rej), "spam_removed_by": _reasons(labels, "spam", rej),
-        "chrome_removed_by": _reasons(labels, "chrome", rej)}
+        "records": len(labels),
+        "unaccounted": sorted(r["id"] for r in labels if r["id"] not in docs | rej.keys()),
+        "spam_removed": spam["all"]["share"],
+        "chrome_removed": chrome["all"]["share"],
+        "good_kept": good["all"]["share"],
+        "good_lines_removed": lines["all"]["share"],
+        "spam": spam,
+        "chrome": chrome,
+        "good": good,
+        "good_lines": lines,
+        "good_removed_by": _reasons(labels, "good", rej),
+        "spam_removed_by": _reasons(labels, "spam", rej),
+        "chrome_removed_by": _reasons(labels, "chrome", rej),
+    }
 
 
 def target_checks(metrics: dict) -> list[dict]:
@@ -136,20 +151,35 @@ def table_lines(metrics: dict) -> list[str]:
     for g, v in metrics["good"].items():
         ln = metrics["good_lines"].get(g, {"lines": 0, "removed": 0, "share": None})
         out.append(f"{g:<14}{v['n']:>7}{_pct(v['share']):>9}{ln['lines']:>8}{ln['removed']:>7} {_pct(ln['share']):>7}")
-    for title, key in (("good documents removed by", "good_removed_by"), ("spam removed by", "spam_removed_by"),
-                       ("chrome removed by", "chrome_removed_by")):
-        out += ["", title + ":"] + ([f"  {r:<34}{v['count']:>5}  {v['families']}  e.g. {', '.join(v['examples'])}"
-                                      for r, v in metrics[key].items()] or ["  (none)"])
+    for title, key in (
+        ("good documents removed by", "good_removed_by"),
+        ("spam removed by", "spam_removed_by"),
+        ("chrome removed by", "chrome_removed_by"),
+    ):
+        out += ["", title + ":"] + (
+            [
+                f"  {r:<34}{v['count']:>5}  {v['families']}  e.g. {', '.join(v['examples'])}"
+                for r, v in metrics[key].items()
+            ]
+            or ["  (none)"]
+        )
     if metrics["unaccounted"]:
-        out += ["", f"UNACCOUNTED (in neither output): {len(metrics['unaccounted'])}, e.g. {metrics['unaccounted'][:3]}"]
+        out += [
+            "",
+            f"UNACCOUNTED (in neither output): {len(metrics['unaccounted'])}, e.g. {metrics['unaccounted'][:3]}",
+        ]
     out += ["", "issue-23 targets:"]
-    out += [f"  {t['target']:<22}{_pct(t['value']):>8} {t['op']} {100 * t['bound']:.1f}%  "
-            f"{'met' if t['met'] else 'NOT MET' if t['met'] is False else 'n/a'}" for t in target_checks(metrics)]
+    out += [
+        f"  {t['target']:<22}{_pct(t['value']):>8} {t['op']} {100 * t['bound']:.1f}%  "
+        f"{'met' if t['met'] else 'NOT MET' if t['met'] is False else 'n/a'}"
+        for t in target_checks(metrics)
+    ]
     return out
 
 
-def clean_command(ood: str, out: Path, spam_model: str, quality_model: str, sets: list[str],
-                  no_models: bool) -> list[str]:
+def clean_command(
+    ood: str, out: Path, spam_model: str, quality_model: str, sets: list[str], no_models: bool
+) -> list[str]:
     cmd = [sys.executable, "-m", "jobs.clean", "--input", ood, "--output", str(out), "--overwrite"]
     if not no_models:
         cmd += ["--set", f"classify.spam_model={spam_model}", "--set", f"classify.quality_model={quality_model}"]
@@ -172,8 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spam-model", default="out/demo/models/spam")
     p.add_argument("--quality-model", default="out/demo/models/quality")
     p.add_argument("--no-models", action="store_true", help="rules only: no classifier")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra jobs.clean config override (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra jobs.clean config override (repeatable)",
+    )
     p.add_argument("--output", default="out/bench-ood")
     args = p.parse_args(argv)
 
@@ -188,8 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     labels = [json.loads(line) for line in Path(args.ood).read_text(encoding="utf-8").splitlines() if line.strip()]
     docs, rejected = read_outputs(out / "clean")
     metrics = ood_metrics(labels, docs, rejected, opencc.OpenCC("t2s").convert)
-    result = {"command": cmd[1:], "ood": args.ood, "no_models": args.no_models, "clean_seconds": round(seconds, 1),
-              "targets": target_checks(metrics), **metrics}
+    result = {
+        "command": cmd[1:],
+        "ood": args.ood,
+        "no_models": args.no_models,
+        "clean_seconds": round(seconds, 1),
+        "targets": target_checks(metrics),
+        **metrics,
+    }
     (out / "result.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print("\n".join(table_lines(metrics)))
     print(f"\nresult: {out / 'result.json'}  (jobs.clean {seconds:.0f} s)")

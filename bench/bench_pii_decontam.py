@@ -47,12 +47,14 @@ def load_documents(documents: Path | None) -> list[dict]:
     """[{doc_id, text, source_file}] of the kept documents."""
     if documents and documents.exists():
         import pyarrow.parquet as pq
+
         return pq.read_table(documents, columns=["doc_id", "text", "source_file"]).to_pylist()
     from etl.clean.stage import clean_row, get_cleaner
     from etl.read.records import ReaderConfig, parse_file
 
     if not (DEMO_CRAWL / "MANIFEST.json").exists():
         from demo.crawl import build_demo_crawl
+
         build_demo_crawl(DEMO_CRAWL)
     cleaner, cfg, docs = get_cleaner(RulesConfig()), ReaderConfig(), []
     for f in sorted(p for sub in ("warc", "wet", "jsonl") for p in (DEMO_CRAWL / sub).rglob("*") if p.is_file()):
@@ -67,6 +69,7 @@ def load_eval() -> tuple[list[dc.EvalItem], dict[tuple[str, str], str]]:
     """The demo evaluation items and, per item, its original text (cloze blank filled)."""
     if not (EVAL_DIR / "MANIFEST.json").exists():
         from demo.eval_set import write
+
         write(EVAL_DIR)
     items, originals = [], {}
     for f in sorted(EVAL_DIR.glob("*.jsonl")):
@@ -92,8 +95,11 @@ def plain_python(texts: list[str], items: list[dc.EvalItem], ngram: int, repeats
     scrub = pii.PiiScrubber(pii.resolve_modes("redact"))
     matcher = dc.Matcher(dc.EvalIndex(items, ngram))
     cleaner = Cleaner(RulesConfig())
-    return {"pii": timed(scrub, texts, repeats), "decontaminate": timed(matcher.hits, texts, repeats),
-            "clean_anchor": timed(cleaner, texts, repeats)}
+    return {
+        "pii": timed(scrub, texts, repeats),
+        "decontaminate": timed(matcher.hits, texts, repeats),
+        "clean_anchor": timed(cleaner, texts, repeats),
+    }
 
 
 def spark_stages(docs: list[dict], cores: int, ngram: int, repeats: int) -> dict[str, float]:
@@ -106,16 +112,26 @@ def spark_stages(docs: list[dict], cores: int, ngram: int, repeats: int) -> dict
 
     spark = get_spark("bench-pii-decontam", f"local[{cores}]")
     frame = spark.createDataFrame(docs, "doc_id string, text string, source_file string").repartition(cores * 4)
-    marked = (frame.select(F.lit("record").alias("kind"), "doc_id", "text", F.lit(None).cast("string").alias("title"),
-                           F.lit(None).cast("string").alias("reason"), F.lit(None).cast("string").alias("stage"),
-                           F.lit(None).cast("string").alias("detail"), "source_file").cache())
+    marked = frame.select(
+        F.lit("record").alias("kind"),
+        "doc_id",
+        "text",
+        F.lit(None).cast("string").alias("title"),
+        F.lit(None).cast("string").alias("reason"),
+        F.lit(None).cast("string").alias("stage"),
+        F.lit(None).cast("string").alias("detail"),
+        "source_file",
+    ).cache()
     marked.count()
-    dcfg = DecontaminateConfig(eval_sets=tuple(str(p) for p in sorted(EVAL_DIR.glob("*.jsonl"))), ngram=ngram,
-                               mode="report")
+    dcfg = DecontaminateConfig(
+        eval_sets=tuple(str(p) for p in sorted(EVAL_DIR.glob("*.jsonl"))), ngram=ngram, mode="report"
+    )
     prepared = prepare(spark, dcfg)
-    runs = {"identity": lambda: marked.mapInArrow(lambda it: it, marked.schema),
-            "pii": lambda: pii_stage(marked, PiiConfig()),
-            "decontaminate": lambda: decontaminate_stage(marked, dcfg, prepared)}
+    runs = {
+        "identity": lambda: marked.mapInArrow(lambda it: it, marked.schema),
+        "pii": lambda: pii_stage(marked, PiiConfig()),
+        "decontaminate": lambda: decontaminate_stage(marked, dcfg, prepared),
+    }
     out: dict[str, list[float]] = {k: [] for k in runs}
     for name, make in runs.items():  # untimed warm-up: Python workers started, matcher built
         make().write.format("noop").mode("overwrite").save()
@@ -149,17 +165,32 @@ def sweep(texts: list[str], items: list[dc.EvalItem], originals: dict, sizes=SWE
         true = {p for p in pairs if verdicts[p]}
         false_docs = {i for i, _ in pairs - true} - {i for i, _ in true}
         missed = {i for i, _ in contains} - {i for i, _ in pairs}
-        rows.append({"ngram": n, "documents_hit": len({i for i, _ in pairs}), "true_hits": len(true),
-                     "false_hits": len(pairs - true), "documents_hit_only_falsely": len(false_docs),
-                     "documents_with_an_item_missed": len(missed)})
-    return {"documents": len(texts), "documents_containing_an_item": len({i for i, _ in contains}),
-            "min_chars": min_chars, "rows": rows}
+        rows.append(
+            {
+                "ngram": n,
+                "documents_hit": len({i for i, _ in pairs}),
+                "true_hits": len(true),
+                "false_hits": len(pairs - true),
+                "documents_hit_only_falsely": len(false_docs),
+                "documents_with_an_item_missed": len(missed),
+            }
+        )
+    return {
+        "documents": len(texts),
+        "documents_containing_an_item": len({i for i, _ in contains}),
+        "min_chars": min_chars,
+        "rows": rows,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--documents", type=Path, default=DEMO_DOCS, help="Parquet documents (default: %(default)s, "
-                   "else the demo crawl cleaned in this process)")
+    p.add_argument(
+        "--documents",
+        type=Path,
+        default=DEMO_DOCS,
+        help="Parquet documents (default: %(default)s, else the demo crawl cleaned in this process)",
+    )
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--ngram", type=int, default=dc.DEFAULT_NGRAM)
@@ -171,12 +202,22 @@ def main(argv: list[str] | None = None) -> int:
     items, originals = load_eval()
     texts = [d["text"] for d in docs]
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
-    result: dict = {"documents": len(texts), "text_mb": round(mb, 2), "eval_items": len(items),
-                    "ngram": args.ngram, "repeats": args.repeats, "budget_mb_s_per_core": BUDGET_MB_S}
+    result: dict = {
+        "documents": len(texts),
+        "text_mb": round(mb, 2),
+        "eval_items": len(items),
+        "ngram": args.ngram,
+        "repeats": args.repeats,
+        "budget_mb_s_per_core": BUDGET_MB_S,
+    }
 
     def rate(seconds: float, cores: int = 1) -> dict:
         per_core = mb / seconds / cores
-        return {"s": round(seconds, 3), "mb_s_per_core": round(per_core, 2), "budget_share": round(BUDGET_MB_S / per_core, 4)}
+        return {
+            "s": round(seconds, 3),
+            "mb_s_per_core": round(per_core, 2),
+            "budget_share": round(BUDGET_MB_S / per_core, 4),
+        }
 
     plain = plain_python(texts, items, args.ngram, args.repeats)
     result["plain_python"] = {k: rate(v) for k, v in plain.items()}
@@ -186,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         sp = spark_stages(docs, args.cores, args.ngram, args.repeats)
         result["spark"] = {"cores": args.cores, "identity_mapinarrow_s": round(sp["identity"], 3)}
         for k in ("pii", "decontaminate"):
-            result["spark"][k] = {**rate(sp[k], args.cores), "net_of_identity": rate(max(sp[k] - sp["identity"], 1e-3),
-                                                                                     args.cores)}
+            result["spark"][k] = {
+                **rate(sp[k], args.cores),
+                "net_of_identity": rate(max(sp[k] - sp["identity"], 1e-3), args.cores),
+            }
     if args.sweep:
         result["sweep"] = sweep(texts, items, originals)
     print(json.dumps(result, indent=2))

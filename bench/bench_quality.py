@@ -51,13 +51,15 @@ def cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
 
 
 def batched(texts: Sequence[str], size: int) -> dict[str, np.ndarray]:
-    parts = [signals_batch(texts[i:i + size]) for i in range(0, len(texts), size)]
+    parts = [signals_batch(texts[i : i + size]) for i in range(0, len(texts), size)]
     return {s.name: np.concatenate([p[s.name] for p in parts]) for s in SIGNALS}
 
 
 def percentiles(values: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
-    return {name: {str(p): round(float(v), 4) for p, v in zip(PERCENTILES, np.percentile(x, PERCENTILES))}
-            for name, x in values.items()}
+    return {
+        name: {str(p): round(float(v), 4) for p, v in zip(PERCENTILES, np.percentile(x, PERCENTILES))}
+        for name, x in values.items()
+    }
 
 
 def run(repeats: int, batch: int) -> dict:
@@ -71,7 +73,10 @@ def run(repeats: int, batch: int) -> dict:
     all_s = cpu_seconds(lambda: batched(texts, batch), repeats)
     values = batched(texts, batch)
     return {
-        "documents": len(texts), "mb": round(mb, 2), "batch": batch, "repeats": repeats,
+        "documents": len(texts),
+        "mb": round(mb, 2),
+        "batch": batch,
+        "repeats": repeats,
         "first_call_s": round(first_call, 2),
         "segmentation_mb_per_cpu_s": round(mb / seg_s, 2),
         "signals_mb_per_cpu_s": round(mb / all_s, 2),
@@ -89,10 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--output", help="also write the report here (JSON)")
     args = ap.parse_args(argv)
     report = run(args.repeats, args.batch)
-    print(f"{report['documents']} People's Daily documents, {report['mb']} MB: signals_batch "
-          f"{report['signals_mb_per_cpu_s']} MB per CPU-second ({report['vs_target']}x the target of "
-          f"{TARGET_MB_PER_CPU_S}); rjieba HMM-off segmentation alone {report['segmentation_mb_per_cpu_s']} "
-          f"(its share of the time: {report['segmentation_share']}); first call {report['first_call_s']} s")
+    print(
+        f"{report['documents']} People's Daily documents, {report['mb']} MB: signals_batch "
+        f"{report['signals_mb_per_cpu_s']} MB per CPU-second ({report['vs_target']}x the target of "
+        f"{TARGET_MB_PER_CPU_S}); rjieba HMM-off segmentation alone {report['segmentation_mb_per_cpu_s']} "
+        f"(its share of the time: {report['segmentation_share']}); first call {report['first_call_s']} s"
+    )
     print(f"{'signal':24s}" + "".join(f"{p:>9}" for p in PERCENTILES))
     for name, row in report["percentiles"].items():
         print(f"{name:24s}" + "".join(f"{v:9.4f}" for v in row.values()))

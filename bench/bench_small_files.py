@@ -45,8 +45,13 @@ def make_inputs(out: Path, n: int, seed: int = 0) -> tuple[Path, Path]:
         return small, one
     rng = random.Random(seed)
     pages = ["\n".join(paras) for _, paras, _ in news_pages()]
-    lines = [json.dumps({"id": f"s{i}", "text": pages[i % len(pages)][: rng.randint(60, 260)], "source": "news"},
-                        ensure_ascii=False) + "\n" for i in range(n)]
+    lines = [
+        json.dumps(
+            {"id": f"s{i}", "text": pages[i % len(pages)][: rng.randint(60, 260)], "source": "news"}, ensure_ascii=False
+        )
+        + "\n"
+        for i in range(n)
+    ]
     for d in (small, one.parent):
         d.mkdir(parents=True, exist_ok=True)
         for f in d.glob("*.jsonl"):
@@ -60,8 +65,11 @@ def make_inputs(out: Path, n: int, seed: int = 0) -> tuple[Path, Path]:
 def spark_tasks(sc, group: str) -> dict[str, int]:
     """Tasks the jobs of ``group`` ran: in all, and in their largest stage."""
     tracker = sc.statusTracker()
-    stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group)
-              for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])]
+    stages = [
+        tracker.getStageInfo(s)
+        for j in tracker.getJobIdsForGroup(group)
+        for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])
+    ]
     done = [s.numCompletedTasks for s in stages if s is not None]
     return {"tasks": sum(done), "largest_stage": max(done, default=0)}
 
@@ -79,9 +87,14 @@ def run_clean(spark, inputs: list[str], output: Path, cfg, group: str) -> dict:
     t0 = time.perf_counter()
     report = clean_corpus(cfg, inputs, str(output), overwrite=True, spark=spark)
     dt = time.perf_counter() - t0
-    return {"seconds": dt, **spark_tasks(sc, group), "documents": report["documents"],
-            "rejected": report["rejected"], "documents_files": parquet_files(output / "documents"),
-            "rejected_files": parquet_files(output / "rejected")}
+    return {
+        "seconds": dt,
+        **spark_tasks(sc, group),
+        "documents": report["documents"],
+        "rejected": report["rejected"],
+        "documents_files": parquet_files(output / "documents"),
+        "rejected_files": parquet_files(output / "rejected"),
+    }
 
 
 def rows(d: Path) -> list[tuple]:
@@ -134,17 +147,29 @@ def main(argv: list[str] | None = None) -> int:
 def summarize(runs: dict[str, list[dict]], out: Path, cores: int, cfg) -> dict:
     """Medians, the ratio and the checks, from the runs of ``main``."""
     target = getattr(getattr(cfg, "output", None), "target_file_bytes", 256 << 20)
-    med = {name: {"seconds": round(statistics.median(r["seconds"] for r in rs), 2),
-                  **{k: v for k, v in rs[-1].items() if k != "seconds"}} for name, rs in runs.items()}
+    med = {
+        name: {
+            "seconds": round(statistics.median(r["seconds"] for r in rs), 2),
+            **{k: v for k, v in rs[-1].items() if k != "seconds"},
+        }
+        for name, rs in runs.items()
+    }
     nbytes = output_bytes(out / "out-small")
     bound = max(2 * cores, -(-nbytes // target))
     small = med["small"]
     same = all(rows(out / "out-small" / d) == rows(out / "out-one" / d) for d in ("documents", "rejected"))
-    return {"cores": cores, "runs": len(runs["small"]), "small": small, "one": med["one"],
-            "ratio_small_one": round(small["seconds"] / med["one"]["seconds"], 2),
-            "output_bytes": nbytes, "file_bound_per_directory": bound,
-            "files_within_bound": max(small["documents_files"], small["rejected_files"]) <= bound,
-            "same_rows": same, "load_after": os.getloadavg()}
+    return {
+        "cores": cores,
+        "runs": len(runs["small"]),
+        "small": small,
+        "one": med["one"],
+        "ratio_small_one": round(small["seconds"] / med["one"]["seconds"], 2),
+        "output_bytes": nbytes,
+        "file_bound_per_directory": bound,
+        "files_within_bound": max(small["documents_files"], small["rejected_files"]) <= bound,
+        "same_rows": same,
+        "load_after": os.getloadavg(),
+    }
 
 
 if __name__ == "__main__":

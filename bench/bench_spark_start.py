@@ -42,16 +42,34 @@ def stamp(line: str) -> float:
 
 def submit(master: str, archive: Path, probe: Path) -> dict:
     """One submission; seconds to the first started and finished task, and the app id."""
-    argv = [str(ROOT / "deploy/spark-submit.sh"), "--master", master, "--archives", f"{archive}#env",
-            "--conf", "spark.pyspark.python=./env/bin/python", "--conf", f"spark.pyspark.driver.python={sys.executable}",
-            "--conf", "spark.executor.cores=1", "--conf", "spark.executor.memory=768m", str(probe)]
+    argv = [
+        str(ROOT / "deploy/spark-submit.sh"),
+        "--master",
+        master,
+        "--archives",
+        f"{archive}#env",
+        "--conf",
+        "spark.pyspark.python=./env/bin/python",
+        "--conf",
+        f"spark.pyspark.driver.python={sys.executable}",
+        "--conf",
+        "spark.executor.cores=1",
+        "--conf",
+        "spark.executor.memory=768m",
+        str(probe),
+    ]
     t0 = time.time()
     run = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     lines = run.stderr.splitlines()
     first = lambda what: next(stamp(x) for x in lines if what in x and STAMP.match(x))  # noqa: E731
     app = re.search(r"app-\d+-\d+", run.stderr)
-    return {"rc": run.returncode, "started": first("Starting task") - t0, "finished": first("Finished task") - t0,
-            "total": time.time() - t0, "app": app[0] if app else None}
+    return {
+        "rc": run.returncode,
+        "started": first("Starting task") - t0,
+        "finished": first("Finished task") - t0,
+        "total": time.time() - t0,
+        "app": app[0] if app else None,
+    }
 
 
 def executor_archive_seconds(work_dir: Path, app: str) -> list[float]:
@@ -83,12 +101,20 @@ def main(argv: list[str] | None = None) -> int:
     anchor = statistics.median(r["finished"] for r in runs[args.archives[0]])
     for archive, rs in runs.items():
         finished = statistics.median(r["finished"] for r in rs)
-        per_exec = [s for r in rs if args.work_dir and r["app"] for s in executor_archive_seconds(args.work_dir, r["app"])]
-        print(f"{archive} ({archive.stat().st_size / 2**20:.1f} MiB): first task finished after {finished:.0f} s "
-              f"(median of {len(rs)}; {finished / anchor:.2f}x the anchor), started after "
-              f"{statistics.median(r['started'] for r in rs):.0f} s"
-              + (f"; executor fetch + unpack {statistics.median(per_exec):.0f} s (median of {len(per_exec)})"
-                 if per_exec else "") + f"; exit codes {sorted({r['rc'] for r in rs})}")
+        per_exec = [
+            s for r in rs if args.work_dir and r["app"] for s in executor_archive_seconds(args.work_dir, r["app"])
+        ]
+        print(
+            f"{archive} ({archive.stat().st_size / 2**20:.1f} MiB): first task finished after {finished:.0f} s "
+            f"(median of {len(rs)}; {finished / anchor:.2f}x the anchor), started after "
+            f"{statistics.median(r['started'] for r in rs):.0f} s"
+            + (
+                f"; executor fetch + unpack {statistics.median(per_exec):.0f} s (median of {len(per_exec)})"
+                if per_exec
+                else ""
+            )
+            + f"; exit codes {sorted({r['rc'] for r in rs})}"
+        )
     print("load:", open("/proc/loadavg").read().split()[:3])
     return 0
 

@@ -84,9 +84,11 @@ class TaskSampler:
             if dt >= next_line:
                 next_line += self.every
                 c = self.counters
-                self.lines.append(f"{dt:6.1f}s  ranges {c.ranges.value}/{c.ranges_total}  "
-                                  f"{c.records.value:,} records  {c.bytes.value / 1e6:,.0f} MB  "
-                                  f"running tasks {self.samples[-1]}")
+                self.lines.append(
+                    f"{dt:6.1f}s  ranges {c.ranges.value}/{c.ranges_total}  "
+                    f"{c.records.value:,} records  {c.bytes.value / 1e6:,.0f} MB  "
+                    f"running tasks {self.samples[-1]}"
+                )
                 print("   ", self.lines[-1], flush=True)
 
     @property
@@ -127,16 +129,31 @@ def read_once(spark, path: Path, cfg, cores: int) -> dict:
     with TaskSampler(spark.sparkContext, counters) as sampler:
         cpu0, t0 = tree_cpu_seconds(jvm), time.perf_counter()
         raw, _ = read_raw(spark, [str(path)], cfg, counters)
-        r = (raw.where(F.col("kind") == "record")
-             .agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("text")).alias("chars"),
-                  F.sum(F.col("reason").isNotNull().cast("int")).alias("rejected")).collect()[0])
+        r = (
+            raw.where(F.col("kind") == "record")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(F.length("text")).alias("chars"),
+                F.sum(F.col("reason").isNotNull().cast("int")).alias("rejected"),
+            )
+            .collect()[0]
+        )
         dt, cpu = time.perf_counter() - t0, tree_cpu_seconds(jvm) - cpu0
     mb = path.stat().st_size / 1e6
-    return {"seconds": round(dt, 1), "records": r.n, "rejected": r.rejected, "characters": r.chars,
-            "ranges": counters.ranges_total, "mb_per_s": round(mb / dt, 1),
-            "mb_per_s_per_core": round(mb / dt / cores, 1), "mean_active_tasks": round(sampler.mean_active, 2),
-            "cpu_seconds": round(cpu, 1), "cores_used": round(cpu / dt, 2), "mb_per_cpu_second": round(mb / cpu, 1),
-            "progress": sampler.lines}
+    return {
+        "seconds": round(dt, 1),
+        "records": r.n,
+        "rejected": r.rejected,
+        "characters": r.chars,
+        "ranges": counters.ranges_total,
+        "mb_per_s": round(mb / dt, 1),
+        "mb_per_s_per_core": round(mb / dt / cores, 1),
+        "mean_active_tasks": round(sampler.mean_active, 2),
+        "cpu_seconds": round(cpu, 1),
+        "cores_used": round(cpu / dt, 2),
+        "mb_per_cpu_second": round(mb / cpu, 1),
+        "progress": sampler.lines,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     read_once(spark, warm, ReaderConfig(split_bytes=4096, min_split_bytes=1, rebalance=False), args.cores)
     results = {}
     modes = [("split", args.split_mb << 20), ("one_task", 0)]
-    for name, split in (modes[::-1] if args.one_task_first else modes):
+    for name, split in modes[::-1] if args.one_task_first else modes:
         cfg = ReaderConfig(split_bytes=split, rebalance=False)
         print(f"{name}: reader.split_bytes={split}")
         results[name] = read_once(spark, path, cfg, args.cores)
@@ -173,10 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     remote = plan([InputFile(f"file:{path}", size, str(path))], ReaderConfig(local_reads=False), args.cores)
     refused = json.loads(remote.driver_rows[0]["file_stats"])["errors"][0]["reason"] if remote.driver_rows else None
     ratio = results["one_task"]["seconds"] / results["split"]["seconds"]
-    same = results["split"]["records"] == results["one_task"]["records"] and \
-        results["split"]["characters"] == results["one_task"]["characters"]
-    summary = {"file_gib": round(size / (1 << 30), 2), "cores": args.cores, "split_speedup": round(ratio, 2),
-               "same_records": same, "binaryFile_path": refused, "load_after": os.getloadavg(), **results}
+    same = (
+        results["split"]["records"] == results["one_task"]["records"]
+        and results["split"]["characters"] == results["one_task"]["characters"]
+    )
+    summary = {
+        "file_gib": round(size / (1 << 30), 2),
+        "cores": args.cores,
+        "split_speedup": round(ratio, 2),
+        "same_records": same,
+        "binaryFile_path": refused,
+        "load_after": os.getloadavg(),
+        **results,
+    }
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     spark.stop()
     return 0 if same else 1

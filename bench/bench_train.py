@@ -33,9 +33,9 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch import nn
 
-from train.model import ModelConfig, preset
 from train.layout import ParallelConfig
-from train.parallel.step import Trainer, TrainConfig
+from train.model import ModelConfig, preset
+from train.parallel.step import TrainConfig, Trainer
 from train.parallel.zero import local_tensor
 
 
@@ -87,6 +87,7 @@ def plain_step_fn(cfg: ModelConfig, tc: TrainConfig):
         nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
+
     return step, sum(p.numel() for p in model.parameters())
 
 
@@ -130,12 +131,18 @@ def bench_speed(cfg: ModelConfig, tc: TrainConfig, steps: int, threads: int) -> 
     tok = tc.global_batch * cfg.seq_len
     ours, anchor = (tok / statistics.median(wall[k]) for k in ("ours", "plain"))
     ours_cpu, anchor_cpu = (tok / statistics.median(cpu[k]) for k in ("ours", "plain"))
-    return {"params_ours": ours_params, "params_anchor": plain_params, "tokens_per_step": tok,
-            "tokens_per_s": round(ours, 1), "anchor_tokens_per_s": round(anchor, 1),
-            "ratio": round(ours / anchor, 3),
-            # CPU time of this process: what other processes on a shared machine disturb least
-            "tokens_per_cpu_s": round(ours_cpu, 1), "anchor_tokens_per_cpu_s": round(anchor_cpu, 1),
-            "ratio_cpu_time": round(ours_cpu / anchor_cpu, 3)}
+    return {
+        "params_ours": ours_params,
+        "params_anchor": plain_params,
+        "tokens_per_step": tok,
+        "tokens_per_s": round(ours, 1),
+        "anchor_tokens_per_s": round(anchor, 1),
+        "ratio": round(ours / anchor, 3),
+        # CPU time of this process: what other processes on a shared machine disturb least
+        "tokens_per_cpu_s": round(ours_cpu, 1),
+        "anchor_tokens_per_cpu_s": round(anchor_cpu, 1),
+        "ratio_cpu_time": round(ours_cpu / anchor_cpu, 3),
+    }
 
 
 # ---------------------------------------------------------------- pipeline bubble
@@ -146,6 +153,7 @@ def _timed(fn, busy: list[float]):
             return fn(*args, **kwargs)
         finally:
             busy[0] += time.perf_counter() - t0
+
     return wrapper
 
 
@@ -177,7 +185,9 @@ def _bubble_worker(rank, world, port, cfg, tc, schedule, steps, threads, out):
         dist.destroy_process_group()
 
 
-def bench_bubble(cfg: ModelConfig, tc: TrainConfig, pp: int, microbatches: list[int], steps: int, threads: int) -> list[dict]:
+def bench_bubble(
+    cfg: ModelConfig, tc: TrainConfig, pp: int, microbatches: list[int], steps: int, threads: int
+) -> list[dict]:
     rows = []
     for schedule in ("gpipe", "1f1b"):
         for m in microbatches:
@@ -185,10 +195,16 @@ def bench_bubble(cfg: ModelConfig, tc: TrainConfig, pp: int, microbatches: list[
             with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as out:
                 mp.spawn(_bubble_worker, args=(pp, _free_port(), cfg, mtc, schedule, steps, threads, out), nprocs=pp)
                 idle = [torch.load(f"{out}/idle{r}.pt") for r in range(pp)]
-            rows.append({"schedule": schedule, "pp": pp, "microbatches": m,
-                         "idle_fraction": round(statistics.mean(idle), 3),
-                         "idle_per_rank": [round(x, 3) for x in idle],
-                         "analytic": round((pp - 1) / (m + pp - 1), 3)})
+            rows.append(
+                {
+                    "schedule": schedule,
+                    "pp": pp,
+                    "microbatches": m,
+                    "idle_fraction": round(statistics.mean(idle), 3),
+                    "idle_per_rank": [round(x, 3) for x in idle],
+                    "analytic": round((pp - 1) / (m + pp - 1), 3),
+                }
+            )
     return rows
 
 
@@ -201,8 +217,9 @@ def _memory_worker(rank, world, port, cfg, tc, layouts, threads, out):
             trainer.train_step(_batch(cfg, tc))  # Adam allocates its moments on the first step
             params = sum(local_tensor(p).numel() * p.element_size() for _, p in trainer.named_parameters())
             opt = trainer.optimizer
-            state = sum(t.numel() * t.element_size() for st in opt.adam.state.values()
-                        for t in st.values() if t.ndim > 0)
+            state = sum(
+                t.numel() * t.element_size() for st in opt.adam.state.values() for t in st.values() if t.ndim > 0
+            )
             state += sum(b.shard.numel() * b.shard.element_size() for b in opt.buckets)
             torch.save({"params": params, "optim": state}, f"{out}/mem{i}.{rank}.pt")
             dist.barrier()
@@ -224,9 +241,15 @@ def bench_memory(cfg: ModelConfig, tc: TrainConfig, layouts: list[tuple[int, int
                 worst = max(per_rank, key=lambda x: x["params"] + x["optim"])
                 if world == 1:
                     full = worst
-                rows.append({"tp": par.tp, "pp": par.pp, "dp": par.dp,
-                             "param_MiB": round(worst["params"] / 2**20, 2),
-                             "optim_MiB": round(worst["optim"] / 2**20, 2)})
+                rows.append(
+                    {
+                        "tp": par.tp,
+                        "pp": par.pp,
+                        "dp": par.dp,
+                        "param_MiB": round(worst["params"] / 2**20, 2),
+                        "optim_MiB": round(worst["optim"] / 2**20, 2),
+                    }
+                )
     for r in rows:  # ideal: the 1x1x1 bytes split evenly
         if full:
             r["param_ideal_MiB"] = round(full["params"] / (r["tp"] * r["pp"]) / 2**20, 2)
@@ -239,17 +262,32 @@ def markdown(results: dict) -> str:
     lines = []
     if "speed" in results:
         s = results["speed"]
-        lines += ["| step at 1x1x1 | tokens/s (wall) | ratio | tokens per CPU-s | ratio |", "|---|---|---|---|---|",
-                  f"| Trainer.train_step | {s['tokens_per_s']} | {s['ratio']}x | {s['tokens_per_cpu_s']} | {s['ratio_cpu_time']}x |",
-                  f"| plain GPT + AdamW (anchor) | {s['anchor_tokens_per_s']} | 1.0x | {s['anchor_tokens_per_cpu_s']} | 1.0x |", ""]
+        lines += [
+            "| step at 1x1x1 | tokens/s (wall) | ratio | tokens per CPU-s | ratio |",
+            "|---|---|---|---|---|",
+            f"| Trainer.train_step | {s['tokens_per_s']} | {s['ratio']}x | "
+            f"{s['tokens_per_cpu_s']} | {s['ratio_cpu_time']}x |",
+            f"| plain GPT + AdamW (anchor) | {s['anchor_tokens_per_s']} | 1.0x | "
+            f"{s['anchor_tokens_per_cpu_s']} | 1.0x |",
+            "",
+        ]
     if "bubble" in results:
-        lines += ["| schedule | pp | micro-batches | idle fraction (per rank) | (p-1)/(m+p-1) |", "|---|---|---|---|---|"]
-        lines += [f"| {r['schedule']} | {r['pp']} | {r['microbatches']} | {r['idle_fraction']} "
-                  f"({', '.join(map(str, r['idle_per_rank']))}) | {r['analytic']} |" for r in results["bubble"]] + [""]
+        lines += [
+            "| schedule | pp | micro-batches | idle fraction (per rank) | (p-1)/(m+p-1) |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['schedule']} | {r['pp']} | {r['microbatches']} | {r['idle_fraction']} "
+            f"({', '.join(map(str, r['idle_per_rank']))}) | {r['analytic']} |"
+            for r in results["bubble"]
+        ] + [""]
     if "memory" in results:
         lines += ["| tp | pp | dp | params MiB/rank (ideal) | optimizer MiB/rank (ideal) |", "|---|---|---|---|---|"]
-        lines += [f"| {r['tp']} | {r['pp']} | {r['dp']} | {r['param_MiB']} ({r.get('param_ideal_MiB')}) | "
-                  f"{r['optim_MiB']} ({r.get('optim_ideal_MiB')}) |" for r in results["memory"]]
+        lines += [
+            f"| {r['tp']} | {r['pp']} | {r['dp']} | {r['param_MiB']} ({r.get('param_ideal_MiB')}) | "
+            f"{r['optim_MiB']} ({r.get('optim_ideal_MiB')}) |"
+            for r in results["memory"]
+        ]
     return "\n".join(lines)
 
 
@@ -267,11 +305,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per process")
     ap.add_argument("--pp", type=int, default=2, help="pipeline ranks for the bubble part")
     ap.add_argument("--microbatches", type=int, nargs="+", default=[2, 4, 8])
-    ap.add_argument("--layouts", nargs="+", default=["1x1x1", "2x1x1", "1x2x1", "1x1x2", "2x2x1", "1x1x4", "2x2x2"],
-                    help="tp x pp x dp layouts for the memory part")
+    ap.add_argument(
+        "--layouts",
+        nargs="+",
+        default=["1x1x1", "2x1x1", "1x2x1", "1x1x2", "2x2x1", "1x1x4", "2x2x2"],
+        help="tp x pp x dp layouts for the memory part",
+    )
     args = ap.parse_args(argv)
-    cfg = preset("350M", n_layers=args.layers, dim=args.dim, ffn_dim=4 * args.dim, n_heads=args.heads,
-                 seq_len=args.seq_len, vocab_size=args.vocab, query_layer=False)
+    cfg = preset(
+        "350M",
+        n_layers=args.layers,
+        dim=args.dim,
+        ffn_dim=4 * args.dim,
+        n_heads=args.heads,
+        seq_len=args.seq_len,
+        vocab_size=args.vocab,
+        query_layer=False,
+    )
     tc = TrainConfig(global_batch=args.global_batch, micro_batch=args.micro_batch)
     results: dict = {"model": cfg.__dict__, "train": tc.__dict__, "threads": args.threads}
     if "speed" in args.parts:

@@ -37,20 +37,20 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from train.layout import ParallelConfig
 from train.metrics import memory_gib
 from train.model import build_model, preset
-from train.layout import ParallelConfig
-from train.parallel.step import Trainer, TrainConfig
+from train.parallel.step import TrainConfig, Trainer
 from train.planner import flops_per_iteration
 from train.shapes import ModelConfig
 
 # Dense (no sparsity) bf16 tensor-core peak per device, TFLOPS, from NVIDIA's datasheets; the first
 # entry whose key is in ``torch.cuda.get_device_name()`` wins, so the specific names come first.
 PEAK_TFLOPS: tuple[tuple[str, float], ...] = (
-    ("H100 PCIe", 756.0),   # H100 PCIe: 1,513 with sparsity
-    ("H100", 989.0),        # H100 SXM5 ("NVIDIA H100 80GB HBM3"): 1,979 with sparsity
-    ("H200", 989.0),        # H200 SXM: the H100's tensor cores, more and faster memory
-    ("A100", 312.0),        # A100 SXM4 / PCIe
+    ("H100 PCIe", 756.0),  # H100 PCIe: 1,513 with sparsity
+    ("H100", 989.0),  # H100 SXM5 ("NVIDIA H100 80GB HBM3"): 1,979 with sparsity
+    ("H200", 989.0),  # H200 SXM: the H100's tensor cores, more and faster memory
+    ("A100", 312.0),  # A100 SXM4 / PCIe
 )
 VARIANTS = ("plain", "trainer", "fsdp_compile", "compile", "fsdp")
 DEFAULT_VARIANTS = VARIANTS[:3]
@@ -83,10 +83,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peak-tflops", type=float, default=0.0, help="override the device's peak (0: from the table)")
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(DEFAULT_VARIANTS))
     p.add_argument("--json", default="", help="also write the JSON document here")
-    p.add_argument("--fsdp-grad-sync", choices=("every", "last"), default="every",
-                   help="parallel.fsdp_grad_sync of the fsdp variants")
-    p.add_argument("--profile", type=int, default=0, metavar="N",
-                   help="after the timed steps, profile N more steps per variant and print the top operators")
+    p.add_argument(
+        "--fsdp-grad-sync",
+        choices=("every", "last"),
+        default="every",
+        help="parallel.fsdp_grad_sync of the fsdp variants",
+    )
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the timed steps, profile N more steps per variant and print the top operators",
+    )
     return p.parse_args(argv)
 
 
@@ -101,9 +110,16 @@ def plain_runner(cfg: ModelConfig, train: TrainConfig, device: torch.device) -> 
     """The anchor: one step of a plain single-device loop over the same model."""
     model = build_model(cfg, train.seed, device).train()
     params = list(model.parameters())
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": train.weight_decay},
-                             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
-                            lr=train.lr, betas=(train.beta1, train.beta2), eps=train.eps, fused=True)
+    opt = torch.optim.AdamW(
+        [
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": train.weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        ],
+        lr=train.lr,
+        betas=(train.beta1, train.beta2),
+        eps=train.eps,
+        fused=True,
+    )
     m = train.global_batch // train.micro_batch
 
     def step(tokens: torch.Tensor) -> float:
@@ -118,6 +134,7 @@ def plain_runner(cfg: ModelConfig, train: TrainConfig, device: torch.device) -> 
         opt.step()
         opt.zero_grad(set_to_none=True)
         return float(total / m)  # a device sync, as Trainer.train_step's
+
     return step
 
 
@@ -139,8 +156,9 @@ def measure(step: Callable[[torch.Tensor], float], batch: Callable[[int], torch.
     return {"first_step_s": first, "step_s": statistics.median(times), "last_loss": loss}
 
 
-def profile(step: Callable[[torch.Tensor], float], batch: Callable[[int], torch.Tensor], n: int,
-            device: torch.device) -> str:
+def profile(
+    step: Callable[[torch.Tensor], float], batch: Callable[[int], torch.Tensor], n: int, device: torch.device
+) -> str:
     """``torch.profiler``'s table of ``n`` steps: operators by self device time, then by self CPU
     time (a step bound by the host shows in the second)."""
     from torch.profiler import ProfilerActivity
@@ -165,9 +183,14 @@ def run_variant(name: str, cfg: ModelConfig, train: TrainConfig, device: torch.d
         step, trainer = trainer_runner(cfg, train, device, ParallelConfig())
     else:
         compiled = dataclasses.replace(train, compile=True, compile_backend=args.compile_backend)
-        step, trainer = trainer_runner(cfg, train if name == "fsdp" else compiled, device,
-                                       ParallelConfig() if name == "compile" else
-                                       ParallelConfig(dp_shard="fsdp", fsdp_grad_sync=args.fsdp_grad_sync))
+        step, trainer = trainer_runner(
+            cfg,
+            train if name == "fsdp" else compiled,
+            device,
+            ParallelConfig()
+            if name == "compile"
+            else ParallelConfig(dp_shard="fsdp", fsdp_grad_sync=args.fsdp_grad_sync),
+        )
     out = measure(step, _batches(cfg, args, device), args)
     if args.profile:
         out["profile"] = profile(step, _batches(cfg, args, device), args.profile, device)
@@ -189,8 +212,9 @@ def _init_world_of_one(device: torch.device) -> bool:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=0, world_size=1)
+    dist.init_process_group(
+        "nccl" if device.type == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1
+    )
     return True
 
 
@@ -221,22 +245,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if anchor is not None:
         for r in results.values():
             r["vs_plain"] = r["tokens_per_s"] / anchor["tokens_per_s"]
-    return {"date": time.strftime("%Y-%m-%d"), "device": name, "peak_tflops": peak, "torch": torch.__version__,
-            "model": args.preset, "seq_len": cfg.seq_len, "global_batch": args.global_batch,
-            "micro_batch": args.micro_batch, "fsdp_grad_sync": args.fsdp_grad_sync, "precision": args.precision, "compile_backend": args.compile_backend,
-            "flops_per_token": per_token, "steps": args.steps, "warmup": args.warmup, "variants": results}
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "device": name,
+        "peak_tflops": peak,
+        "torch": torch.__version__,
+        "model": args.preset,
+        "seq_len": cfg.seq_len,
+        "global_batch": args.global_batch,
+        "micro_batch": args.micro_batch,
+        "fsdp_grad_sync": args.fsdp_grad_sync,
+        "precision": args.precision,
+        "compile_backend": args.compile_backend,
+        "flops_per_token": per_token,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "variants": results,
+    }
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = [f"{report['model']} on {report['device']} ({report['precision']}, {report['global_batch']} x "
-             f"{report['seq_len']} tokens a step, peak {report['peak_tflops'] or '?'} TFLOPS)", "",
-             "| variant | tokens/s | vs plain | TFLOPS | MFU | first step s | peak memory GiB |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"{report['model']} on {report['device']} ({report['precision']}, {report['global_batch']} x "
+        f"{report['seq_len']} tokens a step, peak {report['peak_tflops'] or '?'} TFLOPS)",
+        "",
+        "| variant | tokens/s | vs plain | TFLOPS | MFU | first step s | peak memory GiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in report["variants"].items():
         mfu = f"{100 * r['mfu']:.1f} %" if r["mfu"] is not None else "-"
         vs = f"{r['vs_plain']:.2f}" if "vs_plain" in r else "-"
-        lines.append(f"| {name} | {r['tokens_per_s']:,.0f} | {vs} | {r['tflops']:.3g} | {mfu} | "
-                     f"{r['first_step_s']:.1f} | {r['memory_gib']:.2f} |")
+        lines.append(
+            f"| {name} | {r['tokens_per_s']:,.0f} | {vs} | {r['tflops']:.3g} | {mfu} | "
+            f"{r['first_step_s']:.1f} | {r['memory_gib']:.2f} |"
+        )
     return "\n".join(lines)
 
 

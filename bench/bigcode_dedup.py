@@ -49,11 +49,13 @@ def sha1_32(data: bytes) -> int:
 def band_keys(text: str, n: int, a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> list[tuple[int, bytes]]:
     """(band, band bytes) of one document's MinHash signature."""
     norm = mh.normalise(text or "")
-    grams = {norm[i:i + n] for i in range(max(1, len(norm) - n + 1))}
+    grams = {norm[i : i + n] for i in range(max(1, len(norm) - n + 1))}
     h = np.array([sha1_32(g.encode("utf-8")) for g in grams], dtype=np.uint64).reshape(-1, 1)
     with np.errstate(over="ignore"):
-        sig = np.vstack([(h * a + b) % MERSENNE & MAX_HASH, np.full((1, len(a)), MAX_HASH, dtype=np.uint64)]).min(axis=0)
-    return [(i, bytes(sig[i * rows:(i + 1) * rows].byteswap().data)) for i in range(bands)]
+        sig = np.vstack([(h * a + b) % MERSENNE & MAX_HASH, np.full((1, len(a)), MAX_HASH, dtype=np.uint64)]).min(
+            axis=0
+        )
+    return [(i, bytes(sig[i * rows : (i + 1) * rows].byteswap().data)) for i in range(bands)]
 
 
 def star_edges(ids) -> list[tuple[int, int]]:
@@ -78,8 +80,9 @@ def components(edges):
     rounds = 0
     while True:
         rounds += 1
-        large = (edges.flatMap(lambda e: [(e[0], e[1]), (e[1], e[0])]).groupByKey()
-                 .flatMap(_large_star).distinct().cache())
+        large = (
+            edges.flatMap(lambda e: [(e[0], e[1]), (e[1], e[0])]).groupByKey().flatMap(_large_star).distinct().cache()
+        )
         small = large.map(lambda e: (max(e), min(e))).groupByKey().flatMap(_small_star).distinct().cache()
         if small.subtract(edges).union(edges.subtract(small)).isEmpty():
             return small, rounds
@@ -93,13 +96,15 @@ def bigcode_dedup(docs: DataFrame, params: mh.MinHashParams) -> tuple[DataFrame,
     n, bands, rows = p.shingle, p.bands, p.rows
     spark = docs.sparkSession
     records = docs.withColumn(ID, F.monotonically_increasing_id()).cache()
-    buckets = (records.select(ID, "text").rdd
-               .flatMap(lambda r: [(key, r[0]) for key in band_keys(r[1], n, a, b, bands, rows)])
-               .groupByKey())
+    buckets = (
+        records.select(ID, "text")
+        .rdd.flatMap(lambda r: [(key, r[0]) for key in band_keys(r[1], n, a, b, bands, rows)])
+        .groupByKey()
+    )
     edges = buckets.flatMap(lambda kv: star_edges(kv[1])).distinct().cache()
     comps, rounds = (spark.sparkContext.emptyRDD(), 0) if edges.isEmpty() else components(edges)
     assignment = spark.createDataFrame(comps, f"{ID} long, component long")
     kept = records.join(assignment, ID, "left_anti").drop(ID)
     roots = records.select(F.col(ID).alias("component"), F.col("doc_id").alias("duplicate_of"))
-    dups = (records.join(assignment, ID).join(roots, "component").select("doc_id", "duplicate_of"))
+    dups = records.join(assignment, ID).join(roots, "component").select("doc_id", "duplicate_of")
     return kept, dups, rounds

@@ -14,8 +14,17 @@ import json
 import sys
 from pathlib import Path
 
-LEDGER_KEYS = ("input", "documents", "rejected", "duplicates", "duplicates_by_kind", "rejected_by_stage",
-               "transforms", "sensitive_categories", "files")
+LEDGER_KEYS = (
+    "input",
+    "documents",
+    "rejected",
+    "duplicates",
+    "duplicates_by_kind",
+    "rejected_by_stage",
+    "transforms",
+    "sensitive_categories",
+    "files",
+)
 CRAWL_DIRS = ("warc", "wet", "jsonl", "parquet")
 
 
@@ -46,8 +55,10 @@ def differences(old: Path, new: Path) -> list[str]:
     a, b = ledger(old), ledger(new)
     for key in LEDGER_KEYS:
         if a[key] != b[key]:
-            diffs.append(f"ledger {key}: {json.dumps(a[key], ensure_ascii=False)[:300]} != "
-                         f"{json.dumps(b[key], ensure_ascii=False)[:300]}")
+            diffs.append(
+                f"ledger {key}: {json.dumps(a[key], ensure_ascii=False)[:300]} != "
+                f"{json.dumps(b[key], ensure_ascii=False)[:300]}"
+            )
     ha, hb = shard_hashes(old), shard_hashes(new)
     for name in sorted(set(ha) | set(hb)):
         if ha.get(name) != hb.get(name):
@@ -56,8 +67,9 @@ def differences(old: Path, new: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench.compare_builds", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench.compare_builds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("old", type=Path)
     p.add_argument("new", type=Path)
     args = p.parse_args(argv)

@@ -18,13 +18,17 @@ BATCH_ROWS = 1024
 
 def crawl_files(inputs: list[str]) -> list[Path]:
     roots = [Path(p) for p in inputs]
-    return sorted(f for root in roots for f in ([root] if root.is_file() else root.rglob("*"))
-                  if f.is_file() and not f.name.startswith(("_", ".")))
+    return sorted(
+        f
+        for root in roots
+        for f in ([root] if root.is_file() else root.rglob("*"))
+        if f.is_file() and not f.name.startswith(("_", "."))
+    )
 
 
 def _chunks(items: list, n: int) -> Iterator[list]:
     for i in range(0, len(items), n):
-        yield items[i:i + n]
+        yield items[i : i + n]
 
 
 def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) -> dict[str, Any]:
@@ -57,15 +61,19 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     scrubber = get_scrubber(cfg.pii.resolved(), cfg.pii.public_ips_only) if cfg.pii.enabled else None
     screen = Screen(cfg.quality, cfg.quality.profile or None) if cfg.quality.enabled else None
     dcfg = cfg.decontaminate
-    matcher = (dc.Matcher(dc.EvalIndex(load_eval_sets(dcfg.eval_sets), dcfg.ngram, dcfg.min_chars, dcfg.t2s))
-               if dcfg.effective_mode != "off" else None)
+    matcher = (
+        dc.Matcher(dc.EvalIndex(load_eval_sets(dcfg.eval_sets), dcfg.ngram, dcfg.min_chars, dcfg.t2s))
+        if dcfg.effective_mode != "off"
+        else None
+    )
     # what each worker does once (tables, dictionaries, models) stays outside the timing
     warm = "预热：首页 | 新闻\n这是一段用来预热的中文文本，包含全角字符ＡＢＣ。"
     cleaner(warm)
     # a document every rule keeps, so the quality screen and the classifiers build their tables
     # here too (the short one above is rejected as too short: their first batch paid ~2.5 s)
-    cleaned = clean_batch(pa.RecordBatch.from_pylist([_warm_row(warm), _warm_row(_WARM_DOCUMENT, "warm-2")],
-                                                     schema=ARROW_RAW), cleaner)
+    cleaned = clean_batch(
+        pa.RecordBatch.from_pylist([_warm_row(warm), _warm_row(_WARM_DOCUMENT, "warm-2")], schema=ARROW_RAW), cleaner
+    )
     cleaned = pii_batch(cleaned, scrubber) if scrubber else cleaned
     classify_batch(quality_batch(cleaned, screen) if screen else cleaned, spam, quality, cfg.classify)
     if matcher is not None:
@@ -89,11 +97,17 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     lap("tokenize", t)
     wall, cpu = lap.wall, lap.cpu
     mb, total, total_cpu = size / 1e6, sum(wall.values()), sum(cpu.values())
-    return {"input_mb": round(mb, 2), "seconds": {k: round(wall[k], 2) for k in PLAIN_STAGES},
-            "cpu_seconds": {k: round(cpu[k], 2) for k in PLAIN_STAGES}, "total_s": round(total, 2),
-            "cpu_s": round(total_cpu, 2), "mb_s": round(mb / total, 3), "mb_per_cpu_s": round(mb / total_cpu, 3),
-            "kept_documents": len(kept), "survivors": len(survivors)}
-
+    return {
+        "input_mb": round(mb, 2),
+        "seconds": {k: round(wall[k], 2) for k in PLAIN_STAGES},
+        "cpu_seconds": {k: round(cpu[k], 2) for k in PLAIN_STAGES},
+        "total_s": round(total, 2),
+        "cpu_s": round(total_cpu, 2),
+        "mb_s": round(mb / total, 3),
+        "mb_per_cpu_s": round(mb / total_cpu, 3),
+        "kept_documents": len(kept),
+        "survivors": len(survivors),
+    }
 
 
 class _Laps:
@@ -110,8 +124,9 @@ class _Laps:
         return now
 
 
-def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, screen, spam, quality,
-                         lap: _Laps) -> tuple[list[str], int]:
+def _read_clean_classify(
+    inputs: list[str], cfg, cleaner, scrubber, screen, spam, quality, lap: _Laps
+) -> tuple[list[str], int]:
     """(texts the rules and classifiers kept, input bytes), timed as read / clean / pii / quality /
     classify."""
     import pyarrow as pa
@@ -144,14 +159,20 @@ def _read_clean_classify(inputs: list[str], cfg, cleaner, scrubber, screen, spam
             t = lap("quality", t)
             scored = classify_batch(cleaned, spam, quality, cfg.classify)
             t = lap("classify", t)
-            kept += [r["text"] for r in scored.select(["kind", "reason", "text"]).to_pylist()
-                     if r["kind"] == rec.RECORD and r["reason"] is None]
+            kept += [
+                r["text"]
+                for r in scored.select(["kind", "reason", "text"]).to_pylist()
+                if r["kind"] == rec.RECORD and r["reason"] is None
+            ]
     return kept, size
 
-_WARM_DOCUMENT = ("新华社北京１月５日电　国务院总理今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的国际问题"
-                  "交换了意见。总理说，中国政府高度重视发展同各国的友好合作关系，愿意在和平共处五项原则的基础上，进一步"
-                  "加强在经济、贸易、科技和文化等领域的交流与合作。\n客人表示，这次访问的目的是增进了解，扩大合作。他对"
-                  "中国经济建设取得的巨大成就表示钦佩，并说两国的合作前景广阔……当天北京气温２５℃，增长１３.５%。")
+
+_WARM_DOCUMENT = (
+    "新华社北京１月５日电　国务院总理今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的国际问题"
+    "交换了意见。总理说，中国政府高度重视发展同各国的友好合作关系，愿意在和平共处五项原则的基础上，进一步"
+    "加强在经济、贸易、科技和文化等领域的交流与合作。\n客人表示，这次访问的目的是增进了解，扩大合作。他对"
+    "中国经济建设取得的巨大成就表示钦佩，并说两国的合作前景广阔……当天北京气温２５℃，增长１３.５%。"
+)
 
 
 def _warm_row(text: str, doc_id: str = "warm") -> dict[str, Any]:
@@ -183,12 +204,16 @@ def segmentation(texts: list[str], max_chars: int) -> dict[str, Any]:
             rates[engine] = mb / (time.perf_counter() - t0)
         same = sum(a == b for a, b in zip(cuts[REFERENCE], cuts[DEFAULT_ENGINE]))
         out[f"hmm_{'on' if hmm else 'off'}"] = {
-            "jieba_mb_s": round(rates[REFERENCE], 3), "native_mb_s": round(rates[DEFAULT_ENGINE], 3),
-            "speedup": round(rates[DEFAULT_ENGINE] / rates[REFERENCE], 1), "identical_documents": same}
+            "jieba_mb_s": round(rates[REFERENCE], 3),
+            "native_mb_s": round(rates[DEFAULT_ENGINE], 3),
+            "speedup": round(rates[DEFAULT_ENGINE] / rates[REFERENCE], 1),
+            "identical_documents": same,
+        }
     return out
 
 
 # --- peak memory, from /proc (Linux) ---
+
 
 def _children() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = defaultdict(list)
@@ -231,9 +256,11 @@ def _hwm_mb(pid: int) -> float:
 
 def _processes() -> dict[str, list[int]]:
     procs = _descendants(os.getpid())
-    return {"jvm": [p for p in procs if "java" in _cmdline(p).split(" ")[0]],
-            "workers": [p for p in procs if "pyspark" in _cmdline(p) and "java" not in _cmdline(p).split(" ")[0]],
-            "driver": [os.getpid()]}
+    return {
+        "jvm": [p for p in procs if "java" in _cmdline(p).split(" ")[0]],
+        "workers": [p for p in procs if "pyspark" in _cmdline(p) and "java" not in _cmdline(p).split(" ")[0]],
+        "driver": [os.getpid()],
+    }
 
 
 def _cpu_by_pid() -> dict[int, float]:
@@ -296,6 +323,9 @@ def memory_peaks() -> dict[str, float]:
     largest Python worker (workers are reused, so this is the peak over the runs they served)."""
     procs = _processes()
     driver = _hwm_mb(os.getpid()) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"driver_python_mb": round(driver), "driver_jvm_mb": round(max(map(_hwm_mb, procs["jvm"]), default=0)),
-            "python_worker_mb": round(max(map(_hwm_mb, procs["workers"]), default=0)),
-            "python_workers": len(procs["workers"])}
+    return {
+        "driver_python_mb": round(driver),
+        "driver_jvm_mb": round(max(map(_hwm_mb, procs["jvm"]), default=0)),
+        "python_worker_mb": round(max(map(_hwm_mb, procs["workers"]), default=0)),
+        "python_workers": len(procs["workers"]),
+    }

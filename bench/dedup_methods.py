@@ -74,8 +74,13 @@ def run_job(spark, cfg, corpus: Path, out: Path) -> tuple[float, set[Pair], dict
     wall = time.perf_counter() - t0
     dups = pq.read_table(out / "duplicates").to_pylist()
     kept = set(pq.read_table(out / "documents", columns=["doc_id"]).column("doc_id").to_pylist())
-    facts = {"duplicates": len(dups), "kept": len(kept), "duplicate_of_not_kept": sum(d["duplicate_of"] not in kept for d in dups),
-             "stage": result.report, "spark_jobs": spark_jobs(spark, first)}
+    facts = {
+        "duplicates": len(dups),
+        "kept": len(kept),
+        "duplicate_of_not_kept": sum(d["duplicate_of"] not in kept for d in dups),
+        "stage": result.report,
+        "spark_jobs": spark_jobs(spark, first),
+    }
     return wall, {tuple(sorted((d["doc_id"], d["duplicate_of"]))) for d in dups}, facts
 
 
@@ -90,8 +95,11 @@ def run_bigcode(spark, params: mh.MinHashParams, corpus: Path, out: Path) -> tup
     wall = time.perf_counter() - t0
     spark.catalog.clearCache()
     rows = pq.read_table(out / "duplicates").to_pylist()
-    return wall, {tuple(sorted((r["doc_id"], r["duplicate_of"]))) for r in rows}, {
-        "rounds": rounds, "spark_jobs": sum(g["jobs"] for g in spark_jobs(spark, first))}
+    return (
+        wall,
+        {tuple(sorted((r["doc_id"], r["duplicate_of"]))) for r in rows},
+        {"rounds": rounds, "spark_jobs": sum(g["jobs"] for g in spark_jobs(spark, first))},
+    )
 
 
 def mllib_pairs(spark, corpus: Path, out: Path, p: mh.MinHashParams) -> None:
@@ -111,12 +119,18 @@ def mllib_pairs(spark, corpus: Path, out: Path, p: mh.MinHashParams) -> None:
     hashed = model.transform(feats).select("doc_id", "features", "hashes").persist()
     # approxSimilarityJoin keeps distance < threshold; the epsilon makes it Jaccard >= t
     joined = model.approxSimilarityJoin(hashed, hashed, 1 - p.threshold + 1e-9, distCol="dist")
-    (joined.select(F.col("datasetA.doc_id").alias("a"), F.col("datasetB.doc_id").alias("b"), "dist")
-     .where(F.col("a") < F.col("b")).write.mode("overwrite").parquet(str(out)))
+    (
+        joined.select(F.col("datasetA.doc_id").alias("a"), F.col("datasetB.doc_id").alias("b"), "dist")
+        .where(F.col("a") < F.col("b"))
+        .write.mode("overwrite")
+        .parquet(str(out))
+    )
     hashed.unpersist()
 
 
-def run_mllib(spark, p: mh.MinHashParams, corpus: Path, out: Path, limit_s: float) -> tuple[float | None, set[Pair], dict]:
+def run_mllib(
+    spark, p: mh.MinHashParams, corpus: Path, out: Path, limit_s: float
+) -> tuple[float | None, set[Pair], dict]:
     """Seconds (None if cancelled after ``limit_s``) and the pairs."""
     sc = spark.sparkContext
     sc.setJobGroup("bench-mllib", "MLlib MinHashLSH baseline", interruptOnCancel=True)
@@ -149,15 +163,16 @@ def run_datasketch(p: mh.MinHashParams, corpus: Path, out: Path) -> tuple[float,
 
     def shingles(text: str) -> set[bytes]:
         norm = mh.normalise(text)
-        return {norm[i:i + n].encode("utf-8") for i in range(max(1, len(norm) - n + 1))}
+        return {norm[i : i + n].encode("utf-8") for i in range(max(1, len(norm) - n + 1))}
 
     lsh = MinHashLSH(threshold=p.threshold, num_perm=p.num_perm, params=(p.bands, p.rows))
     sketches = list(MinHash.generator((shingles(t) for t in texts), num_perm=p.num_perm, seed=p.seed))
     with lsh.insertion_session() as session:
         for doc_id, m in zip(ids, sketches):
             session.insert(doc_id, m)
-    pairs = {tuple(sorted((doc_id, other))) for doc_id, m in zip(ids, sketches)
-             for other in lsh.query(m) if other != doc_id}
+    pairs = {
+        tuple(sorted((doc_id, other))) for doc_id, m in zip(ids, sketches) for other in lsh.query(m) if other != doc_id
+    }
     return time.perf_counter() - t0, pairs, {"bands": lsh.b, "rows": lsh.r}
 
 
@@ -165,9 +180,24 @@ def run_text_dedup(p: mh.MinHashParams, corpus: Path, out: Path) -> tuple[float 
     """text-dedup 0.4.1 in build/text-dedup-venv (None and a reason when that venv is missing)."""
     if not TEXT_DEDUP_PYTHON.exists():
         return None, set(), {"skipped": f"{TEXT_DEDUP_PYTHON} missing (make bench-dedup builds it with Python 3.12)"}
-    cmd = [str(TEXT_DEDUP_PYTHON), "bench/text_dedup_peer.py", str(corpus), str(out), "--shingle", str(p.shingle),
-           "--num-perm", str(p.num_perm), "--bands", str(p.bands), "--rows", str(p.rows), "--seed", str(p.seed),
-           "--threshold", str(p.threshold)]
+    cmd = [
+        str(TEXT_DEDUP_PYTHON),
+        "bench/text_dedup_peer.py",
+        str(corpus),
+        str(out),
+        "--shingle",
+        str(p.shingle),
+        "--num-perm",
+        str(p.num_perm),
+        "--bands",
+        str(p.bands),
+        "--rows",
+        str(p.rows),
+        "--seed",
+        str(p.seed),
+        "--threshold",
+        str(p.threshold),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     pairs = {tuple(x) for x in json.loads(Path(res["pairs_file"]).read_text())}

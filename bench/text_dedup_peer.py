@@ -45,13 +45,27 @@ def main() -> int:
     files = sorted(str(p) for p in (Path(args.corpus) / "documents").glob("*.parquet"))
     out = Path(args.out)
     cfg = Config.model_construct(
-        input=LocalInputConfig(file_type="parquet", read_arguments={"path": "parquet", "data_files": files, "split": "train"}),
-        algorithm=MinHashAlgorithmConfig(algorithm_name="minhash", text_column="text", num_perm=args.num_perm, threshold=args.threshold,
-                                         bands=args.bands, rows=args.rows, ngram_size=args.shingle, min_length=1,
-                                         seed=args.seed, num_proc=args.num_proc, check_false_positive=not args.no_verify),
-        output=OutputConfig(output_dir=str(out / "output"), save_clusters=True, keep_index_column=True,
-                            clean_cache=True),
-        debug=DebugConfig())
+        input=LocalInputConfig(
+            file_type="parquet", read_arguments={"path": "parquet", "data_files": files, "split": "train"}
+        ),
+        algorithm=MinHashAlgorithmConfig(
+            algorithm_name="minhash",
+            text_column="text",
+            num_perm=args.num_perm,
+            threshold=args.threshold,
+            bands=args.bands,
+            rows=args.rows,
+            ngram_size=args.shingle,
+            min_length=1,
+            seed=args.seed,
+            num_proc=args.num_proc,
+            check_false_positive=not args.no_verify,
+        ),
+        output=OutputConfig(
+            output_dir=str(out / "output"), save_clusters=True, keep_index_column=True, clean_cache=True
+        ),
+        debug=DebugConfig(),
+    )
     t0 = time.perf_counter()
     td.main(cfg)
     seconds = time.perf_counter() - t0

@@ -55,30 +55,93 @@ VERSION = 2  # bump when the generator's output changes for the same parameters
 MIB = 1 << 20
 Pair = tuple[str, str]  # (doc_id, doc_id), smaller first
 SENTENCE = re.compile(r"[^。！？]+(?:[。！？]+[”」』]?)?")
-BOILERPLATE = ["本文来源：新华网　责任编辑：王伟", "版权所有，未经授权禁止转载。", "【打印本页】【关闭窗口】",
-               "更多精彩内容，请关注我们的微信公众号。", "免责声明：本文仅代表作者个人观点，与本站无关。"]
+BOILERPLATE = [
+    "本文来源：新华网　责任编辑：王伟",
+    "版权所有，未经授权禁止转载。",
+    "【打印本页】【关闭窗口】",
+    "更多精彩内容，请关注我们的微信公众号。",
+    "免责声明：本文仅代表作者个人观点，与本站无关。",
+]
 PUNCT_SWAP = {"，": ",", "。": ".", "！": "!", "？": "?", "：": ":", "；": ";"}
 # Site templates and stock phrases: what unrelated pages of a real crawl share.
-NAV_ITEMS = ["首页", "新闻", "国内", "国际", "社会", "财经", "股票", "基金", "科技", "数码", "手机", "汽车", "房产",
-             "家居", "教育", "健康", "体育", "娱乐", "明星", "电影", "旅游", "美食", "时尚", "文化", "读书", "历史",
-             "军事", "评论", "图片", "视频", "专题", "论坛", "博客", "社区", "问答", "下载", "登录", "注册", "帮助",
-             "客户端", "网站导航"]
+NAV_ITEMS = [
+    "首页",
+    "新闻",
+    "国内",
+    "国际",
+    "社会",
+    "财经",
+    "股票",
+    "基金",
+    "科技",
+    "数码",
+    "手机",
+    "汽车",
+    "房产",
+    "家居",
+    "教育",
+    "健康",
+    "体育",
+    "娱乐",
+    "明星",
+    "电影",
+    "旅游",
+    "美食",
+    "时尚",
+    "文化",
+    "读书",
+    "历史",
+    "军事",
+    "评论",
+    "图片",
+    "视频",
+    "专题",
+    "论坛",
+    "博客",
+    "社区",
+    "问答",
+    "下载",
+    "登录",
+    "注册",
+    "帮助",
+    "客户端",
+    "网站导航",
+]
 SITE_SUFFIX = ["网", "在线", "新闻网", "论坛", "日报网", "资讯网", "门户", "社区"]
 SITE_CHARS = "东南西北中华新民人大天地海山江河金银星光明信通达和平安乐福华夏长城阳春龙凤"
-FOOTERS = ["版权所有 © 2003-2024 {site}　{region}ICP备{n8}号-1　{region}公网安备{n14}号",
-           "关于我们 | 联系我们 | 广告服务 | 招聘信息 | 网站地图 | 法律声明 | 隐私政策 | 意见反馈",
-           "未经{site}书面授权，禁止转载、摘编、复制或建立镜像，违者必究。",
-           "本站部分内容来自互联网，如有侵权请联系删除，我们将在第一时间处理。",
-           "违法和不良信息举报电话：{tel}　举报邮箱：jubao@{domain}.com",
-           "{site}客服热线：{tel}（工作日 9:00-18:00）　地址：{region}市{street}路{n3}号",
-           "声明：本文仅代表作者个人观点，与{site}无关。其原创性以及文中陈述文字和内容未经本站证实。",
-           "扫一扫，关注{site}官方微信，获取更多精彩内容。"]
+FOOTERS = [
+    "版权所有 © 2003-2024 {site}　{region}ICP备{n8}号-1　{region}公网安备{n14}号",
+    "关于我们 | 联系我们 | 广告服务 | 招聘信息 | 网站地图 | 法律声明 | 隐私政策 | 意见反馈",
+    "未经{site}书面授权，禁止转载、摘编、复制或建立镜像，违者必究。",
+    "本站部分内容来自互联网，如有侵权请联系删除，我们将在第一时间处理。",
+    "违法和不良信息举报电话：{tel}　举报邮箱：jubao@{domain}.com",
+    "{site}客服热线：{tel}（工作日 9:00-18:00）　地址：{region}市{street}路{n3}号",
+    "声明：本文仅代表作者个人观点，与{site}无关。其原创性以及文中陈述文字和内容未经本站证实。",
+    "扫一扫，关注{site}官方微信，获取更多精彩内容。",
+]
 REGIONS = ["京", "沪", "粤", "浙", "苏", "鲁", "川", "鄂", "湘", "闽"]
-STOCK_PHRASES = ["分享到：微信 微博 QQ空间 人人网", "相关阅读：", "热门推荐", "扫一扫在手机打开当前页",
-                 "责任编辑：", "（完）", "点击查看更多精彩内容", "本文转载自其他媒体，转载目的在于传递更多信息，"
-                 "并不代表本网赞同其观点和对其真实性负责。", "上一篇　下一篇", "【字号 大 中 小】", "打印　关闭",
-                 "原标题：", "来源：人民网－人民日报", "据新华社北京电", "记者从有关部门获悉，", "网友评论　查看所有评论",
-                 "已有0人参与　我要评论", "收藏本文　推荐给朋友", "编辑：小王　审核：张明", "图片来源于网络，如有侵权请联系删除"]
+STOCK_PHRASES = [
+    "分享到：微信 微博 QQ空间 人人网",
+    "相关阅读：",
+    "热门推荐",
+    "扫一扫在手机打开当前页",
+    "责任编辑：",
+    "（完）",
+    "点击查看更多精彩内容",
+    "本文转载自其他媒体，转载目的在于传递更多信息，并不代表本网赞同其观点和对其真实性负责。",
+    "上一篇　下一篇",
+    "【字号 大 中 小】",
+    "打印　关闭",
+    "原标题：",
+    "来源：人民网－人民日报",
+    "据新华社北京电",
+    "记者从有关部门获悉，",
+    "网友评论　查看所有评论",
+    "已有0人参与　我要评论",
+    "收藏本文　推荐给朋友",
+    "编辑：小王　审核：张明",
+    "图片来源于网络，如有侵权请联系删除",
+]
 
 
 @dataclass(frozen=True)
@@ -104,11 +167,16 @@ def site_templates(n: int, rng: random.Random) -> list[tuple[str, str]]:
     sites = []
     for _ in range(n):
         name = "".join(rng.sample(SITE_CHARS, rng.randint(2, 3))) + rng.choice(SITE_SUFFIX)
-        fill = {"site": name, "region": rng.choice(REGIONS), "n8": rng.randrange(10**7, 10**8),
-                "n14": rng.randrange(10**13, 10**14), "n3": rng.randrange(1, 999),
-                "tel": f"0{rng.randrange(10, 99)}-{rng.randrange(10**7, 10**8)}",
-                "domain": "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))),
-                "street": "".join(rng.sample(SITE_CHARS, 2))}
+        fill = {
+            "site": name,
+            "region": rng.choice(REGIONS),
+            "n8": rng.randrange(10**7, 10**8),
+            "n14": rng.randrange(10**13, 10**14),
+            "n3": rng.randrange(1, 999),
+            "tel": f"0{rng.randrange(10, 99)}-{rng.randrange(10**7, 10**8)}",
+            "domain": "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))),
+            "street": "".join(rng.sample(SITE_CHARS, 2)),
+        }
         nav = name + "　" + " | ".join(rng.sample(NAV_ITEMS, rng.randint(6, 14)))
         footer = "\n".join(t.format(**fill) for t in rng.sample(FOOTERS, rng.randint(2, 5)))
         sites.append((nav, footer))
@@ -171,8 +239,9 @@ def char_edits(text: str, rate: float, rng: random.Random) -> str:
     return "".join(chars)
 
 
-def near_copy(paras: list[str], strength: float, stream: list[str], rng: random.Random,
-              p: CorpusParams) -> tuple[list[str], list[str]]:
+def near_copy(
+    paras: list[str], strength: float, stream: list[str], rng: random.Random, p: CorpusParams
+) -> tuple[list[str], list[str]]:
     """(paragraphs of the copy, names of the operations applied)."""
     paras, ops = list(paras), []
     if len(paras) >= 3 and rng.random() < 0.25:
@@ -271,9 +340,14 @@ def jaccard_stats(texts: list[str], pairs: list[tuple[int, int]], n: int) -> dic
         return cache[i]
 
     j = np.array([mh.jaccard(sh(a), sh(b)) for a, b in pairs]) if pairs else np.zeros(1)
-    return {"pairs": len(pairs), "mean": round(float(j.mean()), 4), "p50": round(float(np.quantile(j, 0.5)), 4),
-            "p99": round(float(np.quantile(j, 0.99)), 4), "max": round(float(j.max()), 4),
-            "at_or_above_0.8": int((j >= 0.8).sum())}
+    return {
+        "pairs": len(pairs),
+        "mean": round(float(j.mean()), 4),
+        "p50": round(float(np.quantile(j, 0.5)), 4),
+        "p99": round(float(np.quantile(j, 0.99)), 4),
+        "max": round(float(j.max()), 4),
+        "at_or_above_0.8": int((j >= 0.8).sum()),
+    }
 
 
 def describe(documents: list[dict], truth: list[dict], p: CorpusParams, shingle: int = 5) -> dict:
@@ -297,13 +371,23 @@ def describe(documents: list[dict], truth: list[dict], p: CorpusParams, shingle:
     roles: dict[str, int] = {}
     for t in truth:
         roles[t["role"]] = roles.get(t["role"], 0) + 1
-    return {"version": VERSION, "params": asdict(p), "documents": len(documents), "roles": roles,
-            "families": len(original), "text_bytes": sum(len(t.encode("utf-8")) for t in texts),
-            "text_chars": sum(map(len, texts)), "shingle": shingle,
-            "background_jaccard": jaccard_stats(texts, background, shingle),
-            "same_site_background_jaccard": jaccard_stats(texts, same_site, shingle),
-            "copy_to_original_jaccard": {"histogram_0.0_to_1.0_step_0.1": hist,
-                                         "at_or_above_0.8": int((cj >= 0.8).sum()), "below_0.8": int((cj < 0.8).sum())}}
+    return {
+        "version": VERSION,
+        "params": asdict(p),
+        "documents": len(documents),
+        "roles": roles,
+        "families": len(original),
+        "text_bytes": sum(len(t.encode("utf-8")) for t in texts),
+        "text_chars": sum(map(len, texts)),
+        "shingle": shingle,
+        "background_jaccard": jaccard_stats(texts, background, shingle),
+        "same_site_background_jaccard": jaccard_stats(texts, same_site, shingle),
+        "copy_to_original_jaccard": {
+            "histogram_0.0_to_1.0_step_0.1": hist,
+            "at_or_above_0.8": int((cj >= 0.8).sum()),
+            "below_0.8": int((cj < 0.8).sum()),
+        },
+    }
 
 
 def write(out: Path, documents: list[dict], truth: list[dict], manifest: dict, parts: int) -> None:
@@ -312,11 +396,12 @@ def write(out: Path, documents: list[dict], truth: list[dict], manifest: dict, p
     if out.exists():
         shutil.rmtree(out)
     (out / "documents").mkdir(parents=True)
-    schema = pa.schema([("doc_id", pa.string()), ("text", pa.string()), ("source", pa.string()),
-                        ("quality_score", pa.float64())])
+    schema = pa.schema(
+        [("doc_id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("quality_score", pa.float64())]
+    )
     step = -(-len(documents) // parts)
     for k in range(parts):
-        rows = documents[k * step:(k + 1) * step]
+        rows = documents[k * step : (k + 1) * step]
         pq.write_table(pa.Table.from_pylist(rows, schema), out / "documents" / f"part-{k:05d}.parquet")
     pq.write_table(pa.Table.from_pylist(truth), out / "truth.parquet")
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2))
@@ -343,8 +428,11 @@ def ensure_corpus(out: Path, p: CorpusParams) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=CorpusParams.mb, help="MiB of UTF-8 text (default: %(default)s)")
-    ap.add_argument("--output", default=None, help="default: out/bench-dedup/corpus-<mb>mb-seed<seed>, "
-                    "where bench.bench_dedup looks")
+    ap.add_argument(
+        "--output",
+        default=None,
+        help="default: out/bench-dedup/corpus-<mb>mb-seed<seed>, where bench.bench_dedup looks",
+    )
     ap.add_argument("--seed", type=int, default=CorpusParams.seed)
     args = ap.parse_args(argv)
     out = Path(args.output) if args.output else corpus_dir(Path("out/bench-dedup"), args.mb, args.seed)

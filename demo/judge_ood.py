@@ -38,9 +38,10 @@ def split(records: list[dict], dev_share: float, seed: int = 0) -> tuple[list[di
     dev_ids = set()
     for genre in sorted(by_genre):
         docs = sorted(by_genre[genre], key=lambda r: _key(seed, r["id"]))
-        dev_ids.update(r["id"] for r in docs[:round(dev_share * len(docs))])
-    return [r for r in records if r["id"] not in dev_ids], sorted((r for r in records if r["id"] in dev_ids),
-                                                                 key=lambda r: r["id"])
+        dev_ids.update(r["id"] for r in docs[: round(dev_share * len(docs))])
+    return [r for r in records if r["id"] not in dev_ids], sorted(
+        (r for r in records if r["id"] in dev_ids), key=lambda r: r["id"]
+    )
 
 
 def _jsonl(rows: list[dict]) -> bytes:
@@ -53,13 +54,19 @@ def write(ood: Path, output: Path, dev_share: float, seed: int) -> dict:
     records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
     crawl, dev = split(records, dev_share, seed)
     output.mkdir(parents=True, exist_ok=True)
-    (output / "crawl.jsonl").write_bytes(_jsonl([{"id": r["id"], "text": r["text"], "title": r["title"],
-                                                  "source": SOURCE} for r in crawl]))
+    (output / "crawl.jsonl").write_bytes(
+        _jsonl([{"id": r["id"], "text": r["text"], "title": r["title"], "source": SOURCE} for r in crawl])
+    )
     (output / "dev.jsonl").write_bytes(_jsonl([{"id": r["id"], "text": r["text"]} for r in dev]))
     count = lambda rows: dict(sorted(Counter(f"{r['label']}/{r['family']}" for r in rows).items()))  # noqa: E731
-    manifest = {"ood": str(ood), "ood_sha256": hashlib.sha256(data).hexdigest(), "dev_share": dev_share,
-                "seed": seed, "crawl": {"records": len(crawl), "by_family": count(crawl)},
-                "dev": {"records": len(dev), "characters": sum(len(r["text"]) for r in dev), "by_family": count(dev)}}
+    manifest = {
+        "ood": str(ood),
+        "ood_sha256": hashlib.sha256(data).hexdigest(),
+        "dev_share": dev_share,
+        "seed": seed,
+        "crawl": {"records": len(crawl), "by_family": count(crawl)},
+        "dev": {"records": len(dev), "characters": sum(len(r["text"]) for r in dev), "by_family": count(dev)},
+    }
     (output / "MANIFEST.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2), encoding="utf-8")
     return manifest
 
@@ -72,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     m = write(Path(args.ood), Path(args.output), args.dev_share, args.seed)
-    print(f"{args.output}: crawl {m['crawl']['records']} records, dev {m['dev']['records']} documents "
-          f"({m['dev']['characters']:,} characters)")
+    print(
+        f"{args.output}: crawl {m['crawl']['records']} records, dev {m['dev']['records']} documents "
+        f"({m['dev']['characters']:,} characters)"
+    )
     return 0
 
 

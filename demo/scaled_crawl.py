@@ -25,8 +25,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from base.log import setup_logging
-from demo.crawl import (AD_KEYWORDS_FILE, CHARSETS, MIB, SENSITIVE_DIR, build_manifest, choose_compression,
-                        layout_files, plan_documents, read_word_lists, render_files)
+from demo.crawl import (
+    AD_KEYWORDS_FILE,
+    CHARSETS,
+    MIB,
+    SENSITIVE_DIR,
+    build_manifest,
+    choose_compression,
+    layout_files,
+    plan_documents,
+    read_word_lists,
+    render_files,
+)
 from demo.crawl.files import write_crawl
 from demo.crawl.manifest import labels_tsv
 from demo.plain_text import paragraph, sentence_streams
@@ -61,8 +71,9 @@ def _encodes(text: str, codec: str) -> bool:
     return True
 
 
-def build_copy(out_dir: Path, seed: int, min_mb: float = 20.0, max_docs: int | None = None,
-               big_line_mb: float = 10.0) -> dict:
+def build_copy(
+    out_dir: Path, seed: int, min_mb: float = 20.0, max_docs: int | None = None, big_line_mb: float = 10.0
+) -> dict:
     """``demo.crawl.build_demo_crawl`` with ``remix`` between planning and layout."""
     lists = read_word_lists(Path(AD_KEYWORDS_FILE), Path(SENSITIVE_DIR))
     docs = plan_documents(seed, lists, max_docs)
@@ -93,8 +104,9 @@ def ensure_scaled_crawl(out: Path, copies: int, max_docs: int | None = None, big
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m demo.scaled_crawl", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m demo.scaled_crawl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--copies", type=int, default=8)
     ap.add_argument("--output", type=Path, default=None, help="default: out/bench-corpus/crawl-x<copies>")
     ap.add_argument("--max-docs", type=int, default=None, help="cap on source pages per copy (small test crawls)")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 Page = tuple[str, list[str], str]
 
-ARTICLE_MAX_CHARS = 3000   # longer People's Daily articles are split into numbered parts
-HEADLINE_MAX_CHARS = 60    # a shorter line without sentence-final punctuation is a headline
+ARTICLE_MAX_CHARS = 3000  # longer People's Daily articles are split into numbered parts
+HEADLINE_MAX_CHARS = 60  # a shorter line without sentence-final punctuation is a headline
 SENTENCE_END = "。！？”…）」』；：.!?)"
 POS_TAG = re.compile(r"/[A-Za-z]+[ \t]*")  # 199801.txt is `word/TAG  word/TAG ...`
 
@@ -68,7 +68,7 @@ def review_pages(rng: random.Random) -> list[Page]:
         i = 0
         while i < len(reviews):
             n = rng.randint(4, 12)
-            group = reviews[i:i + n]
+            group = reviews[i : i + n]
             while sum(map(len, group)) < 300 and i + len(group) < len(reviews) and len(group) < 30:
                 group.append(reviews[i + len(group)])
             i += len(group)
@@ -83,6 +83,7 @@ def review_pages(rng: random.Random) -> list[Page]:
 def english_pages() -> list[Page]:
     """One page per Language Reference topic, in sorted topic order."""
     from pydoc_data.topics import topics  # the Language Reference text CPython ships (PSF)
+
     pages = []
     for key in sorted(topics):
         paras = [" ".join(p.split()) for p in topics[key].split("\n\n") if p.strip()]

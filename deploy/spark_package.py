@@ -59,22 +59,43 @@ DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/ke
 EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx", "snownlp"}
 DRIVER_ONLY = {"matplotlib", "datasketch"}
 # What an executor cannot import from the env (without --driver): top-level module names.
-ABSENT_MODULES = ("torch", "ray", "tensorboardX", "snownlp", "matplotlib", "mpl_toolkits", "datasketch", "scipy",
-                  "train", "demo", "bench", "tests")
+ABSENT_MODULES = (
+    "torch",
+    "ray",
+    "tensorboardX",
+    "snownlp",
+    "matplotlib",
+    "mpl_toolkits",
+    "datasketch",
+    "scipy",
+    "train",
+    "demo",
+    "bench",
+    "tests",
+)
 # etl/ modules that import a driver-only dependency at import time (report pages; the judge's statistics).
 DRIVER_MODULES = ("etl.report.html", "etl.judge.html", "etl.judge.stats")
 # Packing tools, not needed to run anything: left out of the archive.
-PACK_EXCLUDES = ("lib/python3.*/site-packages/pip/*", "lib/python3.*/site-packages/pip-*/*",
-                 "lib/python3.*/site-packages/setuptools/*", "lib/python3.*/site-packages/setuptools-*/*",
-                 "lib/python3.*/site-packages/pkg_resources/*", "lib/python3.*/site-packages/_distutils_hack/*",
-                 "lib/python3.*/site-packages/distutils-precedence.pth",
-                 "lib/python3.*/site-packages/venv_pack/*", "lib/python3.*/site-packages/venv_pack-*/*",
-                 "bin/venv-pack", "bin/pip*",
-                 # never imported by a stage: libraries' test suites and C headers, and the parts of
-                 # jieba the segmenter does not load (POS tagging, keyword extraction, paddle mode)
-                 "lib/python3.*/site-packages/*/tests/*", "lib/python3.*/site-packages/pyarrow/include/*",
-                 "lib/python3.*/site-packages/jieba/posseg/*", "lib/python3.*/site-packages/jieba/analyse/*",
-                 "lib/python3.*/site-packages/jieba/lac_small/*")
+PACK_EXCLUDES = (
+    "lib/python3.*/site-packages/pip/*",
+    "lib/python3.*/site-packages/pip-*/*",
+    "lib/python3.*/site-packages/setuptools/*",
+    "lib/python3.*/site-packages/setuptools-*/*",
+    "lib/python3.*/site-packages/pkg_resources/*",
+    "lib/python3.*/site-packages/_distutils_hack/*",
+    "lib/python3.*/site-packages/distutils-precedence.pth",
+    "lib/python3.*/site-packages/venv_pack/*",
+    "lib/python3.*/site-packages/venv_pack-*/*",
+    "bin/venv-pack",
+    "bin/pip*",
+    # never imported by a stage: libraries' test suites and C headers, and the parts of
+    # jieba the segmenter does not load (POS tagging, keyword extraction, paddle mode)
+    "lib/python3.*/site-packages/*/tests/*",
+    "lib/python3.*/site-packages/pyarrow/include/*",
+    "lib/python3.*/site-packages/jieba/posseg/*",
+    "lib/python3.*/site-packages/jieba/analyse/*",
+    "lib/python3.*/site-packages/jieba/lac_small/*",
+)
 VENV_PACK = "venv-pack==0.2.0"
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
@@ -131,8 +152,10 @@ def build_env(root: Path, env: Path, driver: bool = False) -> None:
     shutil.rmtree(env, ignore_errors=True)
     venv.EnvBuilder(with_pip=True, symlinks=True).create(env)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir", "-q"]
-    subprocess.run([*pip, "-c", str(root / "requirements.lock"), *spark_requirements(root / "pyproject.toml", driver),
-                    VENV_PACK], check=True)
+    subprocess.run(
+        [*pip, "-c", str(root / "requirements.lock"), *spark_requirements(root / "pyproject.toml", driver), VENV_PACK],
+        check=True,
+    )
     stamp.touch()
 
 
@@ -163,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dist", type=Path, default=ROOT / "dist")
     p.add_argument("--build", type=Path, default=ROOT / "build")
-    p.add_argument("--driver", action="store_true", help="keep the driver-only dependencies (YARN/Kubernetes cluster mode)")
+    p.add_argument(
+        "--driver", action="store_true", help="keep the driver-only dependencies (YARN/Kubernetes cluster mode)"
+    )
     args = p.parse_args(argv)
     args.dist.mkdir(parents=True, exist_ok=True)
     zip_path, env_path = args.dist / "zhcorpus-py.zip", args.dist / "zhcorpus-env.tar.gz"
@@ -177,14 +202,31 @@ def main(argv: list[str] | None = None) -> int:
     install_project(ROOT, env)
     pack_env(env, env_path)
     t2 = time.time()
-    base = subprocess.run([str(env / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    base = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     left_out = EXCLUDED if args.driver else EXCLUDED | DRIVER_ONLY
-    meta = {"python": base, "python_version": sys.version.split()[0], "excluded": sorted(left_out),
-            "driver": args.driver, "env_key": env_key(ROOT, args.driver), "bytes": env_path.stat().st_size}
+    meta = {
+        "python": base,
+        "python_version": sys.version.split()[0],
+        "excluded": sorted(left_out),
+        "driver": args.driver,
+        "env_key": env_key(ROOT, args.driver),
+        "bytes": env_path.stat().st_size,
+    }
     (args.dist / "zhcorpus-env.json").write_text(json.dumps(meta, indent=2) + "\n")
-    log.info("%s: %.1f MiB (venv %.0f s, copy + pack %.0f s); executors need %s (Python %s)", env_path,
-             env_path.stat().st_size / 2**20, t1 - t0, t2 - t1, base, meta["python_version"])
+    log.info(
+        "%s: %.1f MiB (venv %.0f s, copy + pack %.0f s); executors need %s (Python %s)",
+        env_path,
+        env_path.stat().st_size / 2**20,
+        t1 - t0,
+        t2 - t1,
+        base,
+        meta["python_version"],
+    )
     return 0
 
 

@@ -67,20 +67,28 @@ class BuildConfig(CleanConfig):
 
 def _job(name: str, inputs: list[str], laps: Laps, spark: SparkSession) -> dict[str, Any]:
     sc = spark.sparkContext
-    return {"name": name, "inputs": inputs, "elapsed_s": laps.elapsed, "stage_seconds": laps.seconds,
-            "spark_master": sc.master, "default_parallelism": sc.defaultParallelism}
+    return {
+        "name": name,
+        "inputs": inputs,
+        "elapsed_s": laps.elapsed,
+        "stage_seconds": laps.seconds,
+        "spark_master": sc.master,
+        "default_parallelism": sc.defaultParallelism,
+    }
 
 
-def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = False,
-                 spark: SparkSession | None = None) -> dict[str, Any]:
+def clean_corpus(
+    cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = False, spark: SparkSession | None = None
+) -> dict[str, Any]:
     """read → clean → classify; ``documents/``, ``rejected/``, ``report.json``."""
     spark = spark or session("zhcorpus-clean", cfg.spark)
     res = resources(cfg.rules, {})
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "clean"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
-                                         counters)
+            marked = read_clean_classify(
+                spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
+            )
             try:
                 with label_jobs(spark.sparkContext, "read, clean, classify"):
                     _write_marked(marked, out, cfg.output)
@@ -91,9 +99,13 @@ def clean_corpus(cfg: CleanConfig, inputs: list[str], output: str, overwrite: bo
             finally:
                 marked.unpersist()
         laps.lap("read_clean_classify")
-        report = assemble(ledger, job=_job("clean", inputs, laps, spark), config=asdict(cfg),
-                          resources={**res, **({"models": marked.models} if marked.models else {})},
-                          extra={"pii": pii, "quality": quality})
+        report = assemble(
+            ledger,
+            job=_job("clean", inputs, laps, spark),
+            config=asdict(cfg),
+            resources={**res, **({"models": marked.models} if marked.models else {})},
+            extra={"pii": pii, "quality": quality},
+        )
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
     return report
 
@@ -104,9 +116,15 @@ def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
     sized(marked.rejected(), rejected, output).write.parquet(out.path("rejected"))
 
 
-def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: str | None = None,
-                 overwrite: bool = False, spark: SparkSession | None = None,
-                 index_run: str | None = None) -> dict[str, Any]:
+def build_corpus(
+    cfg: BuildConfig,
+    inputs: list[str],
+    output: str,
+    index_dir: str | None = None,
+    overwrite: bool = False,
+    spark: SparkSession | None = None,
+    index_run: str | None = None,
+) -> dict[str, Any]:
     """The whole chain; ``index_run`` names this build's batch in the dedup index (default: random).
     The index learns the kept documents before the output is published (a crash in between is
     undone by the nightly refresh, which retracts the batch of an unpublished version)."""
@@ -121,22 +139,32 @@ def build_corpus(cfg: BuildConfig, inputs: list[str], output: str, index_dir: st
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "build"):
-            marked = read_clean_classify(spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify,
-                                         counters)
+            marked = read_clean_classify(
+                spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
+            )
             try:
                 parts = _build_phases(cfg, marked, index, evals, out, laps)
             finally:
                 marked.unpersist()
         if index is not None:
             with label_jobs(spark.sparkContext, "dedup index: append"):
-                parts.dedup.index = {"dir": index_dir, "batches_before": len(index.committed()),
-                                     "appended_run": index.append(*parts.kept_keys, index_run)}
+                parts.dedup.index = {
+                    "dir": index_dir,
+                    "batches_before": len(index.committed()),
+                    "appended_run": index.append(*parts.kept_keys, index_run),
+                }
             failpoint("build:index_appended")
         out.delete(KEYS)
-        report = assemble(parts.ledger, job=_job("build_corpus", inputs, laps, spark), config=asdict(cfg),
-                          resources={**res, **({"models": marked.models} if marked.models else {})},
-                          dedup=parts.dedup, dropped_after_dedup=parts.dropped_after_dedup, shards=parts.shards,
-                          extra=parts.extra)
+        report = assemble(
+            parts.ledger,
+            job=_job("build_corpus", inputs, laps, spark),
+            config=asdict(cfg),
+            resources={**res, **({"models": marked.models} if marked.models else {})},
+            dedup=parts.dedup,
+            dropped_after_dedup=parts.dropped_after_dedup,
+            shards=parts.shards,
+            extra=parts.extra,
+        )
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
         out.write_text("report.html", render_html(json.loads(json.dumps(report))))  # as a reader of report.json sees it
     return report
@@ -165,12 +193,13 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
         docs_bytes, rejected_bytes = marked.text_bytes()  # the survivors hold at most the documents' bytes
     with label_jobs(sc, "report: ledger"):
         ledger = build_ledger(marked.rows, marked.files)
-        extra: dict[str, Any] = {"pii": pii_summary(marked.rows, cfg.pii),
-                                 "quality": quality_summary(marked.records(), marked.quality)}
+        extra: dict[str, Any] = {
+            "pii": pii_summary(marked.rows, cfg.pii),
+            "quality": quality_summary(marked.records(), marked.quality),
+        }
     laps.lap("read_clean_classify")
     with label_jobs(sc, "dedup"):
-        dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir,
-                                     cfg.output)
+        dedup, deduped = dedup_phase(marked.documents(), cfg.dedup, index, out, cfg.spark.checkpoint_dir, cfg.output)
     laps.lap("dedup")
     survivors = sized(deduped.survivors, docs_bytes, cfg.output)  # documents/ keeps these partitions
     with label_jobs(sc, "decontaminate"):
@@ -178,8 +207,9 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
         rejected = marked.rejected()
         dropped: dict[str, int] = {}
         if contaminated is not None:
-            rejected = rejected.unionByName(contaminated.withColumn("offset", F.lit(None).cast("long"))
-                                            .select(*REJECTED_COLUMNS))
+            rejected = rejected.unionByName(
+                contaminated.withColumn("offset", F.lit(None).cast("long")).select(*REJECTED_COLUMNS)
+            )
             dropped = dropped_by_file(contaminated)
         sized(rejected, rejected_bytes, cfg.output).write.parquet(out.path("rejected"))
         dedup.documents_written = documents.count()
@@ -195,9 +225,16 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     return _Built(ledger, dedup, dropped, shards, keys, extra)
 
 
-def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], output: str,
-                 index_dir: str | None = None, overwrite: bool = False,
-                 spark: SparkSession | None = None, output_cfg: OutputConfig | None = None) -> dict[str, Any]:
+def dedup_corpus(
+    spark_cfg: SparkConfig,
+    cfg: DedupConfig,
+    inputs: list[str],
+    output: str,
+    index_dir: str | None = None,
+    overwrite: bool = False,
+    spark: SparkSession | None = None,
+    output_cfg: OutputConfig | None = None,
+) -> dict[str, Any]:
     """Deduplicate Parquet documents (doc_id, text[, quality_score, source_file]); ``documents/``,
     ``duplicates/``, ``report.json`` (input documents = documents + duplicates). ``documents/``
     is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``)."""
@@ -217,15 +254,34 @@ def dedup_corpus(spark_cfg: SparkConfig, cfg: DedupConfig, inputs: list[str], ou
         sized(deduped.survivors, in_bytes, output_cfg).write.parquet(out.path("documents"))
         summary.documents_written = spark.read.parquet(out.path("documents")).count()
         if index is not None:
-            summary.index = {"dir": index_dir, "batches_before": len(index.committed()),
-                             "appended_run": index.append(deduped.bands, deduped.exact)}
+            summary.index = {
+                "dir": index_dir,
+                "batches_before": len(index.committed()),
+                "appended_run": index.append(deduped.bands, deduped.exact),
+            }
         out.delete(KEYS)
         laps.lap("dedup")
-        ledger = {"input": {"files": len(inputs), "records": n_in, "documents": n_in, "bytes": 0,
-                            "skipped_non_document_records": {}, "file_errors": []},
-                  "documents": n_in, "rejected": 0, "rejected_by_stage": {}, "files": files}
-        report = assemble(ledger, job=_job("dedup", inputs, laps, spark), resources={}, dedup=summary,
-                          config={"spark": asdict(spark_cfg), "dedup": asdict(cfg)})
+        ledger = {
+            "input": {
+                "files": len(inputs),
+                "records": n_in,
+                "documents": n_in,
+                "bytes": 0,
+                "skipped_non_document_records": {},
+                "file_errors": [],
+            },
+            "documents": n_in,
+            "rejected": 0,
+            "rejected_by_stage": {},
+            "files": files,
+        }
+        report = assemble(
+            ledger,
+            job=_job("dedup", inputs, laps, spark),
+            resources={},
+            dedup=summary,
+            config={"spark": asdict(spark_cfg), "dedup": asdict(cfg)},
+        )
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
     return report
 
@@ -236,4 +292,6 @@ def _files(docs) -> dict[str, dict[str, Any]]:
 
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
     rows = docs.groupBy(source.alias("f")).count().collect()
-    return {r.f: {"records": r["count"], "documents": r["count"], "rejected": 0} for r in sorted(rows, key=lambda r: r.f)}
+    return {
+        r.f: {"records": r["count"], "documents": r["count"], "rejected": 0} for r in sorted(rows, key=lambda r: r.f)
+    }

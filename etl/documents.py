@@ -1,6 +1,7 @@
 """The first phase of every corpus job: read → clean → classify, as marked rows.
 
-Rows are marked, never removed (a repeated input ``id`` is renamed, ``etl/read/ids.py``, never merged): every input record comes out as one row with ``reason`` null
+Rows are marked, never removed (a repeated input ``id`` is renamed, ``etl/read/ids.py``, never merged): every input
+record comes out as one row with ``reason`` null
 (a document) or set (a rejection, with its ``stage``), plus one ``kind="file"`` row per input file
 with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS`` and
 ``REJECTED_COLUMNS`` are the output contract of ``documents/`` and ``rejected/``.
@@ -24,17 +25,46 @@ from etl.runtime.progress import Counters
 from filters.config import RulesConfig
 
 _SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column
-DOCUMENT_COLUMNS = ("doc_id", "text", "source", "url", "timestamp", "title", "n_chars", "han_ratio",
-                    "sensitive_hits", "pii_redacted", "spam_prob", "quality_score", *_SIGNALS, "source_file",
-                    "renamed_from")
-REJECTED_COLUMNS = ("doc_id", "stage", "reason", "detail", "text", "source", "url", "spam_prob", "quality_score",
-                    "han_ratio", *_SIGNALS, "source_file", "offset", "renamed_from")
+DOCUMENT_COLUMNS = (
+    "doc_id",
+    "text",
+    "source",
+    "url",
+    "timestamp",
+    "title",
+    "n_chars",
+    "han_ratio",
+    "sensitive_hits",
+    "pii_redacted",
+    "spam_prob",
+    "quality_score",
+    *_SIGNALS,
+    "source_file",
+    "renamed_from",
+)
+REJECTED_COLUMNS = (
+    "doc_id",
+    "stage",
+    "reason",
+    "detail",
+    "text",
+    "source",
+    "url",
+    "spam_prob",
+    "quality_score",
+    "han_ratio",
+    *_SIGNALS,
+    "source_file",
+    "offset",
+    "renamed_from",
+)
 
 
 @dataclass
 class Marked:
     """The phase's output: every row marked, persisted (the ledger, the documents and the
     rejections all read it), and the input files it covers."""
+
     rows: DataFrame
     files: list[str]
     models: dict  # the models scored with: {"spam": {"dir", "sha256"}, "quality": {...}} (empty: none)
@@ -54,17 +84,30 @@ class Marked:
         """UTF-8 bytes of text in the documents and in the rejected records: one aggregate over
         the persisted rows, what their output files are sized by (``etl.runtime.sizing``)."""
         kept = F.col("reason").isNull()
-        r = self.records().agg(F.sum(F.when(kept, F.octet_length("text"))).alias("documents"),
-                               F.sum(F.when(~kept, F.octet_length("text"))).alias("rejected")).first()
+        r = (
+            self.records()
+            .agg(
+                F.sum(F.when(kept, F.octet_length("text"))).alias("documents"),
+                F.sum(F.when(~kept, F.octet_length("text"))).alias("rejected"),
+            )
+            .first()
+        )
         return int(r["documents"] or 0), int(r["rejected"] or 0)
 
     def unpersist(self) -> None:
         self.cached.unpersist()
 
 
-def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.ReaderConfig, rules: RulesConfig,
-                        pii: PiiConfig, quality: QualityConfig, classify: ClassifyConfig,
-                        counters: Counters) -> Marked:
+def read_clean_classify(
+    spark: SparkSession,
+    inputs: list[str],
+    reader: rec.ReaderConfig,
+    rules: RulesConfig,
+    pii: PiiConfig,
+    quality: QualityConfig,
+    classify: ClassifyConfig,
+    counters: Counters,
+) -> Marked:
     """read → clean → personal data → quality → classify. Models and the reference profile are
     verified on the driver before anything is read (``ModelError``, ``ProfileError``). In the
     quality stage's ``annotate`` mode nothing that has text is dropped: the PanGu-α rules' and the
@@ -75,8 +118,15 @@ def read_clean_classify(spark: SparkSession, inputs: list[str], reader: rec.Read
     # clean, personal data, quality, classify in one pass (etl.classify.quality.mark_stage); in annotate
     # mode a failed PanGu-α rule becomes a flag
     marked = mark_stage(raw, Marking(rules, pii, screened, shipped))
-    models = {} if shipped is None else {
-        "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
-        "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule}}
+    models = (
+        {}
+        if shipped is None
+        else {
+            "spam": {"dir": classify.spam_model, "sha256": shipped.spam_sha256},
+            "quality": {"dir": classify.quality_model, "sha256": shipped.quality_sha256, "rule": classify.quality_rule},
+        }
+    )
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    return Marked(unique_ids(cached), files, models, screened.summary, cached)  # repeated input ids made unique (etl/read/ids.py)
+    return Marked(
+        unique_ids(cached), files, models, screened.summary, cached
+    )  # repeated input ids made unique (etl/read/ids.py)

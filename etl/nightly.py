@@ -61,21 +61,32 @@ class RefreshSection:
 @dataclass(frozen=True)
 class NightlyConfig(BuildConfig):
     """build_corpus's sections under the same keys, plus ``refresh``."""
+
     refresh: RefreshSection = field(default_factory=RefreshSection)
-    RENAMED: ClassVar[dict[str, str]] = {**BuildConfig.RENAMED, "build": "", "settle_seconds": "refresh.settle_seconds",
-                                         "max_files": "refresh.max_files"}
+    RENAMED: ClassVar[dict[str, str]] = {
+        **BuildConfig.RENAMED,
+        "build": "",
+        "settle_seconds": "refresh.settle_seconds",
+        "max_files": "refresh.max_files",
+    }
 
 
-def crawl_files(root: str, after: list | None, settle_seconds: int, now: float,
-                s3: remote.S3Config | None = None) -> list[tuple[int, str]]:
+def crawl_files(
+    root: str, after: list | None, settle_seconds: int, now: float, s3: remote.S3Config | None = None
+) -> list[tuple[int, str]]:
     """(mtime_ns, path) of settled crawl files sorting after the watermark ``after``; an
     ``s3://`` root is listed through ``etl.read.remote`` (objects' last-modified times, ``s3``)."""
     if remote.is_s3(root):
         listed = [(t, p) for p, _, t in remote.list_objects(root, remote.S3Access.resolve(s3 or remote.S3Config()))]
     else:
         listed = [(f.stat().st_mtime_ns, str(f)) for f in Path(root).rglob("*") if f.is_file()]
-    found = sorted((t, p) for t, p in listed if detect_format(p) is not None
-                   and not p.rsplit("/", 1)[-1].startswith((".", "_")) and t / 1e9 <= now - settle_seconds)
+    found = sorted(
+        (t, p)
+        for t, p in listed
+        if detect_format(p) is not None
+        and not p.rsplit("/", 1)[-1].startswith((".", "_"))
+        and t / 1e9 <= now - settle_seconds
+    )
     return [x for x in found if after is None or x > tuple(after)]
 
 
@@ -101,8 +112,14 @@ def _recover(corpus: Path, index, current: str | None, version: str) -> None:
             shutil.rmtree(other, ignore_errors=True)
 
 
-def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: str | None = None,
-            spark=None, now: float | None = None) -> dict[str, Any]:
+def refresh(
+    cfg: NightlyConfig,
+    crawl_root: str,
+    corpus_root: str,
+    index_dir: str | None = None,
+    spark=None,
+    now: float | None = None,
+) -> dict[str, Any]:
     """Returns {"published": version | None, ...}. Raises RefreshLocked."""
     from etl.dedup.index import DedupIndex
     from etl.runtime.spark import session
@@ -112,8 +129,13 @@ def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: st
     with Lock(corpus / ".lock", "another refresh"):  # a dead holder on this host is taken over
         current = published(corpus)
         history = json.loads((corpus / "versions" / current / "refresh.json").read_text()) if current else None
-        new = crawl_files(crawl_root, history and history["watermark"], cfg.refresh.settle_seconds,
-                          time.time() if now is None else now, cfg.reader.s3)
+        new = crawl_files(
+            crawl_root,
+            history and history["watermark"],
+            cfg.refresh.settle_seconds,
+            time.time() if now is None else now,
+            cfg.reader.s3,
+        )
         if cfg.refresh.max_files:
             new = new[: cfg.refresh.max_files]
         version = version_name(history["number"] + 1 if history else 1)
@@ -133,35 +155,68 @@ def refresh(cfg: NightlyConfig, crawl_root: str, corpus_root: str, index_dir: st
         return result
 
 
-def _publish_version(cfg: NightlyConfig, corpus: Path, history: dict | None, version: str,
-                     new: list[tuple[int, str]], index_dir: str, spark) -> dict[str, Any]:
+def _publish_version(
+    cfg: NightlyConfig,
+    corpus: Path,
+    history: dict | None,
+    version: str,
+    new: list[tuple[int, str]],
+    index_dir: str,
+    spark,
+) -> dict[str, Any]:
     tokenizer = history["tokenizer"] if history else cfg.tokenizer.model
     build_cfg = replace(cfg, tokenizer=replace(cfg.tokenizer, model=tokenizer)) if tokenizer else cfg
     out = corpus / "versions" / version
     log.info("building %s from %d new files", version, len(new))
-    report = build_corpus(build_cfg, [p for _, p in new], str(out), index_dir=index_dir, spark=spark,
-                          index_run=version)
+    report = build_corpus(build_cfg, [p for _, p in new], str(out), index_dir=index_dir, spark=spark, index_run=version)
     failpoint("refresh:built")
     versions = (history["versions"] if history else []) + [version]
     merged = merge_manifests({v: corpus / "versions" / v / "shards" for v in versions}, out)
     write_atomic(out / "corpus.json", json.dumps(merged, indent=2, ensure_ascii=False, sort_keys=True))
-    record = {"version": version, "number": history["number"] + 1 if history else 1, "versions": versions,
-              "files": [p for _, p in new], "watermark": list(new[-1]),
-              "tokenizer": tokenizer or str(out / "tokenizer"), "config": asdict(cfg)}
+    record = {
+        "version": version,
+        "number": history["number"] + 1 if history else 1,
+        "versions": versions,
+        "files": [p for _, p in new],
+        "watermark": list(new[-1]),
+        "tokenizer": tokenizer or str(out / "tokenizer"),
+        "config": asdict(cfg),
+    }
     write_atomic(out / "refresh.json", json.dumps(record, indent=2, ensure_ascii=False))
     failpoint("refresh:manifest_written")
     write_atomic(corpus / "CURRENT", version + "\n")  # the commit point
     failpoint("refresh:published")
-    write_atomic(corpus / "state.json", json.dumps(
-        {"current": version, "watermark": record["watermark"], "published_at": time.time(),
-         "documents": report["documents"], "duplicates": report["duplicates"]}, indent=2))
-    log.info("published %s: %d documents, %d duplicates, %d rejected", version, report["documents"],
-             report["duplicates"], report["rejected"])
+    write_atomic(
+        corpus / "state.json",
+        json.dumps(
+            {
+                "current": version,
+                "watermark": record["watermark"],
+                "published_at": time.time(),
+                "documents": report["documents"],
+                "duplicates": report["duplicates"],
+            },
+            indent=2,
+        ),
+    )
+    log.info(
+        "published %s: %d documents, %d duplicates, %d rejected",
+        version,
+        report["documents"],
+        report["duplicates"],
+        report["rejected"],
+    )
     return {"published": version, "current": version, "new_files": len(new), "report": report}
 
 
-def submit_training(ray_address: str, version: str, corpus_root: str, train_config: str, output_root: str,
-                    working_dir: str | None = None) -> str:
+def submit_training(
+    ray_address: str,
+    version: str,
+    corpus_root: str,
+    train_config: str,
+    output_root: str,
+    working_dir: str | None = None,
+) -> str:
     """Submit continued training on ``version`` once: the submission id is ``nightly-<version>``,
     and a job that already exists under that id (running or finished) is not submitted again."""
     from ray.job_submission import JobSubmissionClient
@@ -175,8 +230,10 @@ def submit_training(ray_address: str, version: str, corpus_root: str, train_conf
     except RuntimeError:
         pass  # no such job
     data = Path(corpus_root).resolve() / "versions" / version / "corpus.json"
-    client.submit_job(submission_id=sid, entrypoint=(
-        f"python -m jobs.train_lm --config {train_config} --data {data} --output {output_root}/{version}"),
-        runtime_env={"working_dir": working_dir or str(Path(__file__).resolve().parent.parent)})
+    client.submit_job(
+        submission_id=sid,
+        entrypoint=(f"python -m jobs.train_lm --config {train_config} --data {data} --output {output_root}/{version}"),
+        runtime_env={"working_dir": working_dir or str(Path(__file__).resolve().parent.parent)},
+    )
     log.info("submitted training job %s", sid)
     return sid

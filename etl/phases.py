@@ -40,15 +40,23 @@ class Deduplicated:
     checkpoints are gone when it returns): the survivors (``docs``' columns, not yet written: a
     later phase may still drop some), and their band and exact keys (what a dedup index appends;
     the caller removes ``KEYS`` before publishing)."""
+
     survivors: DataFrame
     bands: DataFrame
     exact: DataFrame
 
 
-def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", out: "Staging",
-                checkpoint_dir: str = "", output: OutputConfig = OutputConfig()) -> tuple[DedupSummary, Deduplicated]:
+def dedup_phase(
+    docs: DataFrame,
+    cfg: DedupConfig,
+    index: "DedupIndex | None",
+    out: "Staging",
+    checkpoint_dir: str = "",
+    output: OutputConfig = OutputConfig(),
+) -> tuple[DedupSummary, Deduplicated]:
     """Writes ``duplicates/`` in files sized by ``output`` (its rows counted: exact copies are
-    found before the candidate edges and are never edges), and the survivors' keys under ``KEYS``; the summary's ``documents_written`` is filled by
+    found before the candidate edges and are never edges), and the survivors' keys under ``KEYS``; the summary's
+    ``documents_written`` is filled by
     whoever writes ``documents/``. ``checkpoint_dir``: the ``spark.checkpoint_dir`` for reliable
     checkpoints on a cluster (``etl.dedup.checkpoints``)."""
     from etl.dedup.checkpoints import Checkpoints
@@ -62,8 +70,12 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", o
         result.survivor_exact.write.parquet(out.path(f"{KEYS}/exact"))
     duplicates = spark.read.parquet(out.path("duplicates"))
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
-    rows = (duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
-            .groupBy("source_file", "kind").count().collect())
+    rows = (
+        duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
+        .groupBy("source_file", "kind")
+        .count()
+        .collect()
+    )
     by_file: dict[str, dict[str, int]] = {}
     for r in rows:
         by_file.setdefault(r.source_file, {})[r.kind] = r["count"]
@@ -71,11 +83,13 @@ def dedup_phase(docs: DataFrame, cfg: DedupConfig, index: "DedupIndex | None", o
     verification = report.pop("verification", None)
     if verification is not None:
         verification = {"mode": cfg.verify, **verification}
-    summary = DedupSummary(by_file, -1, asdict(cfg.minhash.resolved()), largest_clusters(duplicates), verification,
-                           run=report)
+    summary = DedupSummary(
+        by_file, -1, asdict(cfg.minhash.resolved()), largest_clusters(duplicates), verification, run=report
+    )
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
-    return summary, Deduplicated(survivors, spark.read.parquet(out.path(f"{KEYS}/bands")),
-                                 spark.read.parquet(out.path(f"{KEYS}/exact")))
+    return summary, Deduplicated(
+        survivors, spark.read.parquet(out.path(f"{KEYS}/bands")), spark.read.parquet(out.path(f"{KEYS}/exact"))
+    )
 
 
 def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "Staging"):
@@ -98,8 +112,9 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
     return spark.read.parquet(out.path("documents")), marked.where(F.col("reason").isNotNull()), summary
 
 
-def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfig,
-                 out: "Staging") -> tuple[ShardSummary, DataFrame]:
+def shards_phase(
+    documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfig, out: "Staging"
+) -> tuple[ShardSummary, DataFrame]:
     """Tokenize once (persisted: the shards and the token histogram both read it; the caller
     unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the
     documents into ``tokenizer/``."""
@@ -114,19 +129,27 @@ def shards_phase(documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfi
     tokens = tokenize_stage(documents, shipped).persist(StorageLevel.MEMORY_AND_DISK)
     manifest = write_token_shards(tokens, shipped, out.path("shards"), n)
     summary = ShardSummary(
-        manifest="shards/manifest.json", tokenizer=tok.model or "tokenizer/", tokenizer_sha256=shipped.sha256,
-        vocab_size=shipped.vocab_size, dtype=manifest["dtype"], num_shards=n,
-        documents=manifest["totals"]["documents"], total_tokens=manifest["totals"]["tokens"],
-        tokens_per_source=manifest["tokens_per_source"])
+        manifest="shards/manifest.json",
+        tokenizer=tok.model or "tokenizer/",
+        tokenizer_sha256=shipped.sha256,
+        vocab_size=shipped.vocab_size,
+        dtype=manifest["dtype"],
+        num_shards=n,
+        documents=manifest["totals"]["documents"],
+        total_tokens=manifest["totals"]["tokens"],
+        tokens_per_source=manifest["tokens_per_source"],
+    )
     return summary, tokens
 
 
 def _train_into(documents: DataFrame, tok: TokenizerConfig, uri: str) -> str:
     if uri.startswith("file:"):
-        target = uri[len("file:"):]
+        target = uri[len("file:") :]
     elif "://" in uri:
-        raise ValueError(f"cannot train the tokenizer into {uri}: train it first (jobs.train_tokenizer) "
-                         "and pass --set tokenizer.model=DIR")
+        raise ValueError(
+            f"cannot train the tokenizer into {uri}: train it first (jobs.train_tokenizer) "
+            "and pass --set tokenizer.model=DIR"
+        )
     else:
         target = uri
     train_tokenizer(documents, tok, target, {"inputs": ["documents/"]})
@@ -135,5 +158,8 @@ def _train_into(documents: DataFrame, tok: TokenizerConfig, uri: str) -> str:
 
 def distributions(documents: DataFrame, tokens: DataFrame, duplicates: DataFrame) -> dict:
     """What report.html plots: document length and tokens per document per source, cluster sizes."""
-    return {"doc_chars": log_histogram(documents, "n_chars"), "doc_tokens": log_histogram(tokens, "n_tokens"),
-            "cluster_sizes": cluster_sizes(duplicates)}
+    return {
+        "doc_chars": log_histogram(documents, "n_chars"),
+        "doc_tokens": log_histogram(tokens, "n_tokens"),
+        "cluster_sizes": cluster_sizes(duplicates),
+    }

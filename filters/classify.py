@@ -57,8 +57,7 @@ def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | Non
     return " ".join(" ".join(words).split())
 
 
-def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS,
-                     segmenter: Segmenter | None = None) -> list[str]:
+def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> list[str]:
     """``[preprocess(t, max_chars, segmenter) for t in texts]``, the normalisation done for the
     batch at once (``filters.text.nfkc_lower_batch``, ~4x faster than text by text)."""
     cut = (segmenter or get_segmenter(None, PREPROCESS_HMM)).cut
@@ -69,8 +68,11 @@ def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS,
 def preprocess_metadata(engine: str | None = None) -> dict[str, Any]:
     """What a classifier's metadata.json records about its preprocessing (merge it in at training):
     ``preprocess_version``, ``max_chars`` and ``segmenter`` (engine, version, hmm)."""
-    return {"preprocess_version": PREPROCESS_VERSION, "max_chars": MAX_CHARS,
-            "segmenter": get_segmenter(engine, PREPROCESS_HMM).info()}
+    return {
+        "preprocess_version": PREPROCESS_VERSION,
+        "max_chars": MAX_CHARS,
+        "segmenter": get_segmenter(engine, PREPROCESS_HMM).info(),
+    }
 
 
 def sha256_file(path: str | Path) -> str:
@@ -105,8 +107,10 @@ class TextClassifier:
         self.meta = read_metadata(model_dir)
         require_sha256(model_dir / MODEL_FILE, self.meta["sha256"], expected_sha256)
         if self.meta["preprocess_version"] != PREPROCESS_VERSION:
-            raise ModelError(f"{model_dir} was trained with preprocessing v{self.meta['preprocess_version']}, "
-                             f"this code is v{PREPROCESS_VERSION}: retrain it")
+            raise ModelError(
+                f"{model_dir} was trained with preprocessing v{self.meta['preprocess_version']}, "
+                f"this code is v{PREPROCESS_VERSION}: retrain it"
+            )
         self.segmenter = _checked_segmenter(self.meta.get("segmenter"), engine, f"classifier {model_dir}")
         import fasttext
 
@@ -126,8 +130,10 @@ class TextClassifier:
 
 def _checked_segmenter(recorded: dict[str, Any] | None, engine: str | None, what: str) -> Segmenter:
     if recorded and bool(recorded.get("hmm")) != PREPROCESS_HMM:
-        raise ModelError(f"{what} records segmentation with hmm={recorded.get('hmm')}; preprocessing "
-                         f"v{PREPROCESS_VERSION} segments with hmm={PREPROCESS_HMM}: retrain it")
+        raise ModelError(
+            f"{what} records segmentation with hmm={recorded.get('hmm')}; preprocessing "
+            f"v{PREPROCESS_VERSION} segments with hmm={PREPROCESS_HMM}: retrain it"
+        )
     segmenter = get_segmenter(engine, PREPROCESS_HMM)
     try:
         require_parity(recorded, segmenter, what)
@@ -150,8 +156,10 @@ def require_sha256(path: Path, recorded: str | None, expected: str | None) -> st
     actual = sha256_file(path)
     for claimed, where in ((recorded, "metadata.json"), (expected, "the config")):
         if claimed and claimed != actual:
-            raise ModelError(f"model checksum mismatch for {path}: sha256 {actual[:16]}... but {where} says "
-                             f"{claimed[:16]}...; the file is corrupted or not this model")
+            raise ModelError(
+                f"model checksum mismatch for {path}: sha256 {actual[:16]}... but {where} says "
+                f"{claimed[:16]}...; the file is corrupted or not this model"
+            )
     return actual
 
 
@@ -172,9 +180,18 @@ def _train_child(train_file: str, params: TrainParams, lr: float, out: str) -> s
     fasttext.FastText.eprint = lambda *a, **k: None
     try:
         model = fasttext.train_supervised(
-            input=train_file, epoch=params.epoch, lr=lr, wordNgrams=params.word_ngrams, dim=params.dim,
-            bucket=params.bucket, minCount=params.min_count, seed=params.seed, thread=params.threads,
-            loss="softmax", verbose=0)
+            input=train_file,
+            epoch=params.epoch,
+            lr=lr,
+            wordNgrams=params.word_ngrams,
+            dim=params.dim,
+            bucket=params.bucket,
+            minCount=params.min_count,
+            seed=params.seed,
+            thread=params.threads,
+            loss="softmax",
+            verbose=0,
+        )
     except RuntimeError as e:
         if "NaN" not in str(e):
             raise
@@ -236,6 +253,7 @@ def fasttext_line(label: str, text: str) -> str:
 
 
 # --- GPT-3 App. A keep rule -------------------------------------------------------------
+
 
 def pareto_draw(doc_id: str, alpha: float, seed: int = 0) -> float:
     """A Pareto(α) draw (numpy's Lomax form, ``np.random.pareto``) fixed by the doc_id, so a

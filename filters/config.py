@@ -36,9 +36,31 @@ class NavbarConfig:
     # The site's footer counts as its chrome too: copyright and licence lines (C4 and RefinedWeb drop
     # such boilerplate lines; a short line holding one, without sentence punctuation, is no prose).
     keywords: tuple[str, ...] = (
-        "首页", "当前位置", "您的位置", "你的位置", "您现在的位置", "返回顶部", "网站导航", "网站地图",
-        "上一页", "下一页", "上一篇", "下一篇", "上一章", "下一章", "返回目录", "返回列表", "设为首页", "加入收藏", "联系我们", "关于我们",
-        "版权所有", "Copyright", "ICP备", "ICP证", "公网安备",
+        "首页",
+        "当前位置",
+        "您的位置",
+        "你的位置",
+        "您现在的位置",
+        "返回顶部",
+        "网站导航",
+        "网站地图",
+        "上一页",
+        "下一页",
+        "上一篇",
+        "下一篇",
+        "上一章",
+        "下一章",
+        "返回目录",
+        "返回列表",
+        "设为首页",
+        "加入收藏",
+        "联系我们",
+        "关于我们",
+        "版权所有",
+        "Copyright",
+        "ICP备",
+        "ICP证",
+        "公网安备",
     )
 
 

@@ -50,6 +50,7 @@ def _config_dicts(config: str) -> list[str]:
         elif isinstance(node, list):
             for v in node:
                 walk(v)
+
     walk({k: v for k, v in cfg.items() if k in ("normalization", "conversion_chain", "segmentation")})
     return list(dict.fromkeys(out))
 
@@ -63,7 +64,7 @@ def read_keys_file() -> tuple[dict[str, str], list[str]]:
     sums, keys = {}, []
     for line in KEYS_FILE.read_text(encoding="utf-8").splitlines():
         if line.startswith("# sha256 "):
-            name, digest = line[len("# sha256 "):].split(" ")
+            name, digest = line[len("# sha256 ") :].split(" ")
             sums[name] = digest
         elif line and not line.startswith("#"):
             keys.append(line)
@@ -117,8 +118,21 @@ def dump_keys(config: str = "t2s") -> tuple[dict[str, str], list[str]]:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             out = Path(tmp) / (name + ".txt")
-            subprocess.run([str(clib / "bin" / "opencc_dict"), "-i", str(opencc_share() / name), "-o", str(out),
-                            "-f", "ocd2", "-t", "text"], check=True, env={"LD_LIBRARY_PATH": str(clib / "lib64")})
+            subprocess.run(
+                [
+                    str(clib / "bin" / "opencc_dict"),
+                    "-i",
+                    str(opencc_share() / name),
+                    "-o",
+                    str(out),
+                    "-f",
+                    "ocd2",
+                    "-t",
+                    "text",
+                ],
+                check=True,
+                env={"LD_LIBRARY_PATH": str(clib / "lib64")},
+            )
             for line in out.read_text(encoding="utf-8").splitlines():
                 key, _, values = line.partition("\t")
                 if key and values.split(" ")[0] != key:
@@ -131,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dump", type=Path, required=True, help="write the changing keys of t2s here")
     args = p.parse_args(argv)
     sums, keys = dump_keys()
-    lines = [f"# OpenCC t2s keys whose value differs from the key (opencc {opencc.__version__}); "
-             "made by: python -m filters.convert --dump filters/resources/opencc_t2s_keys.txt"]
+    lines = [
+        f"# OpenCC t2s keys whose value differs from the key (opencc {opencc.__version__}); "
+        "made by: python -m filters.convert --dump filters/resources/opencc_t2s_keys.txt"
+    ]
     lines += [f"# sha256 {name} {digest}" for name, digest in sums.items()] + keys
     args.dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(keys)} keys -> {args.dump}", file=sys.stderr)

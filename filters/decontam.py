@@ -87,17 +87,19 @@ def ngram_hashes(norm: str, n: int) -> np.ndarray:
     p_pow, q_pow = _powers(len(cps) + n)
     with np.errstate(over="ignore"):
         g = np.zeros(len(cps) + 1, np.uint64)
-        np.cumsum(cps * q_pow[:len(cps)], out=g[1:])
-        return mh._splitmix64(p_pow[n - 1:n - 1 + m] * (g[n:] - g[:m]))
+        np.cumsum(cps * q_pow[: len(cps)], out=g[1:])
+        return mh._splitmix64(p_pow[n - 1 : n - 1 + m] * (g[n:] - g[:m]))
 
 
 class EvalIndex:
     """The evaluation items as hashed n-grams plus whole short texts. Small enough to broadcast
-    (14 bytes per distinct n-gram: hash, owner, 16 filter bits) and picklable; ``Matcher`` builds the automaton from it on
+    (14 bytes per distinct n-gram: hash, owner, 16 filter bits) and picklable; ``Matcher`` builds the automaton from it
+    on
     each worker."""
 
-    def __init__(self, items: list[EvalItem], n: int = DEFAULT_NGRAM, min_chars: int = DEFAULT_MIN_CHARS,
-                 t2s: bool = True):
+    def __init__(
+        self, items: list[EvalItem], n: int = DEFAULT_NGRAM, min_chars: int = DEFAULT_MIN_CHARS, t2s: bool = True
+    ):
         if n < 2:
             raise ValueError(f"decontaminate.ngram must be >= 2, not {n}")
         self.n, self.min_chars, self.t2s = n, min_chars, t2s

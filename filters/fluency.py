@@ -58,6 +58,7 @@ _DIGIT = re.compile(r"\d")
 
 # ---------------------------------------------------------------- normalisation and encoding
 
+
 def _nfkc_lower(text: str) -> str:
     if not unicodedata.is_normalized("NFKC", text):  # the quick check: most text is NFKC already
         text = unicodedata.normalize("NFKC", text)
@@ -126,7 +127,9 @@ def _char_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     bad[nfd[~nfd_first]] = True  # seconds of canonical pairs (and non-starters)
     # combining marks: planes 0-3 and 14 (planes 4-13 are unassigned, 15-16 private use)
     assigned = cps[(cps < 0x40000) | ((cps >= 0xE0000) & (cps < 0xE1000))]
-    bad[assigned[np.fromiter(map(unicodedata.combining, map(chr, assigned.tolist())), np.int64, len(assigned)) != 0]] = True
+    bad[
+        assigned[np.fromiter(map(unicodedata.combining, map(chr, assigned.tolist())), np.int64, len(assigned)) != 0]
+    ] = True
     bad[0x3A3] = True  # GREEK CAPITAL SIGMA: its lower case depends on its neighbours
     kd, kd_start = _each("NFKD", cps, one_each)
     simple = np.zeros(0x110000, bool)
@@ -181,6 +184,7 @@ def normalised_codes(texts: Sequence[str], max_chars: int | None = None) -> tupl
 class Tokens:
     """A batch as one token stream: ``ids`` (``<s>`` c1 .. cn ``</s>`` per sentence), the text each
     token belongs to, and its ``depth``: how many tokens of its sentence precede it (<s> counted)."""
+
     ids: np.ndarray  # int32
     doc: np.ndarray  # int32
 
@@ -235,6 +239,7 @@ def slices(texts: Sequence[str], budget: int = SLICE_CHARS) -> Iterator[tuple[in
 
 # ---------------------------------------------------------------- counting
 
+
 def char_counts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(code points, counts) of the normalised characters of ``texts``; NEWLINE counts sentences."""
     codes, _ = normalised_codes(texts)
@@ -250,9 +255,11 @@ def choose_vocab(codes: np.ndarray, counts: np.ndarray, max_vocab: int) -> np.nd
 
 
 def check_radix(radix: int, order: int) -> None:
-    if radix ** order > 2 ** 64:
-        raise ValueError(f"{order}-grams over {radix} token ids do not fit 64-bit keys: lower max_vocab to at "
-                         f"most {int(2 ** (64 / order)) - 3} or the order")
+    if radix**order > 2**64:
+        raise ValueError(
+            f"{order}-grams over {radix} token ids do not fit 64-bit keys: lower max_vocab to at "
+            f"most {int(2 ** (64 / order)) - 3} or the order"
+        )
 
 
 def ngram_keys(tokens: Tokens, order: int, radix: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -262,12 +269,13 @@ def ngram_keys(tokens: Tokens, order: int, radix: int) -> Iterator[tuple[int, np
     key, scored = ids.copy(), tokens.scored
     for n in range(1, order + 1):
         if n > 1:  # key_n(t) = key_{n-1}(t) + ids[t-n+1] * radix**(n-1)
-            key[n - 1:] += ids[:len(ids) - n + 1] * np.uint64(radix ** (n - 1))
+            key[n - 1 :] += ids[: len(ids) - n + 1] * np.uint64(radix ** (n - 1))
         yield n, key[scored & (tokens.depth >= n - 1)]
 
 
-def batch_counts(texts: Sequence[str], id_of: np.ndarray, order: int,
-                 radix: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def batch_counts(
+    texts: Sequence[str], id_of: np.ndarray, order: int, radix: int
+) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """(n, unique keys, counts) per order and slice of ``texts``: what each Spark task pre-aggregates."""
     for start, stop in slices(texts):
         for n, keys in ngram_keys(encode(texts[start:stop], id_of), order, radix):
@@ -282,12 +290,15 @@ def merge_counts(parts: Iterator[tuple[int, np.ndarray, np.ndarray]]) -> dict[in
     out = {}
     for n, items in by_order.items():
         keys, inverse = np.unique(np.concatenate([k for k, _ in items]), return_inverse=True)
-        out[n] = (keys, np.bincount(inverse, np.concatenate([c for _, c in items]).astype(np.float64),
-                                    len(keys)).astype(np.int64))
+        out[n] = (
+            keys,
+            np.bincount(inverse, np.concatenate([c for _, c in items]).astype(np.float64), len(keys)).astype(np.int64),
+        )
     return out
 
 
 # ---------------------------------------------------------------- the backoff tables
+
 
 @dataclass
 class NgramTables:
@@ -295,6 +306,7 @@ class NgramTables:
     ``log_prob`` and, below the highest order, log10 ``backoff`` (0 where the n-gram is no
     context). Order 1 is dense: key i is token id i. Every stored n-gram's prefix and suffix are
     stored too, so the stored lengths ending at a position are 1..k (what ``score`` relies on)."""
+
     radix: int
     keys: list[np.ndarray]
     log_prob: list[np.ndarray]
@@ -330,7 +342,7 @@ class NgramTables:
         Sorting (key, position) packed in 64 bits gives both back without a gather and is 2.7x
         faster than argsort (6 vs 16 ms for 500 K); where they do not fit, (key, index) with the
         key's low bits dropped (nearly sorted is as good for the search)."""
-        keybits, posbits = (self.radix ** n - 1).bit_length(), max(1, size.bit_length())
+        keybits, posbits = (self.radix**n - 1).bit_length(), max(1, size.bit_length())
         if keybits + posbits <= 64:
             packed = np.sort(key << np.uint64(posbits) | at.astype(np.uint64))
             at, key = (packed & np.uint64((1 << posbits) - 1)).astype(np.int64), packed >> np.uint64(posbits)
@@ -368,8 +380,12 @@ class NgramTables:
         rest = np.flatnonzero(scored & ~dense) + 1
         at_s, key_s, idx = self._find(2, rest, wide[rest - 1] * np.uint64(self.radix) + wide[rest], len(ids))
         key_d = wide[at_d - 1] * np.uint64(self.radix) + wide[at_d]
-        return (np.concatenate((at_d, at_s)), np.concatenate((key_d, key_s)),
-                np.concatenate((logp, self.log_prob[1][idx])), np.concatenate((dense_back[cell], self.backoff[1][idx])))
+        return (
+            np.concatenate((at_d, at_s)),
+            np.concatenate((key_d, key_s)),
+            np.concatenate((logp, self.log_prob[1][idx])),
+            np.concatenate((dense_back[cell], self.backoff[1][idx])),
+        )
 
     def query(self, keys: np.ndarray, length: int) -> np.ndarray:
         """log10 p(last token | the length-1 before it) for n-gram keys of one length, by the
@@ -377,7 +393,7 @@ class NgramTables:
         of the suffix."""
         out, todo = np.zeros(len(keys)), np.arange(len(keys))
         for m in range(length, 0, -1):
-            suffix = keys[todo] % np.uint64(self.radix ** m) if m < length else keys[todo]
+            suffix = keys[todo] % np.uint64(self.radix**m) if m < length else keys[todo]
             found, idx = self.lookup(m, suffix)
             out[todo[found]] += self.log_prob[m - 1][idx[found]]
             todo, suffix = todo[~found], suffix[~found]
@@ -425,6 +441,7 @@ class NgramTables:
 
 # ---------------------------------------------------------------- estimation (modified Kneser-Ney)
 
+
 def adjusted_counts(raw: dict[int, tuple[np.ndarray, np.ndarray]], order: int, radix: int) -> dict[int, np.ndarray]:
     """Per order, aligned with ``raw[n][0]``: raw counts at the highest order and for n-grams
     that start with <s> (nothing can precede them), else the number of distinct tokens seen
@@ -433,7 +450,7 @@ def adjusted_counts(raw: dict[int, tuple[np.ndarray, np.ndarray]], order: int, r
     for n in range(order - 1, 0, -1):
         keys, counts = raw[n]
         adj = np.zeros(len(keys), np.int64)
-        suffixes, left = np.unique(raw[n + 1][0] % np.uint64(radix ** n), return_counts=True)
+        suffixes, left = np.unique(raw[n + 1][0] % np.uint64(radix**n), return_counts=True)
         idx = np.searchsorted(keys, suffixes)
         if idx.size and (idx.max() >= len(keys) or (keys[idx] != suffixes).any()):
             raise ValueError(f"counts of order {n + 1} have suffixes missing from order {n}: incomplete counts")
@@ -454,13 +471,23 @@ def discounts(adjusted: np.ndarray, n: int) -> tuple[float, float, float]:
         d = (1 - 2 * y * t[1] / t[0], 2 - 3 * y * t[2] / t[1], 3 - 4 * y * t[3] / t[2])
         if all(0 < dk < k for k, dk in zip((1, 2, 3), d)):
             return d
-    log.warning("order %d: counts of counts %s give no valid Kneser-Ney discounts; using %s (KenLM's "
-                "--discount_fallback): the reference is small for this order", n, t, DISCOUNT_FALLBACK)
+    log.warning(
+        "order %d: counts of counts %s give no valid Kneser-Ney discounts; using %s (KenLM's "
+        "--discount_fallback): the reference is small for this order",
+        n,
+        t,
+        DISCOUNT_FALLBACK,
+    )
     return DISCOUNT_FALLBACK
 
 
-def pruned_masks(raw: dict[int, tuple[np.ndarray, np.ndarray]], adjusted: dict[int, np.ndarray], order: int,
-                 radix: int, min_count: int) -> dict[int, np.ndarray]:
+def pruned_masks(
+    raw: dict[int, tuple[np.ndarray, np.ndarray]],
+    adjusted: dict[int, np.ndarray],
+    order: int,
+    radix: int,
+    min_count: int,
+) -> dict[int, np.ndarray]:
     """Which n-grams are stored: at orders >= 3 those with an adjusted count >= ``min_count``,
     plus every prefix (a context needs its backoff) and suffix (longest-match lookups stop at the
     first missing length) of a stored longer n-gram."""
@@ -470,12 +497,13 @@ def pruned_masks(raw: dict[int, tuple[np.ndarray, np.ndarray]], adjusted: dict[i
         if n < order:
             longer = raw[n + 1][0][kept[n + 1]]
             kept[n] |= np.isin(raw[n][0], longer // np.uint64(radix))
-            kept[n] |= np.isin(raw[n][0], longer % np.uint64(radix ** n))
+            kept[n] |= np.isin(raw[n][0], longer % np.uint64(radix**n))
     return kept
 
 
-def estimate(raw: dict[int, tuple[np.ndarray, np.ndarray]], order: int, radix: int,
-             min_count: int = 1) -> tuple[NgramTables, dict[str, Any]]:
+def estimate(
+    raw: dict[int, tuple[np.ndarray, np.ndarray]], order: int, radix: int, min_count: int = 1
+) -> tuple[NgramTables, dict[str, Any]]:
     """Interpolated modified Kneser-Ney from raw n-gram counts (``merge_counts``' form, every order
     1..order), compiled to backoff tables; also the statistics metadata.json records. The mass of
     pruned n-grams goes to their context's backoff, so every distribution still sums to 1."""
@@ -483,14 +511,20 @@ def estimate(raw: dict[int, tuple[np.ndarray, np.ndarray]], order: int, radix: i
     adj = adjusted_counts(raw, order, radix)
     disc = {n: discounts(adj[n], n) for n in range(1, order + 1)}
     kept = pruned_masks(raw, adj, order, radix, max(1, min_count))
-    tables = NgramTables(radix, [np.arange(radix, dtype=np.uint64)], [_unigrams(raw[1][0], adj[1], disc[1], radix)],
-                         [np.zeros(radix, np.float32)])
+    tables = NgramTables(
+        radix,
+        [np.arange(radix, dtype=np.uint64)],
+        [_unigrams(raw[1][0], adj[1], disc[1], radix)],
+        [np.zeros(radix, np.float32)],
+    )
     for n in range(2, order + 1):
         _add_order(tables, raw[n][0], adj[n], disc[n], kept[n])
-    stats = {"discounts": {str(n): list(d) for n, d in disc.items()},
-             "counts_of_counts": {str(n): [int((adj[n] == k).sum()) for k in (1, 2, 3, 4)] for n in adj},
-             "ngrams_counted": {str(n): len(raw[n][0]) for n in raw},
-             "ngrams": {str(n): len(k) if n > 1 else radix for n, k in enumerate(tables.keys, 1)}}
+    stats = {
+        "discounts": {str(n): list(d) for n, d in disc.items()},
+        "counts_of_counts": {str(n): [int((adj[n] == k).sum()) for k in (1, 2, 3, 4)] for n in adj},
+        "ngrams_counted": {str(n): len(raw[n][0]) for n in raw},
+        "ngrams": {str(n): len(k) if n > 1 else radix for n, k in enumerate(tables.keys, 1)},
+    }
     return tables, stats
 
 
@@ -510,8 +544,9 @@ def _unigrams(keys: np.ndarray, adjusted: np.ndarray, d: tuple[float, float, flo
     return logp.astype(np.float32)
 
 
-def _add_order(tables: NgramTables, keys: np.ndarray, adjusted: np.ndarray, d: tuple[float, float, float],
-               kept: np.ndarray) -> None:
+def _add_order(
+    tables: NgramTables, keys: np.ndarray, adjusted: np.ndarray, d: tuple[float, float, float], kept: np.ndarray
+) -> None:
     """Append order n = tables.order + 1: p(w|h) = (a(hw) - D(a(hw))) / a(h.) + gamma(h) p(w|h'),
     gamma(h) = (D1 N1(h.) + D2 N2(h.) + D3+ N3+(h.) + the pruned n-grams' discounted counts) / a(h.);
     log10 gamma(h) becomes h's backoff. Keys sorted, so each context's n-grams are contiguous."""
@@ -525,7 +560,7 @@ def _add_order(tables: NgramTables, keys: np.ndarray, adjusted: np.ndarray, d: t
     gamma = freed / total
     lower = tables.query(keys[kept] % np.uint64(tables.radix ** (n - 1)), n - 1)
     g = group[kept]
-    p = (adjusted[kept] - disc[kept]) / total[g] + gamma[g] * 10.0 ** lower
+    p = (adjusted[kept] - disc[kept]) / total[g] + gamma[g] * 10.0**lower
     # A context with no stored extension has gamma 1 (everything freed): backoff 0, no entry needed.
     live = np.add.reduceat(kept.astype(np.int64), starts) > 0
     table, contexts = tables.keys[n - 2], ctx[starts][live]
@@ -539,6 +574,7 @@ def _add_order(tables: NgramTables, keys: np.ndarray, adjusted: np.ndarray, d: t
 
 
 # ---------------------------------------------------------------- the model
+
 
 class FluencyModel:
     """A character n-gram model: ``perplexity_batch`` is the per-document signal. Load with
@@ -557,14 +593,34 @@ class FluencyModel:
         return self._id_of
 
     @classmethod
-    def from_counts(cls, raw: dict[int, tuple[np.ndarray, np.ndarray]], vocab: np.ndarray, order: int,
-                    min_count: int = 1, max_chars: int | None = MAX_CHARS, **meta: Any) -> FluencyModel:
+    def from_counts(
+        cls,
+        raw: dict[int, tuple[np.ndarray, np.ndarray]],
+        vocab: np.ndarray,
+        order: int,
+        min_count: int = 1,
+        max_chars: int | None = MAX_CHARS,
+        **meta: Any,
+    ) -> FluencyModel:
         """Estimate from raw counts (``merge_counts`` of ``batch_counts`` over the reference)."""
         radix = len(vocab) + len(SPECIALS)
         tables, stats = estimate(raw, order, radix, min_count)
-        return cls(tables, vocab, {"format": FORMAT, "tokens": "characters", "order": order, "vocab_size": len(vocab),
-                                   "radix": radix, "min_count": min_count,
-                                   "max_chars": max_chars, "normalise_version": NORMALISE_VERSION, **stats, **meta})
+        return cls(
+            tables,
+            vocab,
+            {
+                "format": FORMAT,
+                "tokens": "characters",
+                "order": order,
+                "vocab_size": len(vocab),
+                "radix": radix,
+                "min_count": min_count,
+                "max_chars": max_chars,
+                "normalise_version": NORMALISE_VERSION,
+                **stats,
+                **meta,
+            },
+        )
 
     @classmethod
     def load(cls, model_dir: str | Path, expected_sha256: str | None = None) -> FluencyModel:
@@ -582,16 +638,23 @@ class FluencyModel:
         if meta.get("format") != FORMAT:
             raise ModelError(f"{model_dir} holds format {meta.get('format')!r}, this code reads {FORMAT!r}")
         if meta.get("normalise_version") != NORMALISE_VERSION:
-            raise ModelError(f"{model_dir} was trained on text normalised by v{meta.get('normalise_version')}, "
-                             f"this code is v{NORMALISE_VERSION}: retrain it (python -m jobs.train_fluency)")
+            raise ModelError(
+                f"{model_dir} was trained on text normalised by v{meta.get('normalise_version')}, "
+                f"this code is v{NORMALISE_VERSION}: retrain it (python -m jobs.train_fluency)"
+            )
         with np.load(npz, allow_pickle=False) as z:
             order, radix = int(meta["order"]), int(meta["radix"])
             keys = [np.arange(radix, dtype=np.uint64)] + [z[f"keys_{n}"] for n in range(2, order + 1)]
-            tables = NgramTables(radix, keys, [z[f"log_prob_{n}"] for n in range(1, order + 1)],
-                                 [z[f"backoff_{n}"] for n in range(1, order)] + [np.zeros(len(keys[-1]), np.float32)])
+            tables = NgramTables(
+                radix,
+                keys,
+                [z[f"log_prob_{n}"] for n in range(1, order + 1)],
+                [z[f"backoff_{n}"] for n in range(1, order)] + [np.zeros(len(keys[-1]), np.float32)],
+            )
             vocab = z["vocab"]
-        if len(vocab) + len(SPECIALS) != radix or any(len(k) != len(p) or len(k) != len(b) for k, p, b in
-                                                      zip(tables.keys, tables.log_prob, tables.backoff)):
+        if len(vocab) + len(SPECIALS) != radix or any(
+            len(k) != len(p) or len(k) != len(b) for k, p, b in zip(tables.keys, tables.log_prob, tables.backoff)
+        ):
             raise ModelError(f"{npz}: array sizes do not match each other or metadata.json")
         return cls(tables, vocab, meta)
 
@@ -599,9 +662,12 @@ class FluencyModel:
         """Write model.npz then metadata.json (with model.npz's sha256) into the existing
         ``model_dir`` (a staging directory: publishing is the caller's); returns the metadata."""
         t, model_dir = self.tables, Path(model_dir)
-        arrays = {"vocab": self.vocab, **{f"keys_{n}": t.keys[n - 1] for n in range(2, t.order + 1)},
-                  **{f"log_prob_{n}": t.log_prob[n - 1] for n in range(1, t.order + 1)},
-                  **{f"backoff_{n}": t.backoff[n - 1] for n in range(1, t.order)}}
+        arrays = {
+            "vocab": self.vocab,
+            **{f"keys_{n}": t.keys[n - 1] for n in range(2, t.order + 1)},
+            **{f"log_prob_{n}": t.log_prob[n - 1] for n in range(1, t.order + 1)},
+            **{f"backoff_{n}": t.backoff[n - 1] for n in range(1, t.order)},
+        }
         np.savez(model_dir / MODEL_FILE, **arrays)
         self.meta = {**self.meta, "sha256": sha256_file(model_dir / MODEL_FILE)}
         (model_dir / META_FILE).write_text(json.dumps(self.meta, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -612,14 +678,14 @@ class FluencyModel:
 
     def ngram_log10(self, ids: Sequence[int]) -> float:
         """log10 p(ids[-1] | ids[:-1]) for token ids (the last ``order`` are used)."""
-        ids = list(ids)[-self.tables.order:]
+        ids = list(ids)[-self.tables.order :]
         key = sum(int(w) * self.tables.radix ** (len(ids) - 1 - j) for j, w in enumerate(ids))
         return float(self.tables.query(np.array([key], np.uint64), len(ids))[0])
 
     def distribution(self, context: Sequence[int]) -> np.ndarray:
         """log10 p(w | context) for every token id w (the last ``order - 1`` of ``context`` are
         used; <s> gets NO_PROB): over the other ids it sums to 1."""
-        context, radix = list(context)[-(self.tables.order - 1):] if self.tables.order > 1 else [], self.tables.radix
+        context, radix = list(context)[-(self.tables.order - 1) :] if self.tables.order > 1 else [], self.tables.radix
         head = sum(int(w) * radix ** (len(context) - j) for j, w in enumerate(context))
         out = self.tables.query(np.uint64(head) + np.arange(radix, dtype=np.uint64), len(context) + 1)
         out[BOS] = NO_PROB
@@ -656,8 +722,10 @@ class FluencyModel:
             f.write("\\data\\\n" + "".join(f"ngram {n}={len(k)}\n" for n, k in enumerate(t.keys, 1)))
             for n in range(1, t.order + 1):
                 f.write(f"\n\\{n}-grams:\n")
-                words = [names[(t.keys[n - 1] // np.uint64(t.radix ** (n - 1 - j)) % np.uint64(t.radix)).astype(np.int64)]
-                         for j in range(n)]
+                words = [
+                    names[(t.keys[n - 1] // np.uint64(t.radix ** (n - 1 - j)) % np.uint64(t.radix)).astype(np.int64)]
+                    for j in range(n)
+                ]
                 bo = t.backoff[n - 1] if n < t.order else None
                 for i, logp in enumerate(t.log_prob[n - 1].tolist()):
                     gram = " ".join(w[i] for w in words)
@@ -675,8 +743,14 @@ def arpa_words(sentence: str) -> str:
     return " ".join(arpa_name(ord(c)) for c in sentence)
 
 
-def train_local(texts: Sequence[str], order: int = 5, max_vocab: int = 7000, min_count: int = 1,
-                max_chars: int | None = MAX_CHARS, **meta: Any) -> FluencyModel:
+def train_local(
+    texts: Sequence[str],
+    order: int = 5,
+    max_vocab: int = 7000,
+    min_count: int = 1,
+    max_chars: int | None = MAX_CHARS,
+    **meta: Any,
+) -> FluencyModel:
     """The whole training in one process (tests, small references); ``etl.classify.fluency_train`` is the
     Spark form of the same steps."""
     vocab = choose_vocab(*char_counts(texts), max_vocab)

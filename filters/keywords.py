@@ -103,8 +103,12 @@ class KeywordMatcher:
             return found
         if self._automaton is None:
             self._automaton = ahocorasick_rs.AhoCorasick(self._terms)
-        matched = {i for i, _, _ in self._automaton.find_matches_as_indexes(
-            text if normalised else normalise(text), overlapping=True)}
+        matched = {
+            i
+            for i, _, _ in self._automaton.find_matches_as_indexes(
+                text if normalised else normalise(text), overlapping=True
+            )
+        }
         for i in matched:
             for owner in self._owners[i]:
                 found[owner].add(self._terms[i])

@@ -45,6 +45,7 @@ _PROBES = 64  # probe sequence length for densification; past it an empty bin ta
 @dataclass(frozen=True)
 class MinHashParams:
     """Everything that defines signatures and band keys; an index records it and refuses others."""
+
     shingle: int = 5  # character n-gram size (docs/dedup.md, "Shingle size": false positives for n = 3..7)
     num_perm: int = 128
     threshold: float = 0.8  # Jaccard similarity at which documents count as near-duplicates
@@ -174,7 +175,7 @@ def shingle_hashes(norm: str, n: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         h = np.zeros(len(cps) - n + 1, dtype=np.uint64)
         for k in range(n):
-            h = h * _POLY + cps[k: len(cps) - n + 1 + k]
+            h = h * _POLY + cps[k : len(cps) - n + 1 + k]
         return _sorted_distinct(_splitmix64(h))
 
 
@@ -198,7 +199,7 @@ def signature(hashes: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
     mix = _seed_mix(seed)
     with np.errstate(over="ignore"):
         for start in range(0, len(hashes), CHUNK):
-            h = _splitmix64(hashes[start: start + CHUNK] ^ mix)
+            h = _splitmix64(hashes[start : start + CHUNK] ^ mix)
             bins = (h % np.uint64(num_perm)).astype(np.intp)
             np.minimum.at(sig, bins, (h >> np.uint64(32)).astype(np.uint32))
             filled[bins] = True
@@ -269,7 +270,7 @@ def _batch_shingles(norms: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(over="ignore"):
             for k in range(1, n):
                 h *= _POLY
-                h += cps[k: windows + k]
+                h += cps[k : windows + k]
         valid = np.ones(windows, dtype=bool)
         ends = np.cumsum(lengths)
         crossing = (ends[:, None] - np.arange(1, n)).ravel()  # the n - 1 windows before each end

@@ -38,10 +38,24 @@ from typing import Mapping
 import phonenumbers
 
 MOBILE, LANDLINE, ID_NUMBER, BANK_CARD, EMAIL, IPV4, IPV6 = (
-    "mobile", "landline", "id_number", "bank_card", "email", "ipv4", "ipv6")
+    "mobile",
+    "landline",
+    "id_number",
+    "bank_card",
+    "email",
+    "ipv4",
+    "ipv6",
+)
 KINDS = (MOBILE, LANDLINE, ID_NUMBER, BANK_CARD, EMAIL, IPV4, IPV6)
-PLACEHOLDERS = {MOBILE: "<PHONE>", LANDLINE: "<PHONE>", ID_NUMBER: "<ID_NUMBER>", BANK_CARD: "<BANK_CARD>",
-                EMAIL: "<EMAIL>", IPV4: "<IP>", IPV6: "<IP>"}
+PLACEHOLDERS = {
+    MOBILE: "<PHONE>",
+    LANDLINE: "<PHONE>",
+    ID_NUMBER: "<ID_NUMBER>",
+    BANK_CARD: "<BANK_CARD>",
+    EMAIL: "<EMAIL>",
+    IPV4: "<IP>",
+    IPV6: "<IP>",
+}
 REDACT, DROP, OFF = "redact", "drop", "off"
 MODES = (REDACT, DROP, OFF)
 # When two candidates overlap, the longer wins; on equal length, the earlier kind here.
@@ -60,20 +74,48 @@ _PATTERNS = {
     MOBILE: re.compile(f"(?:{_CC}|{_NO_D_BEFORE})[1１][3-9３-９]{_D}(?:{_SEP}?{_D}{{4}}){{2}}{_NOT_D}"),
     LANDLINE: re.compile(
         f"(?:{_CC}[(（]?[0０]?|{_NO_D_BEFORE}[(（]?[0０])[1-9１-９]{_D}{{1,2}}[)）]?{_SEP}?"
-        f"[2-9２-９]{_D}{{2,3}}{_SEP}?{_D}{{4}}{_NOT_D}"),
+        f"[2-9２-９]{_D}{{2,3}}{_SEP}?{_D}{{4}}{_NOT_D}"
+    ),
     ID_NUMBER: re.compile(f"{_NO_D_BEFORE}[1-9１-９]{_D}{{5}}{_SEP}?{_D}{{8}}{_SEP}?{_D}{{3}}[0-9０-９XxＸｘ]{_NOT_D}"),
     BANK_CARD: re.compile(f"{_NO_D_BEFORE}{_D}{{4}}(?:{_SEP}?{_D}{{4}}){{3}}(?:{_SEP}?{_D}{{1,3}})?{_NOT_D}"),
-    IPV4: re.compile(f"(?<![0-9０-９A-Za-z.．]){_D}{{1,3}}(?:[.．]{_D}{{1,3}}){{3}}(?![0-9０-９A-Za-z]|[.．][0-9０-９])"),
+    IPV4: re.compile(
+        f"(?<![0-9０-９A-Za-z.．]){_D}{{1,3}}(?:[.．]{_D}{{1,3}}){{3}}(?![0-9０-９A-Za-z]|[.．][0-9０-９])"
+    ),
 }
-_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}[@＠]"
-                    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})(?![A-Za-z0-9\-])")
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}[@＠]"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})(?![A-Za-z0-9\-])"
+)
 _IPV6 = re.compile(r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Za-z:])")
-_FILE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico", "js", "css", "html", "htm",
-                            "php", "json", "xml", "txt", "pdf", "zip", "mp3", "mp4"})
+_FILE_SUFFIXES = frozenset(
+    {
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "svg",
+        "webp",
+        "bmp",
+        "ico",
+        "js",
+        "css",
+        "html",
+        "htm",
+        "php",
+        "json",
+        "xml",
+        "txt",
+        "pdf",
+        "zip",
+        "mp3",
+        "mp4",
+    }
+)
 # A number right after one of these labels names a thing (an order, a book, a product), not a person.
 _NOT_PERSONAL_LABEL = re.compile(
     r"(?:订单号|订单编号|单号|编号|流水号|交易号|ISBN|isbn|书号|发票号码|发票代码|批准文号|条形码|条码|序列号|"
-    r"专利号|合同号|工号|学号|货号|型号|商品编码|准考证号|邮编|邮政编码)[\s:：#＃是为]{0,3}$")
+    r"专利号|合同号|工号|学号|货号|型号|商品编码|准考证号|邮编|邮政编码)[\s:：#＃是为]{0,3}$"
+)
 _LABEL_WINDOW = 12
 _FULLWIDTH = str.maketrans("０１２３４５６７８９Ｘｘ", "0123456789Xx")
 _NON_DIGIT = re.compile(r"[^0-9Xx]")
@@ -135,8 +177,10 @@ def _phone_type(national: str) -> int | None:
 def valid_mobile(match: str) -> bool:
     digits = digits_of(match)
     national = digits[-11:]
-    return len(national) == 11 and _phone_type(national) in (phonenumbers.PhoneNumberType.MOBILE,
-                                                              phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
+    return len(national) == 11 and _phone_type(national) in (
+        phonenumbers.PhoneNumberType.MOBILE,
+        phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE,
+    )
 
 
 def valid_landline(match: str) -> bool:
@@ -146,8 +190,10 @@ def valid_landline(match: str) -> bool:
         digits = digits if digits.startswith("0") else "0" + digits
     if not digits.startswith("0") or not 10 <= len(digits) <= 12:
         return False
-    return _phone_type(digits) in (phonenumbers.PhoneNumberType.FIXED_LINE,
-                                   phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)
+    return _phone_type(digits) in (
+        phonenumbers.PhoneNumberType.FIXED_LINE,
+        phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE,
+    )
 
 
 def valid_ipv4(match: str, public_only: bool) -> bool:
@@ -244,7 +290,7 @@ def redact(text: str, spans: list[Span]) -> str:
         return text
     parts, pos = [], 0
     for sp in spans:
-        parts += [text[pos:sp.start], PLACEHOLDERS[sp.kind]]
+        parts += [text[pos : sp.start], PLACEHOLDERS[sp.kind]]
         pos = sp.end
     parts.append(text[pos:])
     return "".join(parts)

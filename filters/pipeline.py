@@ -13,11 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filters import rules, text as tx
+from filters import rules
+from filters import text as tx
 from filters.config import RulesConfig
 from filters.convert import T2S
-from filters.keywords import (AD_KEYWORDS_FILE, REPORTING, SENSITIVE_DIR, KeywordList, KeywordMatcher, by_category, normalise,
-                              read_list, read_lists_dir)
+from filters.keywords import (
+    AD_KEYWORDS_FILE,
+    REPORTING,
+    SENSITIVE_DIR,
+    KeywordList,
+    KeywordMatcher,
+    by_category,
+    normalise,
+    read_list,
+    read_lists_dir,
+)
 
 
 @dataclass
@@ -66,8 +76,9 @@ class Cleaner:
         nav = 0
         if cfg.navbar.enabled:
             n = cfg.navbar
-            text, nav = tx.remove_navigation_lines(text, n.keywords, n.min_items, n.max_item_chars,
-                                                   n.max_keyword_line_chars, n.max_spaced_item_chars)
+            text, nav = tx.remove_navigation_lines(
+                text, n.keywords, n.min_items, n.max_item_chars, n.max_keyword_line_chars, n.max_spaced_item_chars
+            )
         dups = 0
         if cfg.paragraphs.enabled:
             text, dups = tx.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)
@@ -75,7 +86,9 @@ class Cleaner:
             source, scanned = text, tx.scan(text)
         # from here on the text only loses whitespace: the counts stay, the code points may not
         text = tx.normalise_lines(text)
-        out = Cleaned(text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han, scanned.punct))
+        out = Cleaned(
+            text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han, scanned.punct)
+        )
         out.reason = self._verdict(text, title, out, scanned if text is source else None)
         return out
 
@@ -83,8 +96,9 @@ class Cleaner:
         """``scanned``: this very text's scan, or None."""
         cfg = self.cfg
         for verdict in (
-            rules.title_only(text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars,
-                             out.stats.visible),
+            rules.title_only(
+                text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars, out.stats.visible
+            ),
             rules.too_short(out.stats, cfg.length.min_chars),
             rules.low_han_ratio(out.stats, cfg.length.min_han_ratio),
         ):
@@ -104,8 +118,12 @@ class Cleaner:
             out.sensitive_hits = {cat: len(terms) for cat, terms in sorted(hits.items())}
             markers = cfg.sensitive.report_min_markers
             terms = set().union(*found[1:-1])
-            report = (len(terms) > cfg.sensitive.max_distinct_hits and markers > 0 and len(found[-1]) >= markers
-                      and not rules.stuffed(normalised, terms))
+            report = (
+                len(terms) > cfg.sensitive.max_distinct_hits
+                and markers > 0
+                and len(found[-1]) >= markers
+                and not rules.stuffed(normalised, terms)
+            )
             verdict = rules.sensitive_words(hits, cfg.sensitive.max_distinct_hits, report)
             if not verdict.keep:
                 return verdict.reason

@@ -76,37 +76,86 @@ class Signal(NamedTuple):
 
 
 SIGNALS: tuple[Signal, ...] = (
-    Signal("line_punct_frac", "low", "lines whose last character is in SENTENCE_FINAL, or that end in 1-3 CLOSERS "
-           "right after such a character (。” ！」 。）), over lines"),
-    Signal("short_line_frac", "high", f"lines with fewer than SHORT_LINE_CHARS ({SHORT_LINE_CHARS}) characters "
-           "that do not end in punctuation (menu items, bare labels; not a verse or a clause: 春眠不觉晓，), "
-           "over lines"),
-    Signal("separator_line_frac", "high", "separator lines over lines; a separator line (a) has SEPARATORS plus "
-           "inner whitespace >= 30 % of its stripped length (whitespace included), or (b) holds >= 2 separators and "
-           "no other punctuation, and its runs of other visible characters number >= 3, each <= 8 characters"),
-    Signal("date_line_frac", "high", "lines that end in a date or time stamp (DATE_END: 2018年3月13日, 10-20, "
-           "2024-02-24, 3月5日, 12:30), over lines: the shape of link farms and article lists"),
-    Signal("dup_line_char_frac", "high", "characters of lines that repeat an earlier line (stripped, exact) of the "
-           "same text, over visible characters (Gopher)"),
-    Signal("dup_para_char_frac", "high", "characters of paragraphs that repeat an earlier paragraph, over visible "
-           "characters (Gopher)"),
-    *(Signal(f"top{n}_word_cov", "high", f"characters of the words covered by the most frequent word {n}-gram "
-             "occurring >= 2 times (ties: more characters, then first), overlaps once, over characters in words; "
-             "0 if no n-gram repeats (Gopher)") for n in rep.TOP_NS),
-    *(Signal(f"dup{n}_word_cov", "high", f"characters of the words covered by word {n}-grams occurring >= 2 times, "
-             "overlaps once, over characters in words (Gopher)") for n in rep.DUP_NS),
-    Signal("function_word_ratio", "low", "words in quality_words.FUNCTION_WORDS, over words (Gopher's stop-word "
-           "rule, modern and classical Chinese)"),
+    Signal(
+        "line_punct_frac",
+        "low",
+        "lines whose last character is in SENTENCE_FINAL, or that end in 1-3 CLOSERS "
+        "right after such a character (。” ！」 。）), over lines",
+    ),
+    Signal(
+        "short_line_frac",
+        "high",
+        f"lines with fewer than SHORT_LINE_CHARS ({SHORT_LINE_CHARS}) characters "
+        "that do not end in punctuation (menu items, bare labels; not a verse or a clause: 春眠不觉晓，), "
+        "over lines",
+    ),
+    Signal(
+        "separator_line_frac",
+        "high",
+        "separator lines over lines; a separator line (a) has SEPARATORS plus "
+        "inner whitespace >= 30 % of its stripped length (whitespace included), or (b) holds >= 2 separators and "
+        "no other punctuation, and its runs of other visible characters number >= 3, each <= 8 characters",
+    ),
+    Signal(
+        "date_line_frac",
+        "high",
+        "lines that end in a date or time stamp (DATE_END: 2018年3月13日, 10-20, "
+        "2024-02-24, 3月5日, 12:30), over lines: the shape of link farms and article lists",
+    ),
+    Signal(
+        "dup_line_char_frac",
+        "high",
+        "characters of lines that repeat an earlier line (stripped, exact) of the "
+        "same text, over visible characters (Gopher)",
+    ),
+    Signal(
+        "dup_para_char_frac",
+        "high",
+        "characters of paragraphs that repeat an earlier paragraph, over visible characters (Gopher)",
+    ),
+    *(
+        Signal(
+            f"top{n}_word_cov",
+            "high",
+            f"characters of the words covered by the most frequent word {n}-gram "
+            "occurring >= 2 times (ties: more characters, then first), overlaps once, over characters in words; "
+            "0 if no n-gram repeats (Gopher)",
+        )
+        for n in rep.TOP_NS
+    ),
+    *(
+        Signal(
+            f"dup{n}_word_cov",
+            "high",
+            f"characters of the words covered by word {n}-grams occurring >= 2 times, "
+            "overlaps once, over characters in words (Gopher)",
+        )
+        for n in rep.DUP_NS
+    ),
+    Signal(
+        "function_word_ratio",
+        "low",
+        "words in quality_words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
+    ),
     Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
     Signal("symbol_ratio", "high", "symbol characters over visible characters"),
     Signal("digit_ratio", "high", "digit characters over visible characters"),
     Signal("latin_ratio", "high", "Latin letters over visible characters"),
-    Signal("punct_ratio", "low", "punctuation characters over visible characters (prose needs it; keyword lists "
-           "and word salad lack it; heavy decoration shows in symbol_ratio and separator_line_frac)"),
-    Signal("contact_density", "high", "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
-           "e-mail, obfuscations included) per 1,000 visible characters"),
-    Signal("han_ratio", "low", "Han characters over visible characters that are not punctuation "
-           "(filters.text.han_ratio)"),
+    Signal(
+        "punct_ratio",
+        "low",
+        "punctuation characters over visible characters (prose needs it; keyword lists "
+        "and word salad lack it; heavy decoration shows in symbol_ratio and separator_line_frac)",
+    ),
+    Signal(
+        "contact_density",
+        "high",
+        "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
+        "e-mail, obfuscations included) per 1,000 visible characters",
+    ),
+    Signal(
+        "han_ratio", "low", "Han characters over visible characters that are not punctuation (filters.text.han_ratio)"
+    ),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
 
@@ -132,7 +181,7 @@ def char_table() -> np.ndarray:
             table[cp] = LETTER  # combining marks belong to their letter; variation selectors to their emoji
     table[[ord(c) for c in DASHES]] = PUNCT  # dashes Unicode files as symbols (filters.text.DASHES)
     for lo, hi in HAN_RANGES:
-        table[lo:hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
+        table[lo : hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
     for chars, flag in ((SENTENCE_FINAL, END), (CLOSERS, CLOSE), (SEPARATORS, SEP)):
         table[[ord(c) for c in chars]] |= flag
     return table
@@ -146,8 +195,11 @@ def _seg_sum(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
 
 _D = "[0-9０-９]"
 # A date or time stamp at the end of a line (issue 23: link-farm pages list titles with dates).
-DATE_END = re.compile(f"(?:{_D}{{2,4}}[-/.年]{_D}{{1,2}}(?:[-/.月]{_D}{{1,2}}日?)?|{_D}{{1,2}}月{_D}{{1,2}}日"
-                      f"|{_D}{{1,2}}[:：]{_D}{{2}}(?:[:：]{_D}{{2}})?)[ \t\u3000]*[)）]?[ \t\u3000]*$", re.M)
+DATE_END = re.compile(
+    f"(?:{_D}{{2,4}}[-/.年]{_D}{{1,2}}(?:[-/.月]{_D}{{1,2}}日?)?|{_D}{{1,2}}月{_D}{{1,2}}日"
+    f"|{_D}{{1,2}}[:：]{_D}{{2}}(?:[:：]{_D}{{2}})?)[ \t\u3000]*[)）]?[ \t\u3000]*$",
+    re.M,
+)
 
 
 _DATE_TAIL = " \t\u3000)）"  # what DATE_END allows after a stamp
@@ -156,8 +208,9 @@ _DATE_LAST = np.array([ord(c) for c in "0123456789０１２３４５６７８９
 _DATE_MAX = 11  # characters of the longest stamp DATE_END takes: 2018-03-13日
 
 
-def _date_lines(joined: str, codes: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, lines: _Lines,
-                n_docs: int) -> np.ndarray:
+def _date_lines(
+    joined: str, codes: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, lines: _Lines, n_docs: int
+) -> np.ndarray:
     """date_line_frac: lines of each document whose end matches DATE_END, over its non-empty
     lines (a dated line is never empty). A stamp ends at a line's last character outside
     _DATE_TAIL, which must be in _DATE_LAST, and starts at most _DATE_MAX characters before it:
@@ -174,10 +227,15 @@ def _date_lines(joined: str, codes: np.ndarray, line_starts: np.ndarray, line_do
     ok[ok] = np.isin(codes[stamp_end[ok]], _DATE_LAST)
     candidates = np.flatnonzero(ok)
     window = np.maximum(line_starts[candidates], stamp_end[candidates] + 1 - _DATE_MAX)
-    dated = [i for i, lo, hi in zip(candidates.tolist(), window.tolist(), line_ends[candidates].tolist())
-             if DATE_END.search(joined, lo, hi)]
-    return _frac(np.bincount(line_doc[np.array(dated, dtype=np.int64)], minlength=n_docs),
-                 np.bincount(lines.doc, minlength=n_docs))
+    dated = [
+        i
+        for i, lo, hi in zip(candidates.tolist(), window.tolist(), line_ends[candidates].tolist())
+        if DATE_END.search(joined, lo, hi)
+    ]
+    return _frac(
+        np.bincount(line_doc[np.array(dated, dtype=np.int64)], minlength=n_docs),
+        np.bincount(lines.doc, minlength=n_docs),
+    )
 
 
 def _frac(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -192,8 +250,9 @@ class _Lines(NamedTuple):
     is_first: np.ndarray  # first non-empty line of a paragraph block (before the one-block rule)
 
 
-def _line_signals(t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, n_docs: int,
-                  out: dict[str, np.ndarray]) -> _Lines:
+def _line_signals(
+    t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, n_docs: int, out: dict[str, np.ndarray]
+) -> _Lines:
     """line_punct_frac, short_line_frac, separator_line_frac into ``out``; the non-empty lines.
     Works on the positions of visible (and separator) characters, found by binary search per
     line, so nothing but one ``flatnonzero`` runs over every character."""
@@ -245,8 +304,9 @@ def _menu_items(t: np.ndarray, vis: np.ndarray, line_starts: np.ndarray, ne: np.
     return (items >= MENU_MIN_ITEMS) & (long_items == 0)
 
 
-def _repeated_line_signals(prefix: rep.Prefix, lines: _Lines, n_docs: int, visible: np.ndarray,
-                           out: dict[str, np.ndarray]) -> None:
+def _repeated_line_signals(
+    prefix: rep.Prefix, lines: _Lines, n_docs: int, visible: np.ndarray, out: dict[str, np.ndarray]
+) -> None:
     """dup_line_char_frac and dup_para_char_frac into ``out``."""
     keys = rep.doc_keys(rep.substring_keys(prefix, lines.first, lines.last + 1), lines.doc)
     dup = rep.first_occurrence(keys)
@@ -298,8 +358,9 @@ def _word_spans(words: list[list[str]], text_lengths: np.ndarray) -> tuple[np.nd
     return ends - lengths, ends, doc
 
 
-def _word_signals(words: list[list[str]], text_lengths: np.ndarray, t: np.ndarray, prefix: rep.Prefix,
-                  out: dict[str, np.ndarray]) -> None:
+def _word_signals(
+    words: list[list[str]], text_lengths: np.ndarray, t: np.ndarray, prefix: rep.Prefix, out: dict[str, np.ndarray]
+) -> None:
     """Word n-gram coverage and function words into ``out``. ``words``: each text's cut; ``t``:
     the table values of the chunk."""
     n_docs = len(words)
@@ -331,7 +392,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     doc_starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
     codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     t = char_table()[codes]
-    char_doc = np.repeat(np.arange(n_docs), lengths + 1)[:len(codes)]  # a joining "\n" goes with the text before it
+    char_doc = np.repeat(np.arange(n_docs), lengths + 1)[: len(codes)]  # a joining "\n" goes with the text before it
     counts = np.bincount(char_doc * N_CATS + (t & _CAT), minlength=n_docs * N_CATS).reshape(n_docs, N_CATS)
     visible = counts[:, 1:].sum(axis=1)
     out: dict[str, np.ndarray] = {}
@@ -342,8 +403,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     out["date_line_frac"] = _date_lines(joined, codes, line_starts, line_doc, lines, n_docs)
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
-    for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN),
-                      ("punct_ratio", PUNCT)):
+    for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
         out[name] = _frac(counts[:, cat], visible)
     out["han_ratio"] = _frac(counts[:, HAN], visible - counts[:, PUNCT])  # filters.text.TextStats.han_ratio
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)

@@ -5,7 +5,8 @@ What counts as one identifier (``contact_spans`` gives their character spans, ov
 merged into one):
 
 1. **A cue near an id.** A cue (``CUE_KINDS``: 微信 and its spellings, any wei-sounding character
-   then any xin-sounding one (徽信 薇信 威芯 卫星 …), V信 vx wx 微x 加V …; QQ and 扣扣 企鹅 蔻蔻 …; 电话 手机 热线 tel ☎ …) followed, across at most ``FILLER_CHARS``
+   then any xin-sounding one (徽信 薇信 威芯 卫星 …), V信 vx wx 微x 加V …; QQ and 扣扣 企鹅 蔻蔻 …;
+   电话 手机 热线 tel ☎ …) followed, across at most ``FILLER_CHARS``
    characters of filler (whitespace, brackets, colons, dashes, slashes and 号 码 是 为 群 同 加 …),
    by a digit run with at least ``MIN_ID_DIGITS`` digits (``MIN_PHONE_DIGITS`` after a phone
    cue), or, after a WeChat/QQ cue, by a WeChat-style id (a letter, then 5-19 letters, digits,
@@ -61,9 +62,12 @@ _DIGIT_FOLD_SOURCES = {
     "⓵⓶⓷⓸⓹⓺⓻⓼⓽": "123456789",
 }
 _MATH_DIGITS = (0x1D7CE, 0x1D7FF)  # mathematical bold, double-struck, sans-serif, monospace digits
-_FOLD = str.maketrans({**{k: v for src, dst in _DIGIT_FOLD_SOURCES.items() for k, v in zip(src, dst)},
-                       **{chr(cp): str((cp - _MATH_DIGITS[0]) % 10)
-                          for cp in range(_MATH_DIGITS[0], _MATH_DIGITS[1] + 1)}})
+_FOLD = str.maketrans(
+    {
+        **{k: v for src, dst in _DIGIT_FOLD_SOURCES.items() for k, v in zip(src, dst)},
+        **{chr(cp): str((cp - _MATH_DIGITS[0]) % 10) for cp in range(_MATH_DIGITS[0], _MATH_DIGITS[1] + 1)},
+    }
+)
 _D = f"[0-9{''.join(_DIGIT_FOLD_SOURCES)}\\U{_MATH_DIGITS[0]:08x}-\\U{_MATH_DIGITS[1]:08x}]"
 _SEP = r"[ \t\u3000\u00a0\-－_.．·—–/／()（）]"  # between the digits of one run (never a newline)
 _RUN = re.compile(f"{_D}(?:{_SEP}{{0,2}}{_D})*+")  # possessive: a run is always taken whole
@@ -148,8 +152,10 @@ def _cue(m: re.Match | None, text: str) -> _Cue | None:
         return None
     start, end = m.span("cue")
     word = m["cue"]
-    if word.isascii() and ((start and text[start - 1].isascii() and text[start - 1].isalpha())
-                           or (end < len(text) and text[end].isascii() and text[end].isalpha())):
+    if word.isascii() and (
+        (start and text[start - 1].isascii() and text[start - 1].isalpha())
+        or (end < len(text) and text[end].isascii() and text[end].isalpha())
+    ):
         return None
     fill = m.groupdict().get("fill") or ""
     return _Cue(CUE_KINDS[word.lower().translate(_FULLWIDTH_UPPER)], fill, word.isascii() and not fill)
@@ -218,7 +224,7 @@ def _char_kinds() -> np.ndarray:
     _ID_CHAR (ASCII letters and digits, ``_``, ``-``)."""
     table = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
     table[[ord(c) for c in "0123456789" + "".join(_DIGIT_FOLD_SOURCES)]] |= _DIGIT_LIKE
-    table[_MATH_DIGITS[0]:_MATH_DIGITS[1] + 1] |= _DIGIT_LIKE
+    table[_MATH_DIGITS[0] : _MATH_DIGITS[1] + 1] |= _DIGIT_LIKE
     table[[ord(c) for c in "".join(sorted(_ASCII_ALNUM)) + _ID_CHARS]] |= _ID_CHAR
     return table
 

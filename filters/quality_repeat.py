@@ -33,6 +33,7 @@ _B_INV = np.uint64(pow(int(_B), -1, 1 << 64))
 
 class Prefix(NamedTuple):
     """Prefix hashes of a text's code points, for ``substring_keys``."""
+
     h: np.ndarray  # h[k] = sum(codes[j] * _B**j for j < k) mod 2**64
     inv: np.ndarray  # inv[k] = _B**-k mod 2**64
 

@@ -24,8 +24,9 @@ ADVERTISEMENT = "advertisement"
 SENSITIVE_WORDS = "sensitive_words"
 
 
-def title_only(text: str, title: str | None, slack_chars: int, bare_title_max_chars: int,
-               visible: int | None = None) -> Verdict:
+def title_only(
+    text: str, title: str | None, slack_chars: int, bare_title_max_chars: int, visible: int | None = None
+) -> Verdict:
     """The page is nothing but its title: the body is the title (plus a few characters), or,
     without a known title, one short line with no sentence punctuation. ``visible``: the text's
     non-whitespace characters, when the caller has counted them."""

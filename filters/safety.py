@@ -44,7 +44,8 @@ import re
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from re import _constants as sre, _parser as sre_parse  # parse trees for ``requirement`` (CPython 3.11+)
+from re import _constants as sre  # parse trees for ``requirement`` (CPython 3.11+)
+from re import _parser as sre_parse
 from typing import NamedTuple, Sequence
 
 import ahocorasick_rs
@@ -78,7 +79,6 @@ REGISTERS = (REPORTING, PROMOTION)
 # - our promotion pages (tests/test_safety.py POSITIVES): 2 to 11 points (those under 4 have at
 #   least 2 promotion markers), all caught.
 MIN_SCORE = {"gambling": 4, "loans": 4, "pornography": 4, "fraud": 4}
-
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,7 @@ class PatternList:
 
 class CategoryHits(NamedTuple):
     """What one category found in a text: its score is len(terms) + len(patterns)."""
+
     terms: frozenset[str]  # distinct lexicon terms found
     patterns: dict[str, str]  # pattern -> its first match in the text
 
@@ -167,15 +168,17 @@ def read_patterns(path: Path | Traversable, category: str | None = None) -> Patt
 def read_safety_dir(directory: Path | Traversable) -> tuple[dict[str, KeywordList], dict[str, PatternList]]:
     """The lexicons (``*.txt``) and pattern lists (``*.patterns``) of a directory, by category."""
     lexicons = {p.name.removesuffix(".txt"): read_list(p) for p in directory.iterdir() if p.name.endswith(".txt")}
-    patterns = {p.name.removesuffix(".patterns"): read_patterns(p)
-                for p in directory.iterdir() if p.name.endswith(".patterns")}
+    patterns = {
+        p.name.removesuffix(".patterns"): read_patterns(p) for p in directory.iterdir() if p.name.endswith(".patterns")
+    }
     if not lexicons and not patterns:
         raise FileNotFoundError(f"no safety lists (*.txt, *.patterns) in {directory}")
     return lexicons, patterns
 
 
-def with_extras(cfg: SafetyConfig, lexicons: dict[str, KeywordList],
-                patterns: dict[str, PatternList]) -> tuple[dict[str, KeywordList], dict[str, PatternList]]:
+def with_extras(
+    cfg: SafetyConfig, lexicons: dict[str, KeywordList], patterns: dict[str, PatternList]
+) -> tuple[dict[str, KeywordList], dict[str, PatternList]]:
     """The lists plus ``cfg.extra_terms`` / ``cfg.extra_patterns``. An extra for a category that
     has no list is an error (a misspelt category would otherwise score alone, unseen)."""
     known = set(lexicons) | set(patterns)
@@ -358,8 +361,9 @@ def _leading(items: list) -> set[str] | None:
     return run if run != {""} else None
 
 
-def _first_free_match(rx: re.Pattern, text: str, taken: list[tuple[int, int]],
-                      starts: list[int] | None = None) -> re.Match | None:
+def _first_free_match(
+    rx: re.Pattern, text: str, taken: list[tuple[int, int]], starts: list[int] | None = None
+) -> re.Match | None:
     """The first match of ``rx`` that overlaps none of the ``taken`` spans: one phrase scores one
     point even when two patterns of a list describe it (``足不出户、日赚数百``). ``starts``: the
     sorted positions where a match can begin (``leading``), tried with ``rx.match`` instead of
@@ -413,8 +417,11 @@ class SafetyScorer:
         self.categories = tuple(c for c in self.lists if c not in REGISTERS)
         self.thresholds = thresholds(cfg, self.categories)
         # every pattern of every list: (list, pattern, compiled)
-        self._patterns = [(c, p, re.compile(p)) for c in self.lists
-                          for p in (self.pattern_lists[c].patterns if c in self.pattern_lists else ())]
+        self._patterns = [
+            (c, p, re.compile(p))
+            for c in self.lists
+            for p in (self.pattern_lists[c].patterns if c in self.pattern_lists else ())
+        ]
         self._always = []  # patterns without a requirement: run on every text
         self._requirements: list[list[tuple[int, ...]]] = []  # pattern -> alternatives of set ids
         keys: dict[str, tuple[list[str], list[int]]] = {}  # automaton key -> (term of, set ids)
@@ -459,15 +466,23 @@ class SafetyScorer:
                 self._lead_keys[i].add(k)
         self._conjunctions = [[frozenset(c) for c in r] for r in self._requirements]  # for ``<=`` tests
         self._automaton = ahocorasick_rs.AhoCorasick(self._keys) if self._keys else None
-        log.debug("safety scorer: %d lexicon terms and anchors, %d patterns (%d always run), categories %s",
-                  len(self._keys), len(self._patterns), len(self._always), self.categories)
+        log.debug(
+            "safety scorer: %d lexicon terms and anchors, %d patterns (%d always run), categories %s",
+            len(self._keys),
+            len(self._patterns),
+            len(self._always),
+            self.categories,
+        )
 
     @property
     def versions(self) -> dict[str, str]:
         """list -> "<lexicon version>/<patterns version>", for run reports."""
         none = "-"
-        return {c: f"{self.lexicons[c].version if c in self.lexicons else none}/"
-                   f"{self.pattern_lists[c].version if c in self.pattern_lists else none}" for c in self.lists}
+        return {
+            c: f"{self.lexicons[c].version if c in self.lexicons else none}/"
+            f"{self.pattern_lists[c].version if c in self.pattern_lists else none}"
+            for c in self.lists
+        }
 
     @property
     def fingerprint(self) -> str:
@@ -481,8 +496,10 @@ class SafetyScorer:
             if c in self.thresholds:
                 h.update(f"{c}\tmin_score\t{self.thresholds[c]}\n".encode())
         cfg = self.cfg
-        h.update(f"{cfg.report_min_markers} {cfg.report_margin} {cfg.promo_min_markers} {cfg.promo_discount} "
-                 f"{cfg.min_evidence} {cfg.max_chars}\n".encode())
+        h.update(
+            f"{cfg.report_min_markers} {cfg.report_margin} {cfg.promo_min_markers} {cfg.promo_discount} "
+            f"{cfg.min_evidence} {cfg.max_chars}\n".encode()
+        )
         return h.hexdigest()
 
     def hits(self, text: str, normalised: bool = False) -> dict[str, CategoryHits]:
@@ -502,13 +519,13 @@ class SafetyScorer:
         """``[self.scores(t) for t in texts]``, normalising the batch at once
         (``filters.text.nfkc_lower_batch``)."""
         out = []
-        for text in nfkc_lower_batch([t[:self.cfg.max_chars] for t in texts]):
+        for text in nfkc_lower_batch([t[: self.cfg.max_chars] for t in texts]):
             terms, patterns = self._scan_normalised(text)
             out.append({c: len(terms.get(c, ())) + len(patterns.get(c, ())) for c in self.lists})
         return out
 
     def _scan(self, text: str, normalised: bool) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]]:
-        text = text[:self.cfg.max_chars]
+        text = text[: self.cfg.max_chars]
         return self._scan_normalised(text if normalised else normalise(text))
 
     def _scan_normalised(self, text: str) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]]:
@@ -565,8 +582,7 @@ class SafetyScorer:
     def verdict(self, scores: dict[str, int]) -> str | None:
         """``unsafe_<category>`` for the highest-scoring category whose score reaches its
         ``threshold`` (ties: the larger excess over it, then the category name), or None."""
-        over = [(s - t, s, c) for c in self.categories
-                if (s := scores.get(c, 0)) >= (t := self.threshold(c, scores))]
+        over = [(s - t, s, c) for c in self.categories if (s := scores.get(c, 0)) >= (t := self.threshold(c, scores))]
         if not over:
             return None
         best = min(over, key=lambda o: (-o[1], -o[0], o[2]))

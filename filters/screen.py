@@ -76,8 +76,10 @@ def signal_names() -> list[str]:
 def derive_thresholds(cfg: QualityConfig, profile: dict[str, Any] | None) -> list[th.Threshold]:
     if profile is None:
         return []
-    return [th.derive(profile, name, bad_when, cfg.budgets.get(name, cfg.budget))  # type: ignore[arg-type]
-            for name, bad_when in cfg.rules()]
+    return [
+        th.derive(profile, name, bad_when, cfg.budgets.get(name, cfg.budget))  # type: ignore[arg-type]
+        for name, bad_when in cfg.rules()
+    ]
 
 
 @dataclass
@@ -97,14 +99,18 @@ class Screen:
         profile = th.read_profile(profile_dir) if profile_dir else None
         self.thresholds = derive_thresholds(cfg, profile)
         self.fluency = FluencyModel.load(profile_dir) if profile_dir else None
-        self.cuts = (tuple(th.reference_value(profile, FLUENCY, p) for p in BUCKET_PERCENTILES)
-                     if profile is not None else None)
+        self.cuts = (
+            tuple(th.reference_value(profile, FLUENCY, p) for p in BUCKET_PERCENTILES) if profile is not None else None
+        )
         self.safety = SafetyScorer(cfg.safety) if cfg.safety.enabled else None
 
     def __call__(self, texts: Sequence[str]) -> Screened:
         n = len(texts)
-        signals = {k: np.asarray(v, dtype=np.float64) for k, v in signals_batch(texts).items()} if n else {
-            s.name: np.zeros(0) for s in SIGNALS}
+        signals = (
+            {k: np.asarray(v, dtype=np.float64) for k, v in signals_batch(texts).items()}
+            if n
+            else {s.name: np.zeros(0) for s in SIGNALS}
+        )
         ppl = self.fluency.perplexity_batch(texts) if self.fluency is not None and n else np.full(n, np.nan)
         signals[FLUENCY] = np.asarray(ppl, dtype=np.float64)
         buckets: list[str | None] = [None] * n

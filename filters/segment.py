@@ -119,7 +119,8 @@ _FINALSEG_SKIP = re.compile(r"([a-zA-Z0-9]+(?:\.\d+)?%?)")
 _SEPARATORS = re.escape(" ,:;!?()，。、；：？！“”‘’（）《》【】…—·「」『』")
 _NATIVE = f"{_HAN_LO}-{_HAN_HI}a-zA-Z0-9"
 _MIXED_SEGMENT = re.compile(  # anchored at a segment's start; possessive: linear in the text
-    f"(?<![^{_SEPARATORS}])[{_NATIVE}]*+[^{_SEPARATORS}{_NATIVE}][^{_SEPARATORS}]*+")
+    f"(?<![^{_SEPARATORS}])[{_NATIVE}]*+[^{_SEPARATORS}{_NATIVE}][^{_SEPARATORS}]*+"
+)
 
 
 class _JiebaHmm:
@@ -200,9 +201,11 @@ def _jieba():
 
 # --- parity with the reference -------------------------------------------------------------
 
+
 @dataclass
 class ParityReport:
     """``engine`` against the jieba reference on ``documents`` texts (``chars`` characters)."""
+
     engine: str
     engine_version: str
     reference_version: str
@@ -217,8 +220,10 @@ class ParityReport:
         return self.documents > 0 and self.differing == 0
 
     def summary(self) -> str:
-        head = (f"{self.engine} {self.engine_version} vs jieba {self.reference_version} (hmm={self.hmm}): "
-                f"{self.differing} of {self.documents} documents differ ({self.chars} characters)")
+        head = (
+            f"{self.engine} {self.engine_version} vs jieba {self.reference_version} (hmm={self.hmm}): "
+            f"{self.differing} of {self.documents} documents differ ({self.chars} characters)"
+        )
         return head + "".join(f"; e.g. jieba {e['reference']} vs {e['engine']}" for e in self.examples[:3])
 
 
@@ -228,11 +233,12 @@ def first_difference(ref: list[str], other: list[str], context: int = 3) -> dict
         return None
     i = next((k for k, (a, b) in enumerate(zip(ref, other)) if a != b), min(len(ref), len(other)))
     lo = max(0, i - context)
-    return {"word": i, "reference": ref[lo:i + context + 1], "engine": other[lo:i + context + 1]}
+    return {"word": i, "reference": ref[lo : i + context + 1], "engine": other[lo : i + context + 1]}
 
 
-def parity_report(hmm: bool = False, texts: Sequence[str] | None = None, engine: str = DEFAULT_ENGINE,
-                  max_examples: int = 5) -> ParityReport:
+def parity_report(
+    hmm: bool = False, texts: Sequence[str] | None = None, engine: str = DEFAULT_ENGINE, max_examples: int = 5
+) -> ParityReport:
     """Segment ``texts`` (default: ``parity_sample()``) with ``engine`` and with jieba; report the
     documents whose word lists differ."""
     texts = parity_sample() if texts is None else texts
@@ -265,14 +271,17 @@ def require_parity(recorded: dict[str, Any] | None, segmenter: Segmenter, what: 
     Otherwise the built-in sample is segmented with both (once per process) and any difference
     raises ``SegmentationMismatch``; the reference (jieba) needs no check against itself."""
     running = segmenter.info()
-    if same_segmenter(recorded, running) or (segmenter.engine == REFERENCE
-                                             and (recorded or {}).get("engine") in (None, REFERENCE)):
+    if same_segmenter(recorded, running) or (
+        segmenter.engine == REFERENCE and (recorded or {}).get("engine") in (None, REFERENCE)
+    ):
         return
     report = _sample_parity(segmenter.engine, segmenter.hmm)
     built = f"{recorded['engine']} {recorded.get('version', '?')}" if recorded else "an unrecorded engine"
     if not report.ok:
-        raise SegmentationMismatch(f"{what} was built with {built}; {report.summary()}. Use the engine it was "
-                                   f"built with (engine={(recorded or {}).get('engine', REFERENCE)!r}) or rebuild it")
+        raise SegmentationMismatch(
+            f"{what} was built with {built}; {report.summary()}. Use the engine it was "
+            f"built with (engine={(recorded or {}).get('engine', REFERENCE)!r}) or rebuild it"
+        )
     log.info("%s was built with %s; %s: using %s", what, built, report.summary(), segmenter)
 
 
@@ -287,8 +296,9 @@ def audit_failure(what: str, key: str, reference: str, engine_out: str, segmente
     i = next((k for k, (a, b) in enumerate(zip(reference, engine_out)) if a != b), min(len(reference), len(engine_out)))
     return SegmentationMismatch(
         f"{what}: {segmenter} and jieba {_dist_version(REFERENCE)} segment document {key!r} differently "
-        f"(jieba ...{reference[max(0, i - 20):i + 20]!r}... vs ...{engine_out[max(0, i - 20):i + 20]!r}...); "
-        f"rerun with engine 'jieba' (the reference: classify.segment_engine, ship_tokenizer(engine=)) and report it")
+        f"(jieba ...{reference[max(0, i - 20) : i + 20]!r}... vs ...{engine_out[max(0, i - 20) : i + 20]!r}...); "
+        f"rerun with engine 'jieba' (the reference: classify.segment_engine, ship_tokenizer(engine=)) and report it"
+    )
 
 
 # --- the built-in parity sample ----------------------------------------------------------------
@@ -319,18 +329,147 @@ _HAND = [
 ]
 
 _FRAGMENTS = [
-    "我们", "中国", "发展", "经济", "的", "了", "是", "在", "人民", "政府", "工作", "问题", "这个", "非常",
-    "很好", "质量", "不错", "物流", "客服", "服务态度", "价格", "便宜", "推荐", "购买", "商品", "酒店", "房间",
-    "早餐", "北京", "上海", "深圳", "记者", "报道", "今天", "昨天", "明年", "已经", "可以", "没有", "什么",
-    "abc", "iPhone", "GDP", "USB", "HDD", "check", "in", "www", "com", "qq", "x", "Y", "html", "v2", "beta",
-    "1", "2", "3", "10", "2009", "1.5", "3.14", "100%", "50", "0", "007", "1066",
-    "-", "_", ".", "+", "#", "&", "%", "/", ":", "@", "~", "=", "?", "!", "(", ")", "[", "]", "'", '"',
-    "，", "。", "！", "？", "、", "；", "：", "“", "”", "《", "》", "（", "）", "…", "—", "·",
-    " ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u2028",
-    "ＡＢＣ", "１２３", "ｘｙｚ", "＋", "－", "．",
-    "😀", "🎉", "👍🏻", "❤️", "😡", "🇨🇳",
-    "𠀀", "𪚥", "㐀", "䶮", "鿖", "鿿", "豈", "龘", "γ", "é", "e\u0301", "\u200b", "\ufeff",
-    "カタカナ", "ひらがな", "한국어", "Ελλ", "рус",
+    "我们",
+    "中国",
+    "发展",
+    "经济",
+    "的",
+    "了",
+    "是",
+    "在",
+    "人民",
+    "政府",
+    "工作",
+    "问题",
+    "这个",
+    "非常",
+    "很好",
+    "质量",
+    "不错",
+    "物流",
+    "客服",
+    "服务态度",
+    "价格",
+    "便宜",
+    "推荐",
+    "购买",
+    "商品",
+    "酒店",
+    "房间",
+    "早餐",
+    "北京",
+    "上海",
+    "深圳",
+    "记者",
+    "报道",
+    "今天",
+    "昨天",
+    "明年",
+    "已经",
+    "可以",
+    "没有",
+    "什么",
+    "abc",
+    "iPhone",
+    "GDP",
+    "USB",
+    "HDD",
+    "check",
+    "in",
+    "www",
+    "com",
+    "qq",
+    "x",
+    "Y",
+    "html",
+    "v2",
+    "beta",
+    "1",
+    "2",
+    "3",
+    "10",
+    "2009",
+    "1.5",
+    "3.14",
+    "100%",
+    "50",
+    "0",
+    "007",
+    "1066",
+    "-",
+    "_",
+    ".",
+    "+",
+    "#",
+    "&",
+    "%",
+    "/",
+    ":",
+    "@",
+    "~",
+    "=",
+    "?",
+    "!",
+    "(",
+    ")",
+    "[",
+    "]",
+    "'",
+    '"',
+    "，",
+    "。",
+    "！",
+    "？",
+    "、",
+    "；",
+    "：",
+    "“",
+    "”",
+    "《",
+    "》",
+    "（",
+    "）",
+    "…",
+    "—",
+    "·",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\u3000",
+    "\u00a0",
+    "\u2028",
+    "ＡＢＣ",
+    "１２３",
+    "ｘｙｚ",
+    "＋",
+    "－",
+    "．",
+    "😀",
+    "🎉",
+    "👍🏻",
+    "❤️",
+    "😡",
+    "🇨🇳",
+    "𠀀",
+    "𪚥",
+    "㐀",
+    "䶮",
+    "鿖",
+    "鿿",
+    "豈",
+    "龘",
+    "γ",
+    "é",
+    "e\u0301",
+    "\u200b",
+    "\ufeff",
+    "カタカナ",
+    "ひらがな",
+    "한국어",
+    "Ελλ",
+    "рус",
 ]
 
 

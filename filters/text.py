@@ -43,6 +43,7 @@ DASHES = "\u2500\u2501\uff5e\u301c~"
 
 class CharScan(NamedTuple):
     """One pass over a text: its code points, their class bits, the OR of all bits, counts."""
+
     codes: np.ndarray  # uint32 code points
     classes: np.ndarray  # uint8 class bits per code point
     flags: int  # OR of every class present
@@ -57,7 +58,7 @@ def char_table() -> np.ndarray:
     process, ~0.5 s)."""
     table = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
     for lo, hi in HAN_RANGES:
-        table[lo:hi + 1] |= HAN
+        table[lo : hi + 1] |= HAN
     for cp in range(sys.maxunicode + 1):
         c = chr(cp)
         cat = unicodedata.category(c)
@@ -257,7 +258,8 @@ def _has_decorative_run(s: CharScan, min_run: int) -> bool:
 
 def remove_special_symbols(text: str, min_decorative_run: int, scanned: CharScan | None = None) -> tuple[str, int]:
     """Drop control/format/private-use/surrogate code points and runs of decorative symbols (but a
-    two-character box-drawing dash, ``_DASH``); normalise line ends to ``\\n``. Returns (text, characters removed). ``scanned`` (this
+    two-character box-drawing dash, ``_DASH``); normalise line ends to ``\\n``. Returns (text, characters removed).
+    ``scanned`` (this
     text's ``scan``) lets a text with nothing to remove skip the regexes."""
     s = scanned if scanned is not None else scan(text)
     before = len(text)
@@ -339,8 +341,14 @@ def _long_item(max_item_chars: int) -> re.Pattern[str]:
     return re.compile(f"[^\\s>»›|｜/·•→]{{{max_item_chars + 1},}}")
 
 
-def is_navigation_line(line: str, keywords: tuple[str, ...], min_items: int, max_item_chars: int,
-                       max_keyword_line_chars: int, max_spaced_item_chars: int = 5) -> bool:
+def is_navigation_line(
+    line: str,
+    keywords: tuple[str, ...],
+    min_items: int,
+    max_item_chars: int,
+    max_keyword_line_chars: int,
+    max_spaced_item_chars: int = 5,
+) -> bool:
     """A menu-like line: 'A | B | C', '首页 > 新闻 > 正文', '新闻 体育 娱乐 财经', or a short
     line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings
     and lines with a parenthetical gloss are text, not menus. Items separated by whitespace only
@@ -366,19 +374,27 @@ def is_navigation_line(line: str, keywords: tuple[str, ...], min_items: int, max
     return n <= max_spaced_item_chars * len(items) and sum(map(len, HAN_RUN.findall(line))) >= 0.5 * n
 
 
-def remove_navigation_lines(text: str, keywords: tuple[str, ...], min_items: int, max_item_chars: int,
-                            max_keyword_line_chars: int, max_spaced_item_chars: int = 5) -> tuple[str, int]:
+def remove_navigation_lines(
+    text: str,
+    keywords: tuple[str, ...],
+    min_items: int,
+    max_item_chars: int,
+    max_keyword_line_chars: int,
+    max_spaced_item_chars: int = 5,
+) -> tuple[str, int]:
     """Lines with sentence punctuation, or with an item too long for a menu and no navigation
     keyword, are kept after one regex call each; only the others are judged item by item."""
     long_item, keyword = _long_item(max_item_chars), _keyword_re(keywords)
     lines = text.split("\n")
     out, removed = [], 0
     for line in lines:
-        if SENTENCE_PUNCT.search(line) or (long_item.search(line) and not (
-                len(line.strip()) <= max_keyword_line_chars and keyword.search(line))):
+        if SENTENCE_PUNCT.search(line) or (
+            long_item.search(line) and not (len(line.strip()) <= max_keyword_line_chars and keyword.search(line))
+        ):
             out.append(line)
-        elif is_navigation_line(line, keywords, min_items, max_item_chars, max_keyword_line_chars,
-                                max_spaced_item_chars):
+        elif is_navigation_line(
+            line, keywords, min_items, max_item_chars, max_keyword_line_chars, max_spaced_item_chars
+        ):
             removed += 1
         else:
             out.append(line)

@@ -29,10 +29,17 @@ PERCENTILES: tuple[float, ...] = (0.1, 0.2, 0.5, *range(1, 100), 99.5, 99.8, 99.
 # Gopher (Rae et al. 2021, App. A, Table A1) repetition limits, used as floors on leniency.
 GOPHER = "Gopher (Rae et al. 2021) App. A"
 LITERATURE_FLOORS: dict[str, tuple[float, str]] = {
-    "dup_line_char_frac": (0.20, GOPHER), "dup_para_char_frac": (0.20, GOPHER),
-    "top2_word_cov": (0.20, GOPHER), "top3_word_cov": (0.18, GOPHER), "top4_word_cov": (0.16, GOPHER),
-    "dup5_word_cov": (0.15, GOPHER), "dup6_word_cov": (0.14, GOPHER), "dup7_word_cov": (0.13, GOPHER),
-    "dup8_word_cov": (0.12, GOPHER), "dup9_word_cov": (0.11, GOPHER), "dup10_word_cov": (0.10, GOPHER),
+    "dup_line_char_frac": (0.20, GOPHER),
+    "dup_para_char_frac": (0.20, GOPHER),
+    "top2_word_cov": (0.20, GOPHER),
+    "top3_word_cov": (0.18, GOPHER),
+    "top4_word_cov": (0.16, GOPHER),
+    "dup5_word_cov": (0.15, GOPHER),
+    "dup6_word_cov": (0.14, GOPHER),
+    "dup7_word_cov": (0.13, GOPHER),
+    "dup8_word_cov": (0.12, GOPHER),
+    "dup9_word_cov": (0.11, GOPHER),
+    "dup10_word_cov": (0.10, GOPHER),
     "symbol_ratio": (0.10, GOPHER + " (symbol-to-word ratio)"),
     # ours (issue 23): a news story may end in a dated line; a page of which more than a third of
     # the lines end in a date is a list of links, whatever a small reference says
@@ -69,8 +76,10 @@ def read_profile(directory: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise ProfileError(f"cannot read the reference profile {path}: {e}") from e
     if profile.get("version") != PROFILE_VERSION:
-        raise ProfileError(f"{path} is profile version {profile.get('version')}, this code reads "
-                           f"{PROFILE_VERSION}: run jobs.train_fluency again")
+        raise ProfileError(
+            f"{path} is profile version {profile.get('version')}, this code reads "
+            f"{PROFILE_VERSION}: run jobs.train_fluency again"
+        )
     return profile
 
 
@@ -78,13 +87,19 @@ def reference_value(profile: dict[str, Any], signal: str, percentile: float) -> 
     """The signal's value at ``percentile`` of the reference (linear between stored points)."""
     values = profile["signals"].get(signal)
     if values is None:
-        raise ProfileError(f"the reference profile has no signal {signal!r}; it has "
-                           f"{', '.join(sorted(profile['signals']))}")
+        raise ProfileError(
+            f"the reference profile has no signal {signal!r}; it has {', '.join(sorted(profile['signals']))}"
+        )
     return float(np.interp(percentile, profile["percentiles"], values))
 
 
-def derive(profile: dict[str, Any], signal: str, bad_when: Literal["high", "low"], budget: float,
-           floors: dict[str, tuple[float, str]] = LITERATURE_FLOORS) -> Threshold:
+def derive(
+    profile: dict[str, Any],
+    signal: str,
+    bad_when: Literal["high", "low"],
+    budget: float,
+    floors: dict[str, tuple[float, str]] = LITERATURE_FLOORS,
+) -> Threshold:
     """The threshold that removes ``budget`` of the reference, made no stricter than the floor."""
     if not 0 < budget < 0.5:
         raise ValueError(f"removal budget of {signal} must be in (0, 0.5), got {budget}")

@@ -83,8 +83,10 @@ class ZhTokenizer:
         import sentencepiece as spm
 
         if meta.get("presegment_version") != PRESEGMENT_VERSION:
-            raise ModelError(f"tokenizer uses pre-segmentation v{meta.get('presegment_version')}, "
-                             f"this code is v{PRESEGMENT_VERSION}: retrain it")
+            raise ModelError(
+                f"tokenizer uses pre-segmentation v{meta.get('presegment_version')}, "
+                f"this code is v{PRESEGMENT_VERSION}: retrain it"
+            )
         self.meta = meta
         self.sha256 = meta["sha256"]
         self.hmm = bool(meta["presegment"]["jieba_hmm"])
@@ -98,8 +100,9 @@ class ZhTokenizer:
         self.unk_id, self.pad_id, self.eod_id = self.sp.unk_id(), self.sp.pad_id(), self.sp.eos_id()
 
     @classmethod
-    def load(cls, model_dir: str | Path, expected_sha256: str | None = None,
-             engine: str | None = None) -> "ZhTokenizer":
+    def load(
+        cls, model_dir: str | Path, expected_sha256: str | None = None, engine: str | None = None
+    ) -> "ZhTokenizer":
         """Load ``model_dir``; raises ``ModelError`` when the model bytes do not match the sha256
         in metadata.json (or ``expected_sha256``), the directory is incomplete, or ``engine``
         (None = the default) is not the recorded engine and fails the parity check."""
@@ -117,8 +120,10 @@ class ZhTokenizer:
         actual = hashlib.sha256(proto).hexdigest()
         for claimed, where in ((meta["sha256"], "metadata.json"), (expected_sha256, "the caller")):
             if claimed and claimed != actual:
-                raise ModelError(f"tokenizer checksum mismatch for {model_path}: sha256 {actual[:16]}... but "
-                                 f"{where} says {claimed[:16]}...; the file is corrupted or not this tokenizer")
+                raise ModelError(
+                    f"tokenizer checksum mismatch for {model_path}: sha256 {actual[:16]}... but "
+                    f"{where} says {claimed[:16]}...; the file is corrupted or not this tokenizer"
+                )
         return cls(proto, meta, engine)
 
     def presegment(self, text: str) -> str:
@@ -143,8 +148,11 @@ class ZhTokenizer:
 def recorded_segmenter(meta: dict[str, Any]) -> dict[str, Any]:
     """The segmenter a tokenizer was built with; metadata before the record means jieba."""
     pre = meta["presegment"]
-    return pre.get("segmenter") or {"engine": "jieba", "version": meta.get("versions", {}).get("jieba"),
-                                    "hmm": bool(pre["jieba_hmm"])}
+    return pre.get("segmenter") or {
+        "engine": "jieba",
+        "version": meta.get("versions", {}).get("jieba"),
+        "hmm": bool(pre["jieba_hmm"]),
+    }
 
 
 def presegment(text: str, hmm: bool = False, segmenter: Segmenter | None = None) -> str:
@@ -162,8 +170,9 @@ def join_words(words: list[str], text: str) -> str:
     return _JOIN.join(words).replace(" ", SPACE).replace("\n", NEWLINE).replace(_JOIN, SEP)
 
 
-def training_lines(text: str, hmm: bool = False, max_bytes: int = MAX_LINE_BYTES,
-                   segmenter: Segmenter | None = None) -> list[str]:
+def training_lines(
+    text: str, hmm: bool = False, max_bytes: int = MAX_LINE_BYTES, segmenter: Segmenter | None = None
+) -> list[str]:
     """A document as SentencePiece training lines: pre-segmented, one line per paragraph (each
     keeps its trailing newline mark, so BPE sees newlines), lines cut at word boundaries
     below ``max_bytes``. No line contains '\n'."""
@@ -199,21 +208,39 @@ def _cut_paragraph(pieces: list[str], max_bytes: int) -> list[str]:
 def sentencepiece_settings(params: TokenizerParams) -> dict[str, Any]:
     """The SentencePiece trainer arguments (recorded in metadata.json)."""
     return {
-        "model_type": "bpe", "vocab_size": params.vocab_size, "character_coverage": params.character_coverage,
-        "normalization_rule_name": "identity", "remove_extra_whitespaces": False, "add_dummy_prefix": False,
-        "byte_fallback": True, "split_digits": params.split_digits, "max_sentencepiece_length": params.max_piece_length,
-        "max_sentence_length": MAX_LINE_BYTES + 1024, "hard_vocab_limit": params.hard_vocab_limit,
+        "model_type": "bpe",
+        "vocab_size": params.vocab_size,
+        "character_coverage": params.character_coverage,
+        "normalization_rule_name": "identity",
+        "remove_extra_whitespaces": False,
+        "add_dummy_prefix": False,
+        "byte_fallback": True,
+        "split_digits": params.split_digits,
+        "max_sentencepiece_length": params.max_piece_length,
+        "max_sentence_length": MAX_LINE_BYTES + 1024,
+        "hard_vocab_limit": params.hard_vocab_limit,
         "num_threads": params.num_threads,
-        "unk_id": UNK_ID, "pad_id": PAD_ID, "eos_id": EOD_ID, "bos_id": -1,
-        "unk_piece": UNK, "pad_piece": PAD, "eos_piece": EOD,
+        "unk_id": UNK_ID,
+        "pad_id": PAD_ID,
+        "eos_id": EOD_ID,
+        "bos_id": -1,
+        "unk_piece": UNK,
+        "pad_piece": PAD,
+        "eos_piece": EOD,
         # all lines, in the given order: the sample is bounded and ordered upstream
-        "input_sentence_size": 0, "shuffle_input_sentence": False,
+        "input_sentence_size": 0,
+        "shuffle_input_sentence": False,
     }
 
 
-def train_sentencepiece(lines: Iterable[str] | str | Path, out_dir: str | Path, params: TokenizerParams,
-                        sample: dict[str, Any] | None = None, extra_meta: dict[str, Any] | None = None,
-                        engine: str | None = None) -> dict[str, Any]:
+def train_sentencepiece(
+    lines: Iterable[str] | str | Path,
+    out_dir: str | Path,
+    params: TokenizerParams,
+    sample: dict[str, Any] | None = None,
+    extra_meta: dict[str, Any] | None = None,
+    engine: str | None = None,
+) -> dict[str, Any]:
     """Train on pre-segmented ``lines`` (an iterable of str, or the path of a UTF-8 file with one
     line per '\n'; see ``training_lines``) and write ``out_dir/tokenizer.model`` +
     ``metadata.json``; returns the metadata. ``sample`` (documents, chars, ...) is recorded as
@@ -235,21 +262,33 @@ def train_sentencepiece(lines: Iterable[str] | str | Path, out_dir: str | Path, 
     (out_dir / MODEL_FILE).write_bytes(writer.getvalue())
     proc = spm.SentencePieceProcessor(model_proto=writer.getvalue())
     meta = {
-        "kind": "tokenizer", "vocab_size": proc.get_piece_size(), "requested_vocab_size": params.vocab_size,
+        "kind": "tokenizer",
+        "vocab_size": proc.get_piece_size(),
+        "requested_vocab_size": params.vocab_size,
         "sha256": sha256_file(out_dir / MODEL_FILE),
         "special_ids": {"unk": proc.unk_id(), "pad": proc.pad_id(), "eod": proc.eos_id(), "bos": proc.bos_id()},
         "special_pieces": {"unk": UNK, "pad": PAD, "eod": EOD},
         "presegment_version": PRESEGMENT_VERSION,
-        "presegment": {"tool": "jieba.lcut", "jieba_hmm": params.jieba_hmm, "space": SPACE, "newline": NEWLINE,
-                       "separator": SEP, "reserved_chars": RESERVED_CHARS,
-                       "segmenter": segmenter_info(engine, params.jieba_hmm)},
-        "sentencepiece": settings, "versions": _versions(),
+        "presegment": {
+            "tool": "jieba.lcut",
+            "jieba_hmm": params.jieba_hmm,
+            "space": SPACE,
+            "newline": NEWLINE,
+            "separator": SEP,
+            "reserved_chars": RESERVED_CHARS,
+            "segmenter": segmenter_info(engine, params.jieba_hmm),
+        },
+        "sentencepiece": settings,
+        "versions": _versions(),
         "sample": {**(sample or {}), "lines": counted.n},
         **(extra_meta or {}),
     }
     if meta["vocab_size"] < params.vocab_size:
-        log.warning("tokenizer vocabulary %d < requested %d: the training sample is too small",
-                    meta["vocab_size"], params.vocab_size)
+        log.warning(
+            "tokenizer vocabulary %d < requested %d: the training sample is too small",
+            meta["vocab_size"],
+            params.vocab_size,
+        )
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     return meta
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 from base.log import setup_logging
 from etl.corpus import BuildConfig, build_corpus
 from etl.report.assemble import summary_lines
@@ -35,11 +34,19 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "clean.toml"
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     p = cli.parser("jobs.build_corpus", __doc__, DEFAULT_CONFIG, "dedup.minhash.threshold=0.7")
-    p.add_argument("--input", nargs="+", required=True,
-                   help="raw crawl files, directories or globs (WARC, WET, JSONL, Parquet; any Hadoop path)")
+    p.add_argument(
+        "--input",
+        nargs="+",
+        required=True,
+        help="raw crawl files, directories or globs (WARC, WET, JSONL, Parquet; any Hadoop path)",
+    )
     p.add_argument("--output", required=True, help="output directory (created atomically)")
-    p.add_argument("--index", default=None, help="persistent dedup index: dedup against every document it holds, "
-                   "then append this build's survivors (created on first use)")
+    p.add_argument(
+        "--index",
+        default=None,
+        help="persistent dedup index: dedup against every document it holds, "
+        "then append this build's survivors (created on first use)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     args = p.parse_args(argv)
 

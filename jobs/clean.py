@@ -18,7 +18,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 from base.log import setup_logging
 from etl.corpus import CleanConfig, clean_corpus
 from etl.report.assemble import summary_lines
@@ -27,8 +26,10 @@ from jobs import cli
 from jobs.config import load_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "clean.toml"
-INPUT_HELP = ("files, directories or globs: *.warc[.gz], *.wet[.gz], *.jsonl[.gz], *.parquet; "
-              "any Hadoop path (file://, hdfs://, s3a://)")
+INPUT_HELP = (
+    "files, directories or globs: *.warc[.gz], *.wet[.gz], *.jsonl[.gz], *.parquet; "
+    "any Hadoop path (file://, hdfs://, s3a://)"
+)
 
 
 def parse_args(argv: list[str] | None = None):

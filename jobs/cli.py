@@ -1,4 +1,5 @@
-"""What every entry point shares: the --config/--set/--overwrite arguments, and one mapping from the errors a user can cause to a one-line message and an exit code.
+"""What every entry point shares: the --config/--set/--overwrite arguments, and one mapping from the errors a user can
+cause to a one-line message and an exit code.
 
 Exit codes (every job): 0 done; 1 done, but some input files could not be read (listed in
 report.json and the log); 2 refused: bad arguments, config, input or output path, or models (one
@@ -18,13 +19,24 @@ log = logging.getLogger("zhcorpus")
 EXIT_OK, EXIT_FILE_ERRORS, EXIT_REFUSED, EXIT_LOCKED, EXIT_NOTHING_READ = 0, 1, 2, 3, 4
 
 
-def parser(prog: str, doc: str | None, default_config: str | Path | None = None, example: str = "") -> argparse.ArgumentParser:
+def parser(
+    prog: str, doc: str | None, default_config: str | Path | None = None, example: str = ""
+) -> argparse.ArgumentParser:
     """An argument parser with the job's docstring and the shared --config / --set options."""
     p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=str(default_config) if default_config else None,
-                   help="TOML config" + (" (default: %(default)s)" if default_config else ""))
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"override a config key (repeatable){', e.g. --set ' + example if example else ''}")
+    p.add_argument(
+        "--config",
+        default=str(default_config) if default_config else None,
+        help="TOML config" + (" (default: %(default)s)" if default_config else ""),
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a config key (repeatable){', e.g. --set ' + example if example else ''}",
+    )
     return p
 
 
@@ -35,8 +47,16 @@ def refusals() -> tuple[type[BaseException], ...]:
     from filters.classify import ModelError
     from jobs.config import ConfigError
 
-    return (ConfigError, FileNotFoundError, FileExistsError, OutputExists, ValueError, ModelError,
-            IndexSettingsMismatch, PermissionError)
+    return (
+        ConfigError,
+        FileNotFoundError,
+        FileExistsError,
+        OutputExists,
+        ValueError,
+        ModelError,
+        IndexSettingsMismatch,
+        PermissionError,
+    )
 
 
 def run_job(body: Callable[[], int]) -> int:
@@ -55,7 +75,6 @@ def run_job(body: Callable[[], int]) -> int:
         log.debug("refused", exc_info=True)
         log.error("%s", e)
         return EXIT_REFUSED
-
 
 
 def exit_code(report: dict) -> int:

@@ -21,7 +21,6 @@ import json
 import sys
 from dataclasses import dataclass, field
 
-
 from base.log import setup_logging
 from etl.dedup.stage import DedupConfig
 from etl.runtime.spark import SparkConfig
@@ -33,6 +32,7 @@ from jobs.config import load_config
 class CompactJobConfig:
     """The nightly's ``spark`` and ``dedup`` sections (only ``dedup.index`` is used here: the
     index's MinHash settings are the ones it records)."""
+
     spark: SparkConfig = field(default_factory=SparkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
 
@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     p = cli.parser("jobs.compact_index", __doc__, None, "dedup.index.target_file_mb=256")
     p.add_argument("--index", required=True, help="the dedup index directory (any Hadoop path)")
-    p.add_argument("--auto", action="store_true",
-                   help="merge only when there are more than dedup.index.compact_after segments (the nightly rule)")
+    p.add_argument(
+        "--auto",
+        action="store_true",
+        help="merge only when there are more than dedup.index.compact_after segments (the nightly rule)",
+    )
     args = p.parse_args(argv)
 
     def body() -> int:
@@ -55,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         before = index.describe()
         summary = index.compact(full=not args.auto)  # another writer's lock: exit 3 (cli.run_job)
         after = index.describe()
-        cli.log.info("dedup index %s: %s", args.index, json.dumps({"before": before, "compaction": summary,
-                                                                   "after": after}))
+        cli.log.info(
+            "dedup index %s: %s", args.index, json.dumps({"before": before, "compaction": summary, "after": after})
+        )
         return cli.EXIT_OK
 
     return cli.run_job(body)

@@ -56,7 +56,7 @@ def _renamed(key: str, renamed: dict[str, str]) -> str:
     for _ in range(len(renamed) + 1):
         for old, new in renamed.items():
             if key == old or key.startswith(old + "."):
-                key = (new + key[len(old):]) if new else key[len(old) + 1:]
+                key = (new + key[len(old) :]) if new else key[len(old) + 1 :]
                 break
         else:
             return key

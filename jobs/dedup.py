@@ -1,6 +1,7 @@
 """Exact + MinHash-LSH fuzzy deduplication of a cleaned corpus on Spark.
 
-    spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--index DIR] [--set dedup.minhash.threshold=0.7]
+    spark-submit jobs/dedup.py --input OUT_CLEAN/documents --output OUT_DEDUP [--index DIR] \\
+        [--set dedup.minhash.threshold=0.7]
     python -m jobs.dedup --input out/clean/documents --output out/dedup
 
 Writes OUT/documents/ (one document per duplicate cluster: an indexed document, then the highest
@@ -14,7 +15,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from typing import ClassVar
-
 
 from base.log import setup_logging
 from etl.corpus import dedup_corpus
@@ -38,16 +38,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--input", nargs="+", required=True, help="Parquet documents (doc_id, text[, quality_score])")
     p.add_argument("--output", required=True, help="output directory (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
-    p.add_argument("--index", default=None, help="persistent dedup index directory: dedup against everything it "
-                   "holds, then append this run's survivors (created on first use)")
+    p.add_argument(
+        "--index",
+        default=None,
+        help="persistent dedup index directory: dedup against everything it "
+        "holds, then append this run's survivors (created on first use)",
+    )
     args = p.parse_args(argv)
 
     def body() -> int:
         cfg = load_config(DedupJobConfig, args.config, args.overrides)
         check_job_paths(args.input, args.output, args.index)  # before any work: the input is never written
         r = dedup_corpus(cfg.spark, cfg.dedup, args.input, args.output, args.index, args.overwrite)
-        cli.log.info("dedup: %d in, %d kept, duplicates %s (%.1f s)", r["input"]["records"], r["documents"],
-                     r["duplicates_by_kind"], r["job"]["elapsed_s"])
+        cli.log.info(
+            "dedup: %d in, %d kept, duplicates %s (%.1f s)",
+            r["input"]["records"],
+            r["documents"],
+            r["duplicates_by_kind"],
+            r["job"]["elapsed_s"],
+        )
         return cli.EXIT_OK
 
     return cli.run_job(body)

@@ -20,7 +20,8 @@ docs/judge.md) and ``[proxy]`` (the proxy's model, training and Ray settings;
 jobs/configs/proxy-350M.toml is PanGu-α's 350M proxy for a GPU cluster). DEV is JSONL or Parquet
 with a ``text`` column. The minimum detectable difference planned is logged before training,
 and re-measured after every round. Writes OUT/judge.json, OUT/judge.html, OUT/tokenizer/ (the
-proxy vocabulary), OUT/variants/NAME/ (each build), OUT/dev/ and OUT/runs/. Exit codes (jobs/cli.py): 0 done; 1 done, but some proxy runs failed (named
+proxy vocabulary), OUT/variants/NAME/ (each build), OUT/dev/ and OUT/runs/. Exit codes (jobs/cli.py): 0 done; 1 done,
+but some proxy runs failed (named
 in judge.json and the log); 2 refused before training (bad variant key, empty variant corpus, dev
 set that overlaps everything, tokenizer mismatch, ...).
 """
@@ -30,7 +31,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-
 
 from base.log import setup_logging
 from etl.corpus import BuildConfig
@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         cfg, builds, variants = variant_builds(args.variants, args.config, args.overrides)
-        report = judge_rules(cfg.judge, builds, variants, args.input, args.dev, args.output,
-                             ProxyTrainer(cfg.proxy), args.overwrite)
+        report = judge_rules(
+            cfg.judge, builds, variants, args.input, args.dev, args.output, ProxyTrainer(cfg.proxy), args.overwrite
+        )
         for line in ranking_lines(report):
             cli.log.info(line)
         cli.log.info("report: %s/judge.html", args.output)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 from base.log import setup_logging
 from etl.nightly import NightlyConfig, refresh, submit_training
 from etl.runtime.paths import check_job_paths
@@ -31,7 +30,9 @@ from jobs.config import load_config
 
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
-    p = cli.parser("jobs.nightly_refresh", __doc__, None, "classify.spam_model=models/spam --set refresh.settle_seconds=60")
+    p = cli.parser(
+        "jobs.nightly_refresh", __doc__, None, "classify.spam_model=models/spam --set refresh.settle_seconds=60"
+    )
     p.add_argument("--crawl-root", required=True, help="directory the crawler drops files into")
     p.add_argument("--corpus-root", required=True, help="the published corpus (versions/, CURRENT, state.json)")
     p.add_argument("--index", default=None, help="dedup index (default: CORPUS_ROOT/dedup-index)")
@@ -46,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         check_job_paths([args.crawl_root], args.corpus_root, args.index)  # the crawl is never written
         result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)  # a held lock: exit 3 (cli.run_job)
         if result["published"] and args.submit_training:
-            submit_training(args.ray_address, result["published"], args.corpus_root, args.train_config,
-                            args.train_output or str(Path(args.corpus_root).resolve() / "runs"))
+            submit_training(
+                args.ray_address,
+                result["published"],
+                args.corpus_root,
+                args.train_config,
+                args.train_output or str(Path(args.corpus_root).resolve() / "runs"),
+            )
         return cli.exit_code(result["report"]) if result["published"] else cli.EXIT_OK
 
     return cli.run_job(body)

@@ -26,55 +26,85 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-
 from jobs.config import ConfigError, load_config
-from train.planner import (Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration,
-                           plan, total_params)
+from train.planner import Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration, plan, total_params
 from train.shapes import ModelConfig
 
 
 @dataclass(frozen=True)
 class PlanLayoutConfig:
     # Keys that were the planner's own spellings before [model] became the model's config.
-    RENAMED: ClassVar[dict[str, str]] = {"model.layers": "model.n_layers", "model.hidden": "model.dim",
-                                         "model.heads": "model.n_heads", "model.ffn": "model.ffn_dim",
-                                         "model.vocab": "model.vocab_size"}
+    RENAMED: ClassVar[dict[str, str]] = {
+        "model.layers": "model.n_layers",
+        "model.hidden": "model.dim",
+        "model.heads": "model.n_heads",
+        "model.ffn": "model.ffn_dim",
+        "model.vocab": "model.vocab_size",
+    }
     model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("13B"))
     cluster: Cluster = field(default_factory=Cluster)
     training: Training = field(default_factory=Training)
-    top: int = 10                     # rows of the ranked table
+    top: int = 10  # rows of the ranked table
 
 
 # flag -> (config key, type); each given flag becomes a --set override
 FLAGS = {
-    "--model": ("model.preset", str), "--layers": ("model.n_layers", int), "--hidden": ("model.dim", int),
-    "--heads": ("model.n_heads", int), "--ffn": ("model.ffn_dim", int), "--vocab": ("model.vocab_size", int),
-    "--seq": ("model.seq_len", int), "--seq-len": ("model.seq_len", int),
-    "--gpus": ("cluster.gpus", int), "--gpus-per-node": ("cluster.gpus_per_node", int),
-    "--nodes-per-rack": ("cluster.nodes_per_rack", int), "--gpu-mem-gb": ("cluster.gpu_mem_gb", float),
-    "--peak-tflops": ("cluster.peak_tflops", float), "--efficiency": ("cluster.efficiency", float),
+    "--model": ("model.preset", str),
+    "--layers": ("model.n_layers", int),
+    "--hidden": ("model.dim", int),
+    "--heads": ("model.n_heads", int),
+    "--ffn": ("model.ffn_dim", int),
+    "--vocab": ("model.vocab_size", int),
+    "--seq": ("model.seq_len", int),
+    "--seq-len": ("model.seq_len", int),
+    "--gpus": ("cluster.gpus", int),
+    "--gpus-per-node": ("cluster.gpus_per_node", int),
+    "--nodes-per-rack": ("cluster.nodes_per_rack", int),
+    "--gpu-mem-gb": ("cluster.gpu_mem_gb", float),
+    "--peak-tflops": ("cluster.peak_tflops", float),
+    "--efficiency": ("cluster.efficiency", float),
     "--intra-node-gbps": ("cluster.intra_node_gbps", float),
     "--inter-node-gbps": ("cluster.inter_node_gbps", float),
     "--inter-rack-gbps": ("cluster.inter_rack_gbps", float),
-    "--global-batch": ("training.global_batch", int), "--micro-batch": ("training.micro_batch", int),
-    "--recompute": ("training.recompute", str), "--zero": ("training.zero", int),
-    "--virtual-stages": ("training.virtual_stages", int), "--dp-exposed": ("training.dp_exposed", float),
+    "--global-batch": ("training.global_batch", int),
+    "--micro-batch": ("training.micro_batch", int),
+    "--recompute": ("training.recompute", str),
+    "--zero": ("training.zero", int),
+    "--virtual-stages": ("training.virtual_stages", int),
+    "--dp-exposed": ("training.dp_exposed", float),
     "--top": ("top", int),
 }
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="jobs.plan_layout", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="jobs.plan_layout", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     for flag, (key, tp) in FLAGS.items():
         p.add_argument(flag, dest=key, type=tp, default=argparse.SUPPRESS, metavar=key.split(".")[-1].upper())
-    p.add_argument("--no-sequence-parallel", dest="training.sequence_parallel", action="store_false",
-                   default=argparse.SUPPRESS, help="tensor parallelism without sequence parallelism")
-    p.add_argument("--query-layer", dest="model.query_layer", action=argparse.BooleanOptionalAction,
-                   default=argparse.SUPPRESS, help="PanGu-α query layer on top of the blocks (the presets have it)")
+    p.add_argument(
+        "--no-sequence-parallel",
+        dest="training.sequence_parallel",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="tensor parallelism without sequence parallelism",
+    )
+    p.add_argument(
+        "--query-layer",
+        dest="model.query_layer",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS,
+        help="PanGu-α query layer on top of the blocks (the presets have it)",
+    )
     p.add_argument("--config", default=None, help="TOML config (sections [model], [cluster], [training])")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="e.g. --set cluster.inter_node_gbps=50 --set training.dp_exposed=0.5")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="e.g. --set cluster.inter_node_gbps=50 --set training.dp_exposed=0.5",
+    )
     p.add_argument("--check", default=None, metavar="TP,PP,DP", help="evaluate this one layout; exit 1 if infeasible")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     return p.parse_args(argv)
@@ -93,28 +123,34 @@ def to_json(e: Estimate) -> dict:
     return d
 
 
-HEADER = (f"{'tp':>3} {'pp':>3} {'dp':>4} {'m':>5} {'step s':>8} {'tokens/s':>9} {'MFU':>5} "
-          f"{'w+g':>5} {'opt':>5} {'act':>5} {'mem GiB':>7} {'bubble':>6}  {'comm GB tp/pp/dp':>18}  links tp/pp/dp")
+HEADER = (
+    f"{'tp':>3} {'pp':>3} {'dp':>4} {'m':>5} {'step s':>8} {'tokens/s':>9} {'MFU':>5} "
+    f"{'w+g':>5} {'opt':>5} {'act':>5} {'mem GiB':>7} {'bubble':>6}  {'comm GB tp/pp/dp':>18}  links tp/pp/dp"
+)
 
 
 def row(e: Estimate) -> str:
     m, c = e.memory, e.comm_gb
-    return (f"{e.layout.tp:>3} {e.layout.pp:>3} {e.layout.dp:>4} {e.micro_batches:>5} {e.step_s:>8.2f} "
-            f"{e.tokens_per_s:>9.0f} {e.mfu:>5.1%} {m.weights + m.grads:>5.1f} {m.optimizer:>5.1f} "
-            f"{m.activations:>5.1f} {m.total:>7.1f} {e.bubble:>6.1%}  "
-            f"{c['tp']:>6.1f}/{c['pp']:>4.1f}/{c['dp']:>5.1f}  {e.links['tp']}/{e.links['pp']}/{e.links['dp']}")
+    return (
+        f"{e.layout.tp:>3} {e.layout.pp:>3} {e.layout.dp:>4} {e.micro_batches:>5} {e.step_s:>8.2f} "
+        f"{e.tokens_per_s:>9.0f} {e.mfu:>5.1%} {m.weights + m.grads:>5.1f} {m.optimizer:>5.1f} "
+        f"{m.activations:>5.1f} {m.total:>7.1f} {e.bubble:>6.1%}  "
+        f"{c['tp']:>6.1f}/{c['pp']:>4.1f}/{c['dp']:>5.1f}  {e.links['tp']}/{e.links['pp']}/{e.links['dp']}"
+    )
 
 
 def summary(cfg: PlanLayoutConfig) -> str:
     m, tr, cl = cfg.model, cfg.training, cfg.cluster
-    return (f"model: {total_params(m) / 1e9:.2f}B parameters, {m.n_layers} layers, h={m.dim}, "
-            f"a={m.n_heads}, f={m.ffn_dim}, V={m.vocab_size}, s={m.seq_len}"
-            f"{', query layer' if m.query_layer else ''}\n"
-            f"step: {tr.global_batch} sequences = {tr.global_batch * m.seq_len:,} tokens, "
-            f"{flops_per_iteration(m, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
-            f"micro-batch {tr.micro_batch}, recompute {tr.recompute}, zero {tr.zero}, v={tr.virtual_stages}\n"
-            f"cluster: {cl.gpus} GPUs, {cl.gpus_per_node}/node, {cl.nodes_per_rack} nodes/rack, "
-            f"{cl.gpu_mem_gb:g} GiB, {cl.peak_tflops:g} TFLOPS x {cl.efficiency:g}")
+    return (
+        f"model: {total_params(m) / 1e9:.2f}B parameters, {m.n_layers} layers, h={m.dim}, "
+        f"a={m.n_heads}, f={m.ffn_dim}, V={m.vocab_size}, s={m.seq_len}"
+        f"{', query layer' if m.query_layer else ''}\n"
+        f"step: {tr.global_batch} sequences = {tr.global_batch * m.seq_len:,} tokens, "
+        f"{flops_per_iteration(m, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
+        f"micro-batch {tr.micro_batch}, recompute {tr.recompute}, zero {tr.zero}, v={tr.virtual_stages}\n"
+        f"cluster: {cl.gpus} GPUs, {cl.gpus_per_node}/node, {cl.nodes_per_rack} nodes/rack, "
+        f"{cl.gpu_mem_gb:g} GiB, {cl.peak_tflops:g} TFLOPS x {cl.efficiency:g}"
+    )
 
 
 def reason_kind(problem: str) -> str:
@@ -143,15 +179,21 @@ def run_check(cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
 def run_plan(cfg: PlanLayoutConfig, as_json: bool) -> int:
     feasible, infeasible = plan(cfg.model, cfg.cluster, cfg.training)
     if as_json:
-        print(json.dumps({"feasible": [to_json(e) for e in feasible[:cfg.top]],
-                          "infeasible": [to_json(e) for e in infeasible]}, indent=2))
+        print(
+            json.dumps(
+                {"feasible": [to_json(e) for e in feasible[: cfg.top]], "infeasible": [to_json(e) for e in infeasible]},
+                indent=2,
+            )
+        )
     else:
         print(summary(cfg))
-        print(f"{len(feasible)} feasible, {len(infeasible)} infeasible layouts"
-              + (f" ({reason_counts(infeasible)})" if infeasible else ""))
+        print(
+            f"{len(feasible)} feasible, {len(infeasible)} infeasible layouts"
+            + (f" ({reason_counts(infeasible)})" if infeasible else "")
+        )
         if feasible:
             print(HEADER)
-            print("\n".join(row(e) for e in feasible[:cfg.top]))
+            print("\n".join(row(e) for e in feasible[: cfg.top]))
     return 0 if feasible else 1
 
 

@@ -24,7 +24,6 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
-
 from base.log import setup_logging
 from etl.classify.classifier_train import ClassifierTrainingConfig, read_labeled, train_classifier
 from etl.runtime.paths import check_job_paths
@@ -37,8 +36,10 @@ from jobs.config import load_config
 class TrainClassifierConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     classifier: ClassifierTrainingConfig = field(default_factory=ClassifierTrainingConfig)
-    RENAMED: ClassVar[dict[str, str]] = {"master": "spark.master", **{k: f"classifier.{k}" for k in (
-        "kind", "labels", "valid_fraction", "split_seed", "fasttext")}}
+    RENAMED: ClassVar[dict[str, str]] = {
+        "master": "spark.master",
+        **{k: f"classifier.{k}" for k in ("kind", "labels", "valid_fraction", "split_seed", "fasttext")},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,13 +55,24 @@ def main(argv: list[str] | None = None) -> int:
         cfg.classifier.label_pair  # noqa: B018  (refuses bad labels before Spark starts)
         check_job_paths(args.input, args.output)  # before any work: the input is never written
         spark = session("zhcorpus-train-classifier", cfg.spark)
-        meta = train_classifier(read_labeled(spark, args.input), cfg.classifier, args.output,
-                                {"inputs": args.input, "config": asdict(cfg)})
+        meta = train_classifier(
+            read_labeled(spark, args.input), cfg.classifier, args.output, {"inputs": args.input, "config": asdict(cfg)}
+        )
         v = meta["validation"]
-        cli.log.info("%s model -> %s: held-out P %.3f R %.3f F1 %.3f at threshold %.3f (%s; keeps %.1f %% of "
-                     "good documents; %d documents); counts %s", args.kind, args.output, v["precision"],
-                     v["recall"], v["f1"], v["at_threshold"], meta["threshold_rule"], 100 * v["good_kept"],
-                     v["documents"], meta["counts"])
+        cli.log.info(
+            "%s model -> %s: held-out P %.3f R %.3f F1 %.3f at threshold %.3f (%s; keeps %.1f %% of "
+            "good documents; %d documents); counts %s",
+            args.kind,
+            args.output,
+            v["precision"],
+            v["recall"],
+            v["f1"],
+            v["at_threshold"],
+            meta["threshold_rule"],
+            100 * v["good_kept"],
+            v["documents"],
+            meta["counts"],
+        )
         return cli.EXIT_OK
 
     return cli.run_job(body)

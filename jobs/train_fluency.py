@@ -32,7 +32,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-
 from base.log import setup_logging
 from etl.classify.fluency_train import FluencyTrainingConfig, train_fluency
 from etl.runtime.paths import check_job_paths
@@ -50,8 +49,9 @@ class TrainFluencyConfig:
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     p = cli.parser("jobs.train_fluency", __doc__, None, "fluency.min_count=2")
-    p.add_argument("--reference", nargs="+", required=True,
-                   help="reference corpus: JSONL or Parquet files with a text column")
+    p.add_argument(
+        "--reference", nargs="+", required=True, help="reference corpus: JSONL or Parquet files with a text column"
+    )
     p.add_argument("--output", required=True, help="model directory (replaced atomically if it exists)")
     args = p.parse_args(argv)
 
@@ -62,11 +62,18 @@ def main(argv: list[str] | None = None) -> int:
         meta = train_fluency(spark, args.reference, cfg.fluency, args.output)
         profile = meta["reference_profile"]
         buckets = profile.get("ccnet_buckets", {})
-        cli.log.info("fluency model -> %s: %d-gram, %d characters, n-grams %s; trained on %d documents; %d held-out "
-                     "documents: perplexity p30 %.1f p60 %.1f (CCNet head/tail cuts)", args.output, meta["order"],
-                     meta["vocab_size"], meta["ngrams"], meta["reference"]["trained_on"]["documents"],
-                     profile["fluency_documents"], buckets.get("head_below", float("nan")),
-                     buckets.get("tail_above", float("nan")))
+        cli.log.info(
+            "fluency model -> %s: %d-gram, %d characters, n-grams %s; trained on %d documents; %d held-out "
+            "documents: perplexity p30 %.1f p60 %.1f (CCNet head/tail cuts)",
+            args.output,
+            meta["order"],
+            meta["vocab_size"],
+            meta["ngrams"],
+            meta["reference"]["trained_on"]["documents"],
+            profile["fluency_documents"],
+            buckets.get("head_below", float("nan")),
+            buckets.get("tail_above", float("nan")),
+        )
         return cli.EXIT_OK
 
     return cli.run_job(body)

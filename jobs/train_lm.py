@@ -31,7 +31,6 @@ import logging
 import sys
 from pathlib import Path
 
-
 from base.log import setup_logging
 from jobs import cli
 from jobs.config import ConfigError, load_config

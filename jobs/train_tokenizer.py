@@ -1,6 +1,7 @@
 """Train the corpus tokenizer (jieba pre-segmentation + SentencePiece BPE, PanGu-α style) on Spark.
 
-    python -m jobs.train_tokenizer --input out/demo/corpus/documents --output out/tokenizer --set tokenizer.vocab_size=8000
+    python -m jobs.train_tokenizer --input out/demo/corpus/documents --output out/tokenizer \\
+        --set tokenizer.vocab_size=8000
     spark-submit jobs/train_tokenizer.py --input hdfs:///corpus/documents --output models/tokenizer
 
 The sample is the documents with the smallest xxhash64(seed, doc_id), bounded by
@@ -15,7 +16,6 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
-
 from base.log import setup_logging
 from etl.runtime.paths import check_job_paths
 from etl.runtime.spark import SparkConfig, session
@@ -28,8 +28,11 @@ from jobs.config import load_config
 class TrainTokenizerConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    RENAMED: ClassVar[dict[str, str]] = {"master": "spark.master", "sample": "tokenizer.sample",
-                                         "tokenizer.params": "tokenizer"}
+    RENAMED: ClassVar[dict[str, str]] = {
+        "master": "spark.master",
+        "sample": "tokenizer.sample",
+        "tokenizer.params": "tokenizer",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,11 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(TrainTokenizerConfig, args.config, args.overrides)
         check_job_paths(args.input, args.output)  # before any work: the input is never written
         spark = session("zhcorpus-train-tokenizer", cfg.spark)
-        meta = train_tokenizer(spark.read.parquet(*args.input), cfg.tokenizer, args.output,
-                               {"inputs": args.input, "config": asdict(cfg)})
-        cli.log.info("tokenizer -> %s: vocabulary %d, sha256 %s..., special ids %s, sample %d documents / %d "
-                     "characters, %.1f s", args.output, meta["vocab_size"], meta["sha256"][:16], meta["special_ids"],
-                     meta["sample"]["documents"], meta["sample"]["chars"], meta["train_seconds"])
+        meta = train_tokenizer(
+            spark.read.parquet(*args.input), cfg.tokenizer, args.output, {"inputs": args.input, "config": asdict(cfg)}
+        )
+        cli.log.info(
+            "tokenizer -> %s: vocabulary %d, sha256 %s..., special ids %s, sample %d documents / %d characters, %.1f s",
+            args.output,
+            meta["vocab_size"],
+            meta["sha256"][:16],
+            meta["special_ids"],
+            meta["sample"]["documents"],
+            meta["sample"]["chars"],
+            meta["train_seconds"],
+        )
         return cli.EXIT_OK
 
     return cli.run_job(body)

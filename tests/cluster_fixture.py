@@ -141,8 +141,15 @@ class Sessions:
     def popen(self, argv: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT) -> subprocess.Popen:
         """Start ``argv`` as the leader of a new session, output to ``log``."""
         with open(log, "ab") as out:
-            p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+            p = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.children.append(p)
         self.sids.append(p.pid)
         return p
@@ -193,11 +200,12 @@ def _signal(pid: int, sig: int) -> None:
 
 # --- listening sockets, from /proc ---------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Listener:
-    component: str   # what the process is (see component())
+    component: str  # what the process is (see component())
     pid: int
-    proto: str       # tcp | udp
+    proto: str  # tcp | udp
     address: str
     port: int
 
@@ -218,7 +226,7 @@ def _decode(hex_addr: str) -> tuple[str, int]:
     if len(raw) == 4:
         ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
     else:  # four little-endian 32-bit words
-        ip = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+        ip = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4)))
     return ip, int(port, 16)
 
 
@@ -235,15 +243,26 @@ def _bound_sockets() -> dict[int, tuple[str, str, int]]:
     return out
 
 
-RULES = [("gcs_server", "gcs_server"), ("/raylet/raylet", "raylet"), ("dashboard/dashboard.py", "dashboard"),
-         ("autoscaler/_private/monitor.py", "monitor"), ("log_monitor.py", "log_monitor"),
-         ("ray.util.client.server", "client server"), ("ray::DashboardAgent", "dashboard agent"),
-         ("ray::RuntimeEnvAgent", "runtime env agent"), ("dashboard/agent.py", "dashboard agent"),
-         ("ray::", "ray worker"), ("default_worker.py", "ray worker"),
-         ("deploy.master.Master", "spark master"), ("deploy.worker.Worker", "spark worker"),
-         ("CoarseGrainedExecutorBackend", "spark executor"), ("deploy.SparkSubmit", "spark driver"),
-         ("pyspark.daemon", "pyspark worker"), ("jobs/build_corpus.py", "spark driver (python)"),
-         ("jobs.train_lm", "ray job driver")]
+RULES = [
+    ("gcs_server", "gcs_server"),
+    ("/raylet/raylet", "raylet"),
+    ("dashboard/dashboard.py", "dashboard"),
+    ("autoscaler/_private/monitor.py", "monitor"),
+    ("log_monitor.py", "log_monitor"),
+    ("ray.util.client.server", "client server"),
+    ("ray::DashboardAgent", "dashboard agent"),
+    ("ray::RuntimeEnvAgent", "runtime env agent"),
+    ("dashboard/agent.py", "dashboard agent"),
+    ("ray::", "ray worker"),
+    ("default_worker.py", "ray worker"),
+    ("deploy.master.Master", "spark master"),
+    ("deploy.worker.Worker", "spark worker"),
+    ("CoarseGrainedExecutorBackend", "spark executor"),
+    ("deploy.SparkSubmit", "spark driver"),
+    ("pyspark.daemon", "pyspark worker"),
+    ("jobs/build_corpus.py", "spark driver (python)"),
+    ("jobs.train_lm", "ray job driver"),
+]
 
 
 def component(pid: int) -> str:
@@ -314,7 +333,7 @@ class Sampler:
     def __init__(self, sessions: Sessions):
         self.sessions, self.seen = sessions, set()
         self.sid_of: dict[int, int | None] = {}  # every pid seen -> its session
-        self.names: dict[int, str] = {}          # every pid seen -> what it is (component())
+        self.names: dict[int, str] = {}  # every pid seen -> what it is (component())
 
     def sample(self) -> None:
         pids = self.sessions.pids()
@@ -374,7 +393,7 @@ def readme_binds(readme: Path = ROOT / "docs" / "clusters.md") -> set[tuple[str,
 
 IMPORTED_AT = float(Path("/proc/uptime").read_text().split()[0])  # seconds since boot, as dmesg counts
 WATCHED: list[Path] = []  # roots of the clusters running now (``watched``): their logs are read on a failure
-CAUGHT: list[str] = []    # log tails read as a failure left a root that was then removed
+CAUGHT: list[str] = []  # log tails read as a failure left a root that was then removed
 LOG_SUFFIXES = (".log", ".out", ".err")  # Ray's session logs, our daemon logs; Spark executors: stdout, stderr
 # Daemons first: a failure is explained by them more often than by one of many worker logs.
 DAEMON_LOGS = ("gcs_server", "raylet", "dashboard", "monitor", "runtime_env_agent", "master", "worker.log", "build")
@@ -411,8 +430,10 @@ def machine_state() -> str:
     job driver SIGKILLed with exit code 137 was the kernel's global OOM killer)."""
     meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
     available = int(meminfo.get("MemAvailable", "0 kB").split()[0]) / 2**20
-    lines = [f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, "
-             f"{available:.1f} GiB of memory available"]
+    lines = [
+        f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, "
+        f"{available:.1f} GiB of memory available"
+    ]
     try:
         kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):

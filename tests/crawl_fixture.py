@@ -1,7 +1,8 @@
 """A small hand-built crawl in which every record's fate is known in advance.
 
 ``build(dir)`` writes WARC (gzip and plain), WET, JSONL (plain and gzip), Parquet and four
-unreadable files (corrupt gzip, unknown format, empty, not gzip), and returns ``expected``: record key (URL or JSONL/Parquet id) ->
+unreadable files (corrupt gzip, unknown format, empty, not gzip), and returns ``expected``: record key (URL or
+JSONL/Parquet id) ->
 (stage, reason) with ``(None, None)`` for a kept document, plus the file-level errors.
 """
 
@@ -26,8 +27,10 @@ P = [
     "这家老字号面馆已经经营了六十多年，每天清晨店门口都排起长队。店主坚持用骨头熬制高汤，面条全部手工制作，许多老顾客从小吃到大，说这是记忆中的味道。",
     "博物馆新开设的青铜器展厅展出了两百多件珍贵文物，其中不少是首次与公众见面。讲解员通过生动的故事介绍文物背后的历史，让观众对古代文明有了更深的了解。",
 ]
-ENGLISH = ("The committee met on Tuesday to review the annual budget and agreed to increase funding for "
-           "public libraries, parks and community centres across the region over the next three years. ") * 3
+ENGLISH = (
+    "The committee met on Tuesday to review the annual budget and agreed to increase funding for "
+    "public libraries, parks and community centres across the region over the next three years. "
+) * 3
 KEPT, READ, CLEAN = (None, None), "read", "clean"
 
 
@@ -42,14 +45,19 @@ def doc(i: int, j: int) -> str:
 
 def html(title: str, body: str, meta: str = "") -> str:
     paras = "".join(f"<p>{line}</p>" for line in body.split("\n"))
-    return (f"<html><head>{meta}<title>{title}</title><style>p{{color:red}}</style>"
-            f"<script>var x = '脚本内容不应出现';</script></head><body>"
-            f"<article><h1>{title}</h1>{paras}</article></body></html>")
+    return (
+        f"<html><head>{meta}<title>{title}</title><style>p{{color:red}}</style>"
+        f"<script>var x = '脚本内容不应出现';</script></head><body>"
+        f"<article><h1>{title}</h1>{paras}</article></body></html>"
+    )
 
 
 def warc_record(wtype: str, payload: bytes, uri: str = "", rid: str = "") -> bytes:
-    head = [f"WARC-Type: {wtype}", f"WARC-Record-ID: <urn:uuid:{rid or uri or wtype}>",
-            "WARC-Date: 2026-11-01T00:00:00Z"]
+    head = [
+        f"WARC-Type: {wtype}",
+        f"WARC-Record-ID: <urn:uuid:{rid or uri or wtype}>",
+        "WARC-Date: 2026-11-01T00:00:00Z",
+    ]
     if uri:
         head.append(f"WARC-Target-URI: {uri}")
     head.append(f"Content-Length: {len(payload)}")
@@ -72,57 +80,125 @@ def build(root: Path) -> dict:
     # Whole-file failures (issue 16): each is one file error, never records, never a failed run.
     (root / "empty.jsonl").write_bytes(b"")
     (root / "fake.jsonl.gz").write_bytes(random.Random(8).randbytes(2000))
-    return {"records": expected, "unkeyed": {("read", "malformed_warc_header"): malformed_headers,
-                                             ("read", "invalid_json"): invalid_json,
-                                             ("read", "truncated_record"): truncated},
-            "file_errors": {"broken.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format",
-                            "empty.jsonl": "empty_file", "fake.jsonl.gz": "not_gzip"},
-            "skipped": {"warcinfo": 2, "request": 1}}
+    return {
+        "records": expected,
+        "unkeyed": {
+            ("read", "malformed_warc_header"): malformed_headers,
+            ("read", "invalid_json"): invalid_json,
+            ("read", "truncated_record"): truncated,
+        },
+        "file_errors": {
+            "broken.warc.gz": "corrupt_gzip",
+            "notes.txt": "unsupported_format",
+            "empty.jsonl": "empty_file",
+            "fake.jsonl.gz": "not_gzip",
+        },
+        "skipped": {"warcinfo": 2, "request": 1},
+    }
 
 
 def _warc_gz(root: Path, expected: dict[str, tuple]) -> int:
     """crawl-0.warc.gz: encodings, read and clean rejections, a truncated last member (returned: 1)."""
     s2tw = opencc.OpenCC("s2tw")  # Big5 needs Taiwan forms (著, 為)
-    gz_records: list[bytes] = [warc_record("warcinfo", b"software: fixture\r\n", rid="info-1"),
-                               warc_record("request", b"GET / HTTP/1.1\r\n\r\n", rid="req-1")]
+    gz_records: list[bytes] = [
+        warc_record("warcinfo", b"software: fixture\r\n", rid="info-1"),
+        warc_record("request", b"GET / HTTP/1.1\r\n\r\n", rid="req-1"),
+    ]
 
     def add(uri: str, record: bytes, outcome: tuple) -> None:
         gz_records.append(record)
         expected[uri] = outcome
 
-    add("http://a.cn/utf8", response("http://a.cn/utf8", html("降雪", doc(0, 1)).encode(),
-                                     "text/html; charset=utf-8"), KEPT)
-    add("http://a.cn/gbk", response("http://a.cn/gbk", html("小镇", doc(1, 2)).encode("gbk"),
-                                    "text/html; charset=gbk"), KEPT)
+    add(
+        "http://a.cn/utf8",
+        response("http://a.cn/utf8", html("降雪", doc(0, 1)).encode(), "text/html; charset=utf-8"),
+        KEPT,
+    )
+    add(
+        "http://a.cn/gbk",
+        response("http://a.cn/gbk", html("小镇", doc(1, 2)).encode("gbk"), "text/html; charset=gbk"),
+        KEPT,
+    )
     # 镕 is in GBK but not GB2312: the gb2312 label must be decoded as GB18030.
-    add("http://a.cn/gb2312", response("http://a.cn/gb2312", html("水稻", doc(2, 3) + "朱镕基").encode("gbk"),
-                                       "text/html; charset=gb2312"), KEPT)
-    add("http://a.cn/meta", response("http://a.cn/meta", html("阅读", doc(3, 4), '<meta charset="gbk">').encode("gbk")), KEPT)
-    add("http://a.cn/detect", response("http://a.cn/detect", html("操场", doc(4, 5) + doc(6, 7)).encode("gb18030")), KEPT)
-    add("http://a.cn/big5", response("http://a.cn/big5", s2tw.convert(html("湿地", doc(7, 4))).encode("big5"),
-                                     "text/html; charset=big5"), KEPT)
+    add(
+        "http://a.cn/gb2312",
+        response("http://a.cn/gb2312", html("水稻", doc(2, 3) + "朱镕基").encode("gbk"), "text/html; charset=gb2312"),
+        KEPT,
+    )
+    add(
+        "http://a.cn/meta",
+        response("http://a.cn/meta", html("阅读", doc(3, 4), '<meta charset="gbk">').encode("gbk")),
+        KEPT,
+    )
+    add(
+        "http://a.cn/detect",
+        response("http://a.cn/detect", html("操场", doc(4, 5) + doc(6, 7)).encode("gb18030")),
+        KEPT,
+    )
+    add(
+        "http://a.cn/big5",
+        response("http://a.cn/big5", s2tw.convert(html("湿地", doc(7, 4))).encode("big5"), "text/html; charset=big5"),
+        KEPT,
+    )
     # Big5 bytes under a GBK label: the label decodes to mojibake, so detection recovers the page.
-    add("http://a.cn/mislabelled", response("http://a.cn/mislabelled",
-                                            s2tw.convert(html("面馆", doc(6, 3))).encode("big5"),
-                                            "text/html; charset=gbk"), KEPT)
+    add(
+        "http://a.cn/mislabelled",
+        response(
+            "http://a.cn/mislabelled", s2tw.convert(html("面馆", doc(6, 3))).encode("big5"), "text/html; charset=gbk"
+        ),
+        KEPT,
+    )
     garbage = random.Random(7).randbytes(3000)
-    add("http://a.cn/garbage", response("http://a.cn/garbage", garbage, "text/html; charset=utf-8"), (READ, "undecodable"))
+    add(
+        "http://a.cn/garbage",
+        response("http://a.cn/garbage", garbage, "text/html; charset=utf-8"),
+        (READ, "undecodable"),
+    )
     mojibake = html("乱码", doc(7, 0)).encode("utf-8").decode("latin-1").encode("utf-8")
     add("http://a.cn/latin1", response("http://a.cn/latin1", mojibake, "text/html; charset=utf-8"), (READ, "mojibake"))
     add("http://a.cn/empty", response("http://a.cn/empty", b""), (READ, "empty_record"))
-    add("http://a.cn/404", response("http://a.cn/404", b"<html>not found</html>", status="404 Not Found"), (READ, "http_status"))
-    add("http://a.cn/png", response("http://a.cn/png", b"\x89PNG\r\n\x1a\n", "image/png"), (READ, "unsupported_content_type"))
-    add("http://a.cn/english", response("http://a.cn/english", html("Budget", ENGLISH).encode()), (CLEAN, "low_han_ratio"))
-    add("http://a.cn/title", response("http://a.cn/title", html("一个只有标题的页面", "").encode()), (CLEAN, "title_only"))
+    add(
+        "http://a.cn/404",
+        response("http://a.cn/404", b"<html>not found</html>", status="404 Not Found"),
+        (READ, "http_status"),
+    )
+    add(
+        "http://a.cn/png",
+        response("http://a.cn/png", b"\x89PNG\r\n\x1a\n", "image/png"),
+        (READ, "unsupported_content_type"),
+    )
+    add(
+        "http://a.cn/english",
+        response("http://a.cn/english", html("Budget", ENGLISH).encode()),
+        (CLEAN, "low_han_ratio"),
+    )
+    add(
+        "http://a.cn/title",
+        response("http://a.cn/title", html("一个只有标题的页面", "").encode()),
+        (CLEAN, "title_only"),
+    )
     add("http://a.cn/short", response("http://a.cn/short", html("短", P[0][:60]).encode()), (CLEAN, "too_short"))
     ad = doc(0, 2) + "\n欢迎咨询，加我微信领取资料，扫码关注公众号。"
     add("http://a.cn/ad", response("http://a.cn/ad", html("广告", ad).encode()), (CLEAN, "advertisement"))
     sens = doc(1, 3) + "\n据报道，有人利用网络赌场、代开发票、贩卖冰毒和开设色情网站等手段非法获利。"
-    add("http://a.cn/sensitive", response("http://a.cn/sensitive", html("敏感", sens).encode()), (CLEAN, "sensitive_words"))
+    add(
+        "http://a.cn/sensitive",
+        response("http://a.cn/sensitive", html("敏感", sens).encode()),
+        (CLEAN, "sensitive_words"),
+    )
     border = doc(2, 4) + "\n警方破获网络赌场和代开发票案件。"
     add("http://a.cn/borderline", response("http://a.cn/borderline", html("案件", border).encode()), KEPT)
-    noisy = ("首页 | 新闻 | 体育 | 娱乐 | 财经\n当前位置：首页 > 新闻中心 > 正文\n★★★★★\ue000\ue001\u200b\n"
-             + P[3] + "\n" + P[3] + "\n" + P[4] + "\n" + P[5] + "\n上一页 下一页 返回顶部")
+    noisy = (
+        "首页 | 新闻 | 体育 | 娱乐 | 财经\n当前位置：首页 > 新闻中心 > 正文\n★★★★★\ue000\ue001\u200b\n"
+        + P[3]
+        + "\n"
+        + P[3]
+        + "\n"
+        + P[4]
+        + "\n"
+        + P[5]
+        + "\n上一页 下一页 返回顶部"
+    )
     add("http://a.cn/noisy", response("http://a.cn/noisy", html("噪声", noisy).encode()), KEPT)
     gz_records.append(response("http://a.cn/truncated", html("截断", doc(5, 7)).encode()))
     members = [gzip.compress(r, mtime=0) for r in gz_records]
@@ -135,16 +211,20 @@ def _warc_gz(root: Path, expected: dict[str, tuple]) -> int:
 def _plain_warc_and_wet(root: Path, expected: dict[str, tuple]) -> int:
     """crawl-1.warc (one malformed header, returned) and crawl-2.warc.wet.gz."""
     s2t = opencc.OpenCC("s2t")
-    plain = [response("http://b.cn/one", html("博物馆", doc(7, 1)).encode()),
-             b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: abc\r\n\r\nHTTP/1.1 200 OK\r\n\r\n<p>lost</p>\r\n\r\n",
-             response("http://b.cn/nul", html("空字符", doc(0, 3).replace("。", "。\x00")).encode())]
+    plain = [
+        response("http://b.cn/one", html("博物馆", doc(7, 1)).encode()),
+        b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: abc\r\n\r\nHTTP/1.1 200 OK\r\n\r\n<p>lost</p>\r\n\r\n",
+        response("http://b.cn/nul", html("空字符", doc(0, 3).replace("。", "。\x00")).encode()),
+    ]
     expected.update({"http://b.cn/one": KEPT, "http://b.cn/nul": KEPT})
     (root / "crawl-1.warc").write_bytes(b"".join(plain))
     malformed_headers = 1  # the middle record above: rejected with no URL, keyed by file offset
 
-    wet = [warc_record("warcinfo", b"software: fixture\r\n", rid="info-2"),
-           warc_record("conversion", s2t.convert(doc(4, 6)).encode(), "http://c.cn/trad"),
-           warc_record("conversion", doc(5, 0).encode(), "http://c.cn/wet")]
+    wet = [
+        warc_record("warcinfo", b"software: fixture\r\n", rid="info-2"),
+        warc_record("conversion", s2t.convert(doc(4, 6)).encode(), "http://c.cn/trad"),
+        warc_record("conversion", doc(5, 0).encode(), "http://c.cn/wet"),
+    ]
     expected.update({"http://c.cn/trad": KEPT, "http://c.cn/wet": KEPT})
     (root / "crawl-2.warc.wet.gz").write_bytes(b"".join(gzip.compress(r, mtime=0) for r in wet))
     return malformed_headers
@@ -154,28 +234,49 @@ def _json_and_parquet(root: Path, expected: dict[str, tuple]) -> int:
     """part-0.jsonl (a ~10 MB line, bad lines: their count returned), part-1.jsonl.gz, part-2.parquet."""
     s2t = opencc.OpenCC("s2t")
     big = "这是一个很长的单行文档。" * (10 * 1024 * 1024 // 36)  # ~10 MB of UTF-8 on one line
-    lines = [json.dumps({"id": "j-ok", "text": doc(6, 2), "source": "news"}, ensure_ascii=False),
-             "{not json",
-             json.dumps({"id": "j-notext", "title": "无正文"}),
-             json.dumps({"id": "j-empty", "text": ""}),
-             json.dumps({"id": "j-surrogate", "text": doc(7, 3) + "\ud800\u0000"}),
-             json.dumps({"id": "j-big", "text": big}, ensure_ascii=False),
-             json.dumps([1, 2, 3])]
+    lines = [
+        json.dumps({"id": "j-ok", "text": doc(6, 2), "source": "news"}, ensure_ascii=False),
+        "{not json",
+        json.dumps({"id": "j-notext", "title": "无正文"}),
+        json.dumps({"id": "j-empty", "text": ""}),
+        json.dumps({"id": "j-surrogate", "text": doc(7, 3) + "\ud800\u0000"}),
+        json.dumps({"id": "j-big", "text": big}, ensure_ascii=False),
+        json.dumps([1, 2, 3]),
+    ]
     (root / "part-0.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    expected.update({"j-ok": KEPT, "j-notext": (READ, "missing_text"), "j-empty": (READ, "empty_record"),
-                     "j-surrogate": KEPT, "j-big": KEPT})
+    expected.update(
+        {
+            "j-ok": KEPT,
+            "j-notext": (READ, "missing_text"),
+            "j-empty": (READ, "empty_record"),
+            "j-surrogate": KEPT,
+            "j-big": KEPT,
+        }
+    )
     invalid_json = 2  # "{not json" and the array: keyed by offset
 
-    gz_lines = [json.dumps({"id": "g-trad", "text": s2t.convert(doc(1, 5))}, ensure_ascii=False),
-                json.dumps({"id": "g-ok", "text": doc(3, 6)}, ensure_ascii=False)]
+    gz_lines = [
+        json.dumps({"id": "g-trad", "text": s2t.convert(doc(1, 5))}, ensure_ascii=False),
+        json.dumps({"id": "g-ok", "text": doc(3, 6)}, ensure_ascii=False),
+    ]
     (root / "part-1.jsonl.gz").write_bytes(gzip.compress(("\n".join(gz_lines) + "\n").encode(), mtime=0))
     expected.update({"g-trad": KEPT, "g-ok": KEPT})
 
-    table = pa.table({"id": ["p-ok", "p-null", "p-short"], "text": [doc(2, 7), None, "这是一段很短的文本。"],
-                      "url": ["http://d.cn/1", None, None]})
+    table = pa.table(
+        {
+            "id": ["p-ok", "p-null", "p-short"],
+            "text": [doc(2, 7), None, "这是一段很短的文本。"],
+            "url": ["http://d.cn/1", None, None],
+        }
+    )
     pq.write_table(table, root / "part-2.parquet")
     expected.update({"p-ok": KEPT, "p-null": (READ, "missing_text"), "p-short": (CLEAN, "too_short")})
     return invalid_json
 
-SIMPLIFIED = {"http://a.cn/big5": doc(7, 4), "http://a.cn/mislabelled": doc(6, 3),
-              "http://c.cn/trad": doc(4, 6), "g-trad": doc(1, 5)}
+
+SIMPLIFIED = {
+    "http://a.cn/big5": doc(7, 4),
+    "http://a.cn/mislabelled": doc(6, 3),
+    "http://c.cn/trad": doc(4, 6),
+    "g-trad": doc(1, 5),
+}

@@ -49,6 +49,7 @@ def _fates(recs):
 
 # --- 2. a huge declared Content-Length ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("declared", [50 * 10**9, 1 << 40])
 def test_huge_content_length_in_warc_gz_rejects_one_record_and_reads_on(declared):
     members = [gzip.compress(r, mtime=0) for r in (_page(1), _with_length(_page(2), length=declared), _page(3))]
@@ -61,22 +62,32 @@ def test_huge_content_length_in_warc_gz_rejects_one_record_and_reads_on(declared
 def test_record_over_max_record_bytes_is_rejected_and_the_next_one_read():
     cfg = ReaderConfig(max_record_bytes=500)
     big = response("http://x.cn/big", html("大", doc(0, 1) * 10).encode())
-    for name, content in (("f.warc", _page(1) + big + _page(3)),
-                          ("f.warc.gz", b"".join(gzip.compress(r) for r in (_page(1), big, _page(3))))):
+    for name, content in (
+        ("f.warc", _page(1) + big + _page(3)),
+        ("f.warc.gz", b"".join(gzip.compress(r) for r in (_page(1), big, _page(3)))),
+    ):
         recs, stats = _rows(name, content, ReaderConfig(max_record_bytes=3000))
-        assert _fates(recs) == [("http://x.cn/1", None), ("http://x.cn/big", "record_too_large"),
-                                ("http://x.cn/3", None)], name
+        assert _fates(recs) == [
+            ("http://x.cn/1", None),
+            ("http://x.cn/big", "record_too_large"),
+            ("http://x.cn/3", None),
+        ], name
     recs, _ = _rows("g.warc", _page(1), cfg)  # every record over the limit: nothing is read into memory
     assert [r["reason"] for r in recs] == ["record_too_large"]
 
 
 # --- 3. exact framing: wrong lengths never lose, merge or invent records --------------------------
 
+
 def test_content_length_past_end_of_file_keeps_the_records_after_it():
     bad = _with_length(_page(2), length=10**6)  # runs past the end of the file
     recs, stats = _rows("f.warc", _page(1) + bad + _page(3) + _page(4))
-    assert _fates(recs) == [("http://x.cn/1", None), ("http://x.cn/2", "truncated_record"),
-                            ("http://x.cn/3", None), ("http://x.cn/4", None)]
+    assert _fates(recs) == [
+        ("http://x.cn/1", None),
+        ("http://x.cn/2", "truncated_record"),
+        ("http://x.cn/3", None),
+        ("http://x.cn/4", None),
+    ]
     assert stats["records"] == 4
 
 
@@ -119,6 +130,7 @@ def test_bytes_between_records_are_a_counted_region_not_a_record():
 
 # --- 6. garbage is one file error, never records ------------------------------------------------
 
+
 def test_random_bytes_named_gz_are_not_gzip():
     garbage = random.Random(3).randbytes(50_000)
     for name in ("r.jsonl.gz", "r.warc.gz"):
@@ -156,6 +168,7 @@ def test_a_file_that_cannot_be_opened_is_one_unreadable_error(tmp_path):
 
 # --- 8. types and the BOM ----------------------------------------------------------------------
 
+
 def test_utf8_bom_costs_no_record():
     lines = [json.dumps({"id": f"b{i}", "text": doc(i, i + 1)}, ensure_ascii=False) for i in range(3)]
     recs, stats = _rows("b.jsonl", b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
@@ -167,14 +180,20 @@ def test_non_string_text_is_missing_text_with_its_type_in_jsonl():
     lines = ['{"id": "l", "text": ["甲", "乙"]}', '{"id": "i", "text": 3}', '{"id": "d", "text": {"a": 1}}']
     recs, _ = _rows("t.jsonl", "\n".join(lines).encode())
     assert [(r["doc_id"], r["reason"], r["detail"]) for r in recs] == [
-        ("l", "missing_text", "text is list"), ("i", "missing_text", "text is int"), ("d", "missing_text", "text is dict")]
+        ("l", "missing_text", "text is list"),
+        ("i", "missing_text", "text is int"),
+        ("d", "missing_text", "text is dict"),
+    ]
 
 
 # --- Spark: files as the unit of failure --------------------------------------------------------
 
+
 def _jsonl(path: Path, ids: list, text=lambda i: doc(i, i + 3)) -> None:
-    path.write_text("".join(json.dumps({"id": x, "text": text(i)}, ensure_ascii=False) + "\n"
-                            for i, x in enumerate(ids)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": x, "text": text(i)}, ensure_ascii=False) + "\n" for i, x in enumerate(ids)),
+        encoding="utf-8",
+    )
 
 
 def _clean(spark, inputs: list[Path], out: Path):
@@ -200,8 +219,11 @@ def test_empty_file_is_a_file_error_and_the_other_files_go_through(spark, tmp_pa
         (d / name).write_bytes(b"")
     report, docs, rejected = _clean(spark, [d], tmp_path / "out")
     assert report["input"]["records"] == 5 and sorted(docs.doc_id) == [f"g{i}" for i in range(5)]
-    assert _file_errors(report) == {"empty.jsonl": ("empty_file", 0), "empty.warc.gz": ("empty_file", 0),
-                                    "empty.parquet": ("empty_file", 0)}
+    assert _file_errors(report) == {
+        "empty.jsonl": ("empty_file", 0),
+        "empty.warc.gz": ("empty_file", 0),
+        "empty.parquet": ("empty_file", 0),
+    }
 
 
 def _truncated_parquet(path: Path) -> int:
@@ -234,9 +256,12 @@ def test_parquet_text_of_the_wrong_type_is_missing_text(spark, tmp_path):
     report, docs, rejected = _clean(spark, [d], tmp_path / "out")
     assert list(docs.doc_id) == ["s0"]
     got = sorted(zip(rejected.doc_id, rejected.reason, rejected.detail))
-    assert got == [("7", "missing_text", "text is int64"), ("8", "missing_text", "text is int64"),
-                   ("l0", "missing_text", "text is list<element: string>"),
-                   ("l1", "missing_text", "text is list<element: string>")]
+    assert got == [
+        ("7", "missing_text", "text is int64"),
+        ("8", "missing_text", "text is int64"),
+        ("l0", "missing_text", "text is list<element: string>"),
+        ("l1", "missing_text", "text is list<element: string>"),
+    ]
 
 
 @pytest.mark.slow
@@ -253,11 +278,14 @@ def test_mixed_input_gives_exactly_the_good_files_records(spark, tmp_path):
     good.update(f"urn:uuid:http://x.cn/{i}" for i in range(8))
     pq.write_table(pa.table({"id": ["q0", "q1"], "text": [doc(1, 4), doc(2, 5)]}), d / "good.parquet")
     good.update(["q0", "q1"])
-    bad = {"empty.jsonl": b"", "garbage.jsonl.gz": random.Random(1).randbytes(9000),
-           "binary.jsonl": random.Random(2).randbytes(9000),
-           "utf16.jsonl": ('{"id": "u", "text": "' + TEXT + '"}\n').encode("utf-16"),
-           "corrupt.warc.gz": b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate" * 20,
-           "notes.txt": b"not an input format\n"}
+    bad = {
+        "empty.jsonl": b"",
+        "garbage.jsonl.gz": random.Random(1).randbytes(9000),
+        "binary.jsonl": random.Random(2).randbytes(9000),
+        "utf16.jsonl": ('{"id": "u", "text": "' + TEXT + '"}\n').encode("utf-16"),
+        "corrupt.warc.gz": b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"not deflate" * 20,
+        "notes.txt": b"not an input format\n",
+    }
     for name, data in bad.items():
         (d / name).write_bytes(data)
     _truncated_parquet(d / "cut.parquet")
@@ -266,13 +294,19 @@ def test_mixed_input_gives_exactly_the_good_files_records(spark, tmp_path):
     assert set(docs.doc_id) == good and len(docs) == len(good) and len(rejected) == 0
     assert report["input"]["records"] == len(good)
     assert {k: v[0] for k, v in _file_errors(report).items()} == {
-        "empty.jsonl": "empty_file", "garbage.jsonl.gz": "not_gzip", "binary.jsonl": "not_text",
-        "utf16.jsonl": "utf16_unsupported", "corrupt.warc.gz": "corrupt_gzip", "notes.txt": "unsupported_format",
-        "cut.parquet": "corrupt_parquet"}
+        "empty.jsonl": "empty_file",
+        "garbage.jsonl.gz": "not_gzip",
+        "binary.jsonl": "not_text",
+        "utf16.jsonl": "utf16_unsupported",
+        "corrupt.warc.gz": "corrupt_gzip",
+        "notes.txt": "unsupported_format",
+        "cut.parquet": "corrupt_parquet",
+    }
     assert report["input"]["files"] == 6 + 2 + 1 + len(bad) + 1
 
 
 # --- 8. duplicate ids ----------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
@@ -289,14 +323,20 @@ def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
     _jsonl(d / "b.jsonl", ["x", "1", "z"], text=lambda i: doc(i + 4, i + 6))
     raw, files = read_raw(spark, [str(d)], ReaderConfig(), Counters(spark.sparkContext))
     cleaned = clean_stage(raw, RulesConfig()).persist()
-    assert build_ledger(cleaned, files)["input"]["duplicate_ids"] == {"ids": 2, "records_renamed": 0,
-                                                                     "records_sharing": 4}
+    assert build_ledger(cleaned, files)["input"]["duplicate_ids"] == {
+        "ids": 2,
+        "records_renamed": 0,
+        "records_sharing": 4,
+    }
     marked = unique_ids(cleaned)  # where etl.documents applies it: to the persisted marked rows
     ledger = build_ledger(marked, files)
     ids = sorted(r.doc_id for r in marked.where("kind = 'record'").select("doc_id", "source_file", "offset").collect())
     assert len(ids) == len(set(ids)) == 6
-    first = {r.doc_id: Path(r.source_file).name
-             for r in marked.where("kind = 'record'").collect() if not r.doc_id.startswith(("x~", "1~"))}
+    first = {
+        r.doc_id: Path(r.source_file).name
+        for r in marked.where("kind = 'record'").collect()
+        if not r.doc_id.startswith(("x~", "1~"))
+    }
     assert first == {"x": "a.jsonl", "1": "a.jsonl", "y": "a.jsonl", "z": "b.jsonl"}
     assert ledger["input"]["duplicate_ids"] == {"ids": 2, "records_renamed": 2}
     assert ledger["input"]["records"] == 6 == ledger["documents"] + ledger["rejected"]
@@ -304,6 +344,7 @@ def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
 
 
 # --- 4 and 7. the user's paths ---------------------------------------------------------------------
+
 
 def test_output_equal_to_or_inside_or_around_an_input_is_refused(tmp_path):
     from etl.runtime import paths
@@ -313,8 +354,18 @@ def test_output_equal_to_or_inside_or_around_an_input_is_refused(tmp_path):
     (src / "part" / "a.jsonl").write_text("{}\n")
     link = tmp_path / "link"
     link.symlink_to(src)
-    for out in (src, src / "out", src / "part" / "a.jsonl", tmp_path, link, link / "x", f"file:{src}",
-                f"file://{src}/out", str(src) + "/", f"{src}/part/../out"):
+    for out in (
+        src,
+        src / "out",
+        src / "part" / "a.jsonl",
+        tmp_path,
+        link,
+        link / "x",
+        f"file:{src}",
+        f"file://{src}/out",
+        str(src) + "/",
+        f"{src}/part/../out",
+    ):
         with pytest.raises(paths.OutputOverlapsInput, match="input"):
             paths.check_output(out, [str(src)])
     with pytest.raises(paths.OutputOverlapsInput, match="lies inside"):
@@ -381,6 +432,7 @@ def test_empty_input_directory_is_a_clear_error(spark, tmp_path, hidden):
 
 
 # --- exit codes ---------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_a_run_whose_files_are_all_unreadable_exits_non_zero(spark, tmp_path, caplog):

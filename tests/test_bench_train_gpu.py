@@ -17,9 +17,16 @@ def test_flops_per_token_of_the_debug_model_by_hand():
     assert flops_per_token(preset("debug")) == (5 * 3 * 294_912 + 3_145_728) / 16
 
 
-@pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989.0), ("NVIDIA H100 PCIe", 756.0),
-                                          ("NVIDIA H200", 989.0), ("NVIDIA A100-SXM4-80GB", 312.0),
-                                          ("NVIDIA GeForce RTX 4090", None)])
+@pytest.mark.parametrize(
+    "name, tflops",
+    [
+        ("NVIDIA H100 80GB HBM3", 989.0),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA H200", 989.0),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA GeForce RTX 4090", None),
+    ],
+)
 def test_peak_by_device_name(name, tflops):
     assert peak_tflops(name) == tflops
 
@@ -28,9 +35,30 @@ def test_three_variants_on_cpu_train_the_same_model(tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        report = main(["--device", "cpu", "--preset", "debug", "--global-batch", "4", "--micro-batch", "2",
-                       "--steps", "2", "--warmup", "1", "--precision", "fp32", "--compile-backend", "eager",
-                       "--peak-tflops", "0.5", "--json", str(tmp_path / "bench.json")])
+        report = main(
+            [
+                "--device",
+                "cpu",
+                "--preset",
+                "debug",
+                "--global-batch",
+                "4",
+                "--micro-batch",
+                "2",
+                "--steps",
+                "2",
+                "--warmup",
+                "1",
+                "--precision",
+                "fp32",
+                "--compile-backend",
+                "eager",
+                "--peak-tflops",
+                "0.5",
+                "--json",
+                str(tmp_path / "bench.json"),
+            ]
+        )
     finally:
         torch.set_num_threads(threads)
     runs = report["variants"]

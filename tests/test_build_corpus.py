@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from etl.corpus import BuildConfig, build_corpus as run
+from etl.corpus import BuildConfig
+from etl.corpus import build_corpus as run
 from jobs.config import load_config
 from tests import crawl_fixture
 
@@ -26,8 +27,9 @@ PHONE = "13812345678"
 def _extra_inputs(root):
     """A page with a mobile number (redacted by default) and the evaluation set (not an input)."""
     page = crawl_fixture.doc(4, 6) + f"\n联系电话：{PHONE[:3]} {PHONE[3:7]} {PHONE[7:]}，欢迎来电咨询。"
-    (root / "in" / "pii.jsonl").write_text(json.dumps({"id": "pii-1", "text": page}, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+    (root / "in" / "pii.jsonl").write_text(
+        json.dumps({"id": "pii-1", "text": page}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     evals = root / "evals" / "demo_bench.jsonl"
     evals.parent.mkdir()
     evals.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in EVAL_ITEMS), encoding="utf-8")
@@ -39,12 +41,19 @@ def built(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("chain")
     crawl_fixture.build(root / "in")
     evals = _extra_inputs(root)
-    cfg = load_config(BuildConfig, None, TINY_TOKENIZER + ["shards.num_shards=3",
-                                                           f"decontaminate.eval_sets=['{evals}']"])
+    cfg = load_config(
+        BuildConfig, None, TINY_TOKENIZER + ["shards.num_shards=3", f"decontaminate.eval_sets=['{evals}']"]
+    )
     report = run(cfg, [str(root / "in")], str(root / "out"), spark=spark)
     read = lambda name: spark.read.parquet(str(root / "out" / name)).toPandas()  # noqa: E731
-    return {"root": root, "out": root / "out", "report": report, "docs": read("documents"),
-            "rejected": read("rejected"), "dups": read("duplicates")}
+    return {
+        "root": root,
+        "out": root / "out",
+        "report": report,
+        "docs": read("documents"),
+        "rejected": read("rejected"),
+        "dups": read("duplicates"),
+    }
 
 
 def test_every_record_is_in_exactly_one_output(built):

@@ -37,8 +37,9 @@ def test_async_save_keeps_the_state_at_start_and_is_complete_only_when_written(t
     assert torch.equal(sd["model"]["w"], torch.arange(1_000_000.0))  # the values at start, not +1
 
     assert saver.start(checkpoint.step_dir(tmp_path, 2), {"model": {"w": w}}, {"step": 2}) is None
-    assert saver.start(checkpoint.step_dir(tmp_path, 3), {"model": {"w": w}}, {"step": 3}) == \
-        checkpoint.step_dir(tmp_path, 2)  # one in flight: starting the next finishes the previous
+    assert saver.start(checkpoint.step_dir(tmp_path, 3), {"model": {"w": w}}, {"step": 3}) == checkpoint.step_dir(
+        tmp_path, 2
+    )  # one in flight: starting the next finishes the previous
     saver.close()
     assert checkpoint.complete_steps(tmp_path) == [3, 2, 1]
 

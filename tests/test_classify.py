@@ -3,17 +3,25 @@ with F1 measured here on a held-out half the training job never saw."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import json
 import math
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from filters.classify import (MODEL_FILE, ModelError, TextClassifier, binary_metrics, pareto_draw, pareto_keep,
-                              pareto_keep_probability, preprocess, preprocess_batch)
+from filters.classify import (
+    MODEL_FILE,
+    ModelError,
+    TextClassifier,
+    binary_metrics,
+    pareto_draw,
+    pareto_keep,
+    pareto_keep_probability,
+    preprocess,
+    preprocess_batch,
+)
 from filters.keywords import normalise
 from filters.segment import parity_sample
 from filters.text import nfkc_lower_batch
@@ -34,12 +42,16 @@ def test_nfkc_lower_batch_is_unicodedata_on_every_code_point():
     for context in ("{}", "a{}\u0301"):
         texts = [context.format(c) for c in cps]
         for i in range(0, len(texts), 8192):
-            part = texts[i:i + 8192]
+            part = texts[i : i + 8192]
             expected = [unicodedata.normalize("NFKC", t).lower() for t in part]
             assert nfkc_lower_batch(part) == expected
             assert [normalise(t) for t in part[::16]] == expected[::16]  # one text at a time (keywords)
     texts = ["等等…", "２５℃，５㎡", "\u1100\u1161\u11a8", "ΟΔΟΣ Σ", "a\x00b", "", "ＡＢＣ，ｄｅｆ。", "e\u0301"]
-    assert nfkc_lower_batch(texts) == [unicodedata.normalize("NFKC", t).lower() for t in texts] == list(map(normalise, texts))
+    assert (
+        nfkc_lower_batch(texts)
+        == [unicodedata.normalize("NFKC", t).lower() for t in texts]
+        == list(map(normalise, texts))
+    )
     assert nfkc_lower_batch(texts[:1]) == ["等等..."]
 
 
@@ -72,6 +84,7 @@ def test_binary_metrics():
 
 
 # --- threshold rules: max F1, or the score that keeps a share of the good documents -----------
+
 
 def test_keep_reference_threshold_keeps_the_share_of_good_positives():
     from etl.classify.classifier_train import keep_reference_threshold
@@ -149,9 +162,16 @@ def seed_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("seed")
     build_demo_crawl(root / "crawl", max_docs=400, min_mb=0, big_line_mb=0.05)
     pages = [p for p in news_pages() if len(p[1]) >= 2][-400:]
-    (root / "reference.jsonl").write_text("".join(
-        json.dumps({"id": f"r{i}", "text": "\n".join([t, *paras]), "genre": ("news", "essay")[i % 2]},
-                   ensure_ascii=False) + "\n" for i, (t, paras, _) in enumerate(pages)), encoding="utf-8")
+    (root / "reference.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"id": f"r{i}", "text": "\n".join([t, *paras]), "genre": ("news", "essay")[i % 2]}, ensure_ascii=False
+            )
+            + "\n"
+            for i, (t, paras, _) in enumerate(pages)
+        ),
+        encoding="utf-8",
+    )
     build_seed_data(root, seed=5, n_per_label=400, crawl_dir=root / "crawl", reference=root / "reference.jsonl")
     return root
 
@@ -225,7 +245,8 @@ def test_keep_reference_rule_is_recorded_and_keeps_the_share(seed_data, spark, t
 
 @pytest.mark.slow
 def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
-    from etl.corpus import CleanConfig, clean_corpus as run
+    from etl.corpus import CleanConfig
+    from etl.corpus import clean_corpus as run
     from jobs.config import load_config
 
     good = tmp_path / "good"
@@ -251,7 +272,8 @@ def test_corrupted_or_wrong_model_is_refused(seed_data, spark, tmp_path):
 
 @pytest.mark.slow
 def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
-    from etl.corpus import CleanConfig, clean_corpus as run
+    from etl.corpus import CleanConfig
+    from etl.corpus import clean_corpus as run
     from jobs.config import load_config
     from tests import crawl_fixture
 
@@ -265,12 +287,19 @@ def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
     rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
     rules = Cleaner(RulesConfig())
     spam = next(r for r in rows if r["label"] == "spam" and rules(r["text"]).keep)
-    (tmp_path / "in" / "spam.jsonl").write_text(json.dumps({"id": "s-1", "text": spam["text"]}, ensure_ascii=False) + "\n")
-    base = [f"classify.spam_model={tmp_path / 'spam'}", f"classify.quality_model={tmp_path / 'quality'}",
-            "classify.quality_rule=pareto"]
+    (tmp_path / "in" / "spam.jsonl").write_text(
+        json.dumps({"id": "s-1", "text": spam["text"]}, ensure_ascii=False) + "\n"
+    )
+    base = [
+        f"classify.spam_model={tmp_path / 'spam'}",
+        f"classify.quality_model={tmp_path / 'quality'}",
+        "classify.quality_rule=pareto",
+    ]
     reports, frames = [], []
     for i in range(2):
-        report = run(load_config(CleanConfig, None, base), [str(tmp_path / "in")], str(tmp_path / f"out{i}"), spark=spark)
+        report = run(
+            load_config(CleanConfig, None, base), [str(tmp_path / "in")], str(tmp_path / f"out{i}"), spark=spark
+        )
         reports.append(report)
         frames.append(spark.read.parquet(str(tmp_path / f"out{i}" / "documents")).orderBy("doc_id").toPandas())
     docs = frames[0]
@@ -310,6 +339,7 @@ def test_training_again_in_one_process_gives_the_same_model(seed_data, tmp_path)
 
 # --- segmentation engine: today's preprocessing, parity-checked models (issue 14) -----------
 
+
 def _reference_preprocess(text: str) -> str:
     """preprocess v1 spelled out with jieba 0.42.1 (HMM on), as it was before filters.segment."""
     import jieba
@@ -325,7 +355,11 @@ def test_preprocess_is_todays_with_either_engine(seed_data):
     from filters.segment import get_segmenter, parity_sample
 
     rows = [json.loads(x) for x in (seed_data / "quality.jsonl").read_text(encoding="utf-8").splitlines()]
-    texts = [r["text"] for r in rows[::2]] + list(parity_sample()) + ["Ｆｕｌｌ－ｗｉｄｔｈ　ＡＢＣ１２３，check-in 1-3岁 qq.com"]
+    texts = (
+        [r["text"] for r in rows[::2]]
+        + list(parity_sample())
+        + ["Ｆｕｌｌ－ｗｉｄｔｈ　ＡＢＣ１２３，check-in 1-3岁 qq.com"]
+    )
     expected = [_reference_preprocess(t) for t in texts]
     assert preprocess_batch(texts) == expected
     assert preprocess_batch(texts, segmenter=get_segmenter("jieba", True)) == expected
@@ -345,8 +379,14 @@ def small_model(seed_data, tmp_path_factory):
     (root / "train.txt").write_text("".join(lines), encoding="utf-8")
     model, _ = train_fasttext(root / "train.txt", TrainParams(epoch=3))
     model.save_model(str(root / MODEL_FILE))
-    meta = {"kind": "spam", "labels": ["ham", "spam"], "positive_label": "spam", "threshold": 0.5,
-            "sha256": sha256_file(root / MODEL_FILE), **preprocess_metadata()}
+    meta = {
+        "kind": "spam",
+        "labels": ["ham", "spam"],
+        "positive_label": "spam",
+        "threshold": 0.5,
+        "sha256": sha256_file(root / MODEL_FILE),
+        **preprocess_metadata(),
+    }
     (root / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     return root, [r["text"] for r in rows[:200]]
 
@@ -389,10 +429,10 @@ def test_model_with_other_hmm_setting_is_refused(small_model, tmp_path):
 
 def _classify_batch_v1(batch, spam, quality, cfg):
     """etl.classify.stage.classify_batch before it went columnar: every row through Python dicts."""
+    import pyarrow as pa
+
     from etl.classify.stage import CLASSIFY_STAGE, LOW_QUALITY, SPAM
     from filters.classify import preprocess as prep
-
-    import pyarrow as pa
 
     rows = batch.to_pylist()
     live = [i for i, r in enumerate(rows) if r["kind"] == "record" and r["reason"] is None]
@@ -411,8 +451,11 @@ def _classify_batch_v1(batch, spam, quality, cfg):
         if quality_p is not None:
             score = round(float(quality_p[j]), 5)
             r["quality_score"] = score
-            keep = (pareto_keep(r["doc_id"], score, cfg.pareto_alpha, cfg.pareto_seed) if cfg.quality_rule == "pareto"
-                    else score >= quality_t)
+            keep = (
+                pareto_keep(r["doc_id"], score, cfg.pareto_alpha, cfg.pareto_seed)
+                if cfg.quality_rule == "pareto"
+                else score >= quality_t
+            )
             if not keep:
                 r["stage"], r["reason"] = CLASSIFY_STAGE, LOW_QUALITY
     return pa.RecordBatch.from_pylist(rows, schema=batch.schema)
@@ -440,8 +483,10 @@ def test_classify_batch_marks_what_the_row_version_marked(small_model, seed_data
     model = TextClassifier(small_model[0])  # as the spam model, and as a "quality" model
     scores = model.positive_prob([r["text"] for r in rows if r["kind"] == "record" and r["reason"] is None])
     median = float(np.median(scores[scores < 0.5]))  # half the pages the spam rule keeps score lower
-    for cfg in (ClassifyConfig(spam_threshold=0.5, quality_threshold=median),
-                ClassifyConfig(quality_rule="pareto", pareto_alpha=3.0)):
+    for cfg in (
+        ClassifyConfig(spam_threshold=0.5, quality_threshold=median),
+        ClassifyConfig(quality_rule="pareto", pareto_alpha=3.0),
+    ):
         new, old = classify_batch(batch, model, model, cfg), _classify_batch_v1(batch, model, model, cfg)
         assert new.equals(old)
         reasons = new.column("reason").to_pylist()
@@ -458,8 +503,10 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
     from filters import segment
 
     root, texts = small_model
-    rows = [{f.name: None for f in ARROW_CLEANED} | {"kind": "record", "doc_id": f"d{i}", "text": t}
-            for i, t in enumerate(texts[:50])]
+    rows = [
+        {f.name: None for f in ARROW_CLEANED} | {"kind": "record", "doc_id": f"d{i}", "text": t}
+        for i, t in enumerate(texts[:50])
+    ]
     batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_CLEANED)
     model = TextClassifier(root)
     assert segment.audited("d7", 1) and sum(segment.audited(f"d{i}", 10) for i in range(1000)) in range(60, 140)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from etl.corpus import CleanConfig, clean_corpus as run
+from etl.corpus import CleanConfig
+from etl.corpus import clean_corpus as run
 from tests import crawl_fixture
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,11 @@ def cleaned(spark, tmp_path_factory):
 
 
 def _key(row) -> str:
-    return row["url"] if isinstance(row["url"], str) and row["url"].startswith("http://") and "d.cn" not in row["url"] else row["doc_id"]
+    return (
+        row["url"]
+        if isinstance(row["url"], str) and row["url"].startswith("http://") and "d.cn" not in row["url"]
+        else row["doc_id"]
+    )
 
 
 def test_every_record_has_its_expected_fate(cleaned):
@@ -54,8 +59,9 @@ def test_ledger_is_exact(cleaned):
     assert report["balanced"] is True
     reasons = Counter(v for v in exp["records"].values() if v != (None, None))
     reasons.update(exp["unkeyed"])
-    got = Counter({(stage, reason): n for stage, s in report["rejected_by_stage"].items()
-                   for reason, n in s["reasons"].items()})
+    got = Counter(
+        {(stage, reason): n for stage, s in report["rejected_by_stage"].items() for reason, n in s["reasons"].items()}
+    )
     assert got == reasons
     assert report["input"]["skipped_non_document_records"] == exp["skipped"]
     file_errors = {Path(e["file"]).name: e["reason"] for e in report["input"]["file_errors"]}
@@ -107,7 +113,9 @@ def test_output_is_atomic_and_rerun_identical(cleaned, spark):
     for name in ("documents", "rejected"):
         a = spark.read.parquet(str(out / name)).orderBy("doc_id").toPandas()
         b = spark.read.parquet(str(again / name)).orderBy("doc_id").toPandas()
-        assert a.drop(columns=["sensitive_hits"], errors="ignore").equals(b.drop(columns=["sensitive_hits"], errors="ignore"))
+        assert a.drop(columns=["sensitive_hits"], errors="ignore").equals(
+            b.drop(columns=["sensitive_hits"], errors="ignore")
+        )
     strip = lambda r: {k: v for k, v in r.items() if k not in ("job",)}  # noqa: E731
     assert strip(report) == strip(cleaned["report"])
 
@@ -118,13 +126,17 @@ def test_repeated_input_ids_are_renamed_not_merged(spark, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for name, ids, offset in (("a.jsonl", ["x", 1, "y"], 0), ("b.jsonl", ["x", "1", "z"], 3)):
-        rows = [json.dumps({"id": i, "text": crawl_fixture.doc(k + offset, k + offset + 2)}, ensure_ascii=False)
-                for k, i in enumerate(ids)]
+        rows = [
+            json.dumps({"id": i, "text": crawl_fixture.doc(k + offset, k + offset + 2)}, ensure_ascii=False)
+            for k, i in enumerate(ids)
+        ]
         (src / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
     report = run(CleanConfig(), [str(src)], str(tmp_path / "out"), spark=spark)
     docs = spark.read.parquet(str(tmp_path / "out" / "documents")).toPandas()
     assert len(docs) == len(set(docs.doc_id)) == 6 == report["documents"]
     renamed = docs[docs.renamed_from.notna()]
-    assert sorted(renamed.renamed_from) == ["1", "x"] and set(renamed.source_file.map(lambda f: Path(f).name)) == {"b.jsonl"}
+    assert sorted(renamed.renamed_from) == ["1", "x"] and set(renamed.source_file.map(lambda f: Path(f).name)) == {
+        "b.jsonl"
+    }
     assert all(d.startswith(f"{r}~") for d, r in zip(renamed.doc_id, renamed.renamed_from))
     assert report["input"]["duplicate_ids"]["records_renamed"] == 2

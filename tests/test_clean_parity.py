@@ -66,8 +66,11 @@ def test_normalise_is_nfkc_lower_case(sample):
         return unicodedata.normalize("NFKC", s).lower()
 
     texts = [row["text"] for row in sample]
-    texts += ["".join(f"{p}{chr(cp)}" for cp in range(lo, min(lo + 4096, sys.maxunicode + 1)))
-              for p in ("a", "\u1100", "가") for lo in range(0, 0x30000, 4096)]
+    texts += [
+        "".join(f"{p}{chr(cp)}" for cp in range(lo, min(lo + 4096, sys.maxunicode + 1)))
+        for p in ("a", "\u1100", "가")
+        for lo in range(0, 0x30000, 4096)
+    ]
     # every canonical pair decomposition, written decomposed, one a text: the pairs NFKC composes
     pairs = [unicodedata.decomposition(chr(cp)).split() for cp in range(sys.maxunicode + 1)]
     texts += ["".join(chr(int(h, 16)) for h in d) for d in pairs if len(d) == 2 and d[0][0] != "<"]
@@ -86,8 +89,14 @@ def test_clean_batch_matches_clean_row(sample, cleaner):
     from etl.read.readers import ARROW_RAW
 
     def raw(i: int, row: dict) -> dict:
-        base = {f: None for f in rec.RAW_FIELDS} | {"kind": rec.RECORD, "doc_id": f"d{i}", "source_file": "f",
-                                                    "offset": i, "format": "jsonl", "url": f"http://x/{i}"}
+        base = {f: None for f in rec.RAW_FIELDS} | {
+            "kind": rec.RECORD,
+            "doc_id": f"d{i}",
+            "source_file": "f",
+            "offset": i,
+            "format": "jsonl",
+            "url": f"http://x/{i}",
+        }
         if i % 7 == 3:
             return base | {"kind": rec.FILE, "file_stats": "{}"}
         if i % 11 == 5:
@@ -97,7 +106,7 @@ def test_clean_batch_matches_clean_row(sample, cleaner):
     ok = [r for r in sample if not any(0xD800 <= ord(c) <= 0xDFFF for c in r["text"])]
     rows = [raw(i, r) for i, r in enumerate(ok)]
     for chunk in range(0, len(rows), 500):
-        part = rows[chunk:chunk + 500]
+        part = rows[chunk : chunk + 500]
         got = clean_batch(pa.RecordBatch.from_pylist(part, schema=ARROW_RAW), cleaner)
         assert got.schema == ARROW_CLEANED
         want = pa.RecordBatch.from_pylist([clean_row(r, cleaner) for r in part], schema=ARROW_CLEANED)

@@ -44,12 +44,23 @@ AUTH_FAILED = 77
 NOT_WIRED = "needs a reliable checkpoint directory"  # etl.dedup.checkpoints.CheckpointConfigError
 # The crawl fixture without part-0.jsonl (its 10 MB line is test_build_corpus's business): WARC
 # gzip and plain, WET, JSONL gzip, Parquet and a corrupt gzip, ~25 KB.
-INPUTS = ["crawl-0.warc.gz", "crawl-1.warc", "crawl-2.warc.wet.gz", "part-1.jsonl.gz", "part-2.parquet",
-          "broken.warc.gz"]
+INPUTS = [
+    "crawl-0.warc.gz",
+    "crawl-1.warc",
+    "crawl-2.warc.wet.gz",
+    "part-1.jsonl.gz",
+    "part-2.parquet",
+    "broken.warc.gz",
+]
 # dedup.driver_max_docs=0, driver_max_edges=0: groups, candidate edges and connected components on
 # Spark, one reliable checkpoint per components round.
-OVERRIDES = ["tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98", "shards.num_shards=3",
-             "dedup.driver_max_edges=0", "dedup.driver_max_docs=0"]
+OVERRIDES = [
+    "tokenizer.vocab_size=600",
+    "tokenizer.character_coverage=0.98",
+    "shards.num_shards=3",
+    "dedup.driver_max_edges=0",
+    "dedup.driver_max_docs=0",
+]
 # Two executors of one core on the one worker; the local test session's shuffle partitions.
 CONF = ["spark.executor.cores=1", "spark.executor.memory=768m", "spark.sql.shuffle.partitions=4"]
 # Executors' Python: the venv's, with the packages deploy/spark_package.py leaves out of their env
@@ -91,8 +102,13 @@ def wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 3
 def spark_env(root: Path, secret_file: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_LOCAL", "PYSPARK_GATEWAY"))}
     (root / "tmp").mkdir()
-    env.update(PATH=f"{VENV_BIN}:{env.get('PATH', '')}", SPARK_AUTH_SECRET_FILE=str(secret_file),
-               TMPDIR=str(root / "tmp"), PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env.update(
+        PATH=f"{VENV_BIN}:{env.get('PATH', '')}",
+        SPARK_AUTH_SECRET_FILE=str(secret_file),
+        TMPDIR=str(root / "tmp"),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
     return env
 
 
@@ -108,12 +124,38 @@ def cluster(tmp_path_factory):
     port = free_port()
     with watched(root):  # its logs (logs/, work/'s executor logs) in the report of a failing test
         try:
-            master = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "master", "--host", "127.0.0.1", "--port",
-                                     str(port), "--webui-port", str(free_port())], env, logs / "master.log")
+            master = sessions.popen(
+                [
+                    str(ROOT / "deploy/spark-daemon.sh"),
+                    "master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+                env,
+                logs / "master.log",
+            )
             wait_for(logs / "master.log", r"I have been elected leader", master)
-            worker = sessions.popen([str(ROOT / "deploy/spark-daemon.sh"), "worker", f"spark://127.0.0.1:{port}",
-                                     "--cores", "2", "--memory", "2g", "--work-dir", str(root / "work"),
-                                     "--webui-port", str(free_port())], env, logs / "worker.log")
+            worker = sessions.popen(
+                [
+                    str(ROOT / "deploy/spark-daemon.sh"),
+                    "worker",
+                    f"spark://127.0.0.1:{port}",
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "2g",
+                    "--work-dir",
+                    str(root / "work"),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+                env,
+                logs / "worker.log",
+            )
             wait_for(logs / "worker.log", r"Successfully registered with master", worker)
             yield SparkCluster(root, f"spark://127.0.0.1:{port}", env, secret, sessions, logs)
         finally:
@@ -121,8 +163,9 @@ def cluster(tmp_path_factory):
             assert not alive(sessions.pids()), "processes of the Spark cluster outlived the teardown"
 
 
-def submit(cluster: SparkCluster, *args: str, sampler: Sampler | None = None, env: dict | None = None,
-           timeout: float = 600) -> subprocess.CompletedProcess:
+def submit(
+    cluster: SparkCluster, *args: str, sampler: Sampler | None = None, env: dict | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """deploy/spark-submit.sh --master MASTER ARGS, the driver in a session of its own."""
     argv = [str(ROOT / "deploy/spark-submit.sh"), "--master", cluster.master, *args]
     sampler = sampler or Sampler(cluster.sessions)
@@ -141,8 +184,9 @@ def executor_python(root: Path) -> Path:
     site, marks = root / "executor-site", root / "executor-marks"
     site.mkdir(exist_ok=True)
     marks.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(absent=sorted(spark_package.ABSENT_MODULES),
-                                                                marks=str(marks)))
+    (site / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(absent=sorted(spark_package.ABSENT_MODULES), marks=str(marks))
+    )
     exe = root / "executor-python"
     exe.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
     exe.chmod(0o755)
@@ -156,8 +200,19 @@ def build_argv(cluster: SparkCluster, crawl: list[str], out: Path, checkpoints: 
         spark_package.build_zip(ROOT, zip_path)
     pythons = [f"spark.pyspark.python={executor_python(cluster.root)}", f"spark.pyspark.driver.python={sys.executable}"]
     conf = [a for c in [*CONF, *pythons] for a in ("--conf", c)]
-    return ["--py-files", str(zip_path), *conf, "jobs/build_corpus.py", "--input", *crawl, "--output", str(out),
-            *[a for o in OVERRIDES for a in ("--set", o)], "--set", f"spark.checkpoint_dir={checkpoints}"]
+    return [
+        "--py-files",
+        str(zip_path),
+        *conf,
+        "jobs/build_corpus.py",
+        "--input",
+        *crawl,
+        "--output",
+        str(out),
+        *[a for o in OVERRIDES for a in ("--set", o)],
+        "--set",
+        f"spark.checkpoint_dir={checkpoints}",
+    ]
 
 
 def executor_pids(cluster: SparkCluster) -> list[int]:
@@ -177,10 +232,16 @@ def cluster_build(cluster, crawl):
     one of the two executor JVMs gets SIGKILL; the listening sockets of every process of the
     cluster and the driver are sampled while it runs."""
     out, checkpoints, log = cluster.root / "build", cluster.root / "checkpoints", cluster.logs / "build.log"
-    argv = [str(ROOT / "deploy/spark-submit.sh"), "--master", cluster.master, *build_argv(cluster, crawl, out, checkpoints)]
+    argv = [
+        str(ROOT / "deploy/spark-submit.sh"),
+        "--master",
+        cluster.master,
+        *build_argv(cluster, crawl, out, checkpoints),
+    ]
     with open(log, "wb") as f:
-        driver = subprocess.Popen(argv, env=cluster.env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        driver = subprocess.Popen(
+            argv, env=cluster.env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
     cluster.sessions.adopt(driver.pid)
     sampler, killed, deadline = Sampler(cluster.sessions), None, time.monotonic() + 900
     while driver.poll() is None and time.monotonic() < deadline:
@@ -205,8 +266,10 @@ def built(cluster_build) -> dict:
     the reason, in every run's summary), not hidden: the build's dedup phase not yet handing
     spark.checkpoint_dir to etl.dedup.checkpoints.Checkpoints, so on a cluster it refuses to run."""
     if cluster_build["unwired"]:
-        pytest.xfail("etl/phases.dedup_phase does not pass spark.checkpoint_dir to etl.dedup.checkpoints.Checkpoints yet: "
-                     "a build on a cluster refuses to dedup (issue 15, item 7)")
+        pytest.xfail(
+            "etl/phases.dedup_phase does not pass spark.checkpoint_dir to etl.dedup.checkpoints.Checkpoints yet: "
+            "a build on a cluster refuses to dedup (issue 15, item 7)"
+        )
     return cluster_build
 
 
@@ -241,6 +304,7 @@ def ledger(out: Path) -> dict:
     """report.json without what differs by where and how fast it ran: the job's timings and
     master, every "seconds" (per phase), and the spark section of the config (the cluster run's
     checkpoint directory)."""
+
     def strip(node):
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k != "seconds"}
@@ -263,8 +327,9 @@ def test_cluster_build_equals_local_build(cluster, cluster_build, request):
 def test_an_executor_was_killed_after_a_reliable_checkpoint(cluster_build):
     assert built(cluster_build)["killed"], "the build ended before dedup wrote a checkpoint: nothing was killed"
     log = cluster_build["log"]
-    assert re.search(r"Lost executor \d+|Executor \S+ removed|is now EXITED", log), \
+    assert re.search(r"Lost executor \d+|Executor \S+ removed|is now EXITED", log), (
         "the driver never noticed the lost executor"
+    )
 
 
 def test_every_spark_socket_is_on_loopback(cluster_build):
@@ -277,7 +342,9 @@ def test_every_spark_socket_is_on_loopback(cluster_build):
 
 
 def test_the_secret_is_in_no_file_and_no_command_line(cluster, cluster_build):
-    left = [p for p in (cluster.root / "tmp").rglob("*") if p.is_file() and cluster.secret in p.read_text(errors="replace")]
+    left = [
+        p for p in (cluster.root / "tmp").rglob("*") if p.is_file() and cluster.secret in p.read_text(errors="replace")
+    ]
     assert not left, f"copies of the secret left behind: {left}"
     for pid in cluster.sessions.pids():
         try:
@@ -292,8 +359,9 @@ def test_wrong_secret_fails_fast_with_authentication_failed(cluster):
     wrong.write_text(secrets.token_hex(32) + "\n")
     wrong.chmod(0o600)
     app = cluster.root / "count.py"
-    app.write_text("from pyspark.sql import SparkSession\n"
-                   "print(SparkSession.builder.getOrCreate().range(10).count())\n")
+    app.write_text(
+        "from pyspark.sql import SparkSession\nprint(SparkSession.builder.getOrCreate().range(10).count())\n"
+    )
     t0 = time.monotonic()
     run = submit(cluster, str(app), env={**cluster.env, "SPARK_AUTH_SECRET_FILE": str(wrong)}, timeout=300)
     elapsed = time.monotonic() - t0
@@ -305,22 +373,28 @@ def test_wrong_secret_fails_fast_with_authentication_failed(cluster):
     # logs one attempt. Counted, not timed: on a loaded machine the JVM's and Python's start-up
     # alone took 39 s of a 45 s bound (stress runs of 2026-11-25).
     attempts = run.stderr.count("Connecting to master")
-    assert attempts == 1 and "All masters are unresponsive" not in run.stderr, \
+    assert attempts == 1 and "All masters are unresponsive" not in run.stderr, (
         f"{attempts} registration attempts in {elapsed:.0f} s:\n{run.stderr[-3000:]}"
-
+    )
 
 
 def test_a_session_defaults_to_no_driver_ui_on_a_cluster(cluster):
     """etl.runtime.spark.get_spark under spark-submit, with settings that leave the UI to it."""
     conf = cluster.root / "no-ui-setting.conf"
-    conf.write_text("\n".join(line for line in (ROOT / "jobs/configs/spark-cluster.conf").read_text().splitlines()
-                              if not line.startswith("spark.ui.enabled")))
+    conf.write_text(
+        "\n".join(
+            line
+            for line in (ROOT / "jobs/configs/spark-cluster.conf").read_text().splitlines()
+            if not line.startswith("spark.ui.enabled")
+        )
+    )
     app = cluster.root / "session.py"
-    app.write_text("import sys\nsys.path.insert(0, %r)\nfrom etl.runtime.spark import get_spark\n"
-                   "spark = get_spark('probe')\nprint('ui', spark.sparkContext.uiWebUrl, spark.range(3).count())\n" % str(ROOT))
+    app.write_text(
+        "import sys\nsys.path.insert(0, %r)\nfrom etl.runtime.spark import get_spark\n"
+        "spark = get_spark('probe')\nprint('ui', spark.sparkContext.uiWebUrl, spark.range(3).count())\n" % str(ROOT)
+    )
     sampler = Sampler(cluster.sessions)
-    run = submit(cluster, str(app), sampler=sampler, env={**cluster.env, "SPARK_CLUSTER_CONF": str(conf)},
-                 timeout=600)
+    run = submit(cluster, str(app), sampler=sampler, env={**cluster.env, "SPARK_CLUSTER_CONF": str(conf)}, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ui None 3" in run.stdout
     assert not [s for s in sampler.seen if s.kind != "loopback"]

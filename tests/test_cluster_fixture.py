@@ -50,9 +50,15 @@ def test_inventory_and_stop(tmp_path):
 
 def test_readme_table_parses_into_process_and_kind(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text("text\n\n| Ray process | port | binds to | who |\n|---|---|---|---|\n"
-                      "| `gcs_server` | GCS | all interfaces | token |\n"
-                      "| `dashboard agent` | HTTP | the node's address | token |\n"
-                      "| `raylet` | x | all interfaces and the node's address | token |\n\nafter | not a row |\n")
-    assert readme_binds(readme) == {("gcs_server", "wildcard"), ("dashboard agent", "address"),
-                                    ("raylet", "wildcard"), ("raylet", "address")}
+    readme.write_text(
+        "text\n\n| Ray process | port | binds to | who |\n|---|---|---|---|\n"
+        "| `gcs_server` | GCS | all interfaces | token |\n"
+        "| `dashboard agent` | HTTP | the node's address | token |\n"
+        "| `raylet` | x | all interfaces and the node's address | token |\n\nafter | not a row |\n"
+    )
+    assert readme_binds(readme) == {
+        ("gcs_server", "wildcard"),
+        ("dashboard agent", "address"),
+        ("raylet", "wildcard"),
+        ("raylet", "address"),
+    }

@@ -40,15 +40,35 @@ from pathlib import Path
 import pytest
 
 from tests import shard_fixture
-from tests.cluster_fixture import (ROOT, VENV_BIN, Sampler, Sessions, alive, free_port, lan_interface, readme_binds,
-                                   short_dir, watched)
+from tests.cluster_fixture import (
+    ROOT,
+    VENV_BIN,
+    Sampler,
+    Sessions,
+    alive,
+    free_port,
+    lan_interface,
+    readme_binds,
+    short_dir,
+    watched,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 RAY = str(VENV_BIN / "ray")
 NODE = str(ROOT / "deploy/ray-node.sh")
 STEPS = 3
-TRAIN = ["--config", "jobs/configs/debug.toml", "--set", f"train.steps={STEPS}", "--set", "train.eval_every=0",
-         "--set", "train.checkpoint_every=0", "--set", "ray.max_failures=0"]
+TRAIN = [
+    "--config",
+    "jobs/configs/debug.toml",
+    "--set",
+    f"train.steps={STEPS}",
+    "--set",
+    "train.eval_every=0",
+    "--set",
+    "train.checkpoint_every=0",
+    "--set",
+    "ray.max_failures=0",
+]
 SMALL = ["--num-cpus", "1", "--object-store-memory", str(100 << 20)]
 WORKER_PORTS = (10002, 19999)  # ray start's --min-worker-port, --max-worker-port defaults (docs/clusters.md)
 
@@ -56,11 +76,11 @@ WORKER_PORTS = (10002, 19999)  # ray start's --min-worker-port, --max-worker-por
 @dataclass
 class RayCluster:
     root: Path
-    env: dict[str, str]      # a client with the token
-    dashboard: str           # http://127.0.0.1:PORT
+    env: dict[str, str]  # a client with the token
+    dashboard: str  # http://127.0.0.1:PORT
     gcs: str
     sessions: Sessions
-    sids: dict[str, int]     # node name -> session id
+    sids: dict[str, int]  # node name -> session id
 
 
 def ray_env(root: Path) -> dict[str, str]:
@@ -69,11 +89,16 @@ def ray_env(root: Path) -> dict[str, str]:
     home = root / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "DASHBOARD_", "AUTOSCALER_"))}
-    env.update(HOME=str(home), PATH=f"{VENV_BIN}:{env.get('PATH', '')}", DASHBOARD_METRIC_PORT=str(free_port()),
-               AUTOSCALER_METRIC_PORT=str(free_port()), RAY_NODE_STOP_GRACE="10",
-               # The test machine is shared: other work filling its memory must not make Ray's
-               # memory monitor kill these few small workers (it acts at 95 % of the machine).
-               RAY_memory_monitor_refresh_ms="0")
+    env.update(
+        HOME=str(home),
+        PATH=f"{VENV_BIN}:{env.get('PATH', '')}",
+        DASHBOARD_METRIC_PORT=str(free_port()),
+        AUTOSCALER_METRIC_PORT=str(free_port()),
+        RAY_NODE_STOP_GRACE="10",
+        # The test machine is shared: other work filling its memory must not make Ray's
+        # memory monitor kill these few small workers (it acts at 95 % of the machine).
+        RAY_memory_monitor_refresh_ms="0",
+    )
     if lan := lan_interface():  # gloo as on a host whose name resolves to its LAN address: ray-node.sh head
         env["GLOO_SOCKET_IFNAME"] = lan  # must bring it back to loopback
     return env
@@ -94,18 +119,39 @@ def stop(cluster: RayCluster) -> None:
     assert not killed, f"ray-node.sh stop left processes behind: {killed}"
 
 
-def submit(cluster: RayCluster, *entrypoint: str, sampler: Sampler | None = None, env: dict | None = None,
-           working_dir: bool = False, timeout: float = 420) -> subprocess.CompletedProcess:
-    argv = [RAY, "job", "submit", "--address", cluster.dashboard, *(["--working-dir", str(ROOT)] if working_dir else []),
-            "--", *entrypoint]
-    return (sampler or Sampler(cluster.sessions)).run(argv, env=env or {**cluster.env, "RAY_AUTH_MODE": "token"},
-                                                      cwd=ROOT, timeout=timeout)
+def submit(
+    cluster: RayCluster,
+    *entrypoint: str,
+    sampler: Sampler | None = None,
+    env: dict | None = None,
+    working_dir: bool = False,
+    timeout: float = 420,
+) -> subprocess.CompletedProcess:
+    argv = [
+        RAY,
+        "job",
+        "submit",
+        "--address",
+        cluster.dashboard,
+        *(["--working-dir", str(ROOT)] if working_dir else []),
+        "--",
+        *entrypoint,
+    ]
+    return (sampler or Sampler(cluster.sessions)).run(
+        argv, env=env or {**cluster.env, "RAY_AUTH_MODE": "token"}, cwd=ROOT, timeout=timeout
+    )
 
 
 def write_shards(root: Path) -> Path:
     rng = random.Random(5)
-    docs = [(rng.randrange(2), rng.choice(["news", "web"]), [rng.randrange(1, 60) for _ in range(rng.randint(20, 60))] + [0])
-            for _ in range(120)]
+    docs = [
+        (
+            rng.randrange(2),
+            rng.choice(["news", "web"]),
+            [rng.randrange(1, 60) for _ in range(rng.randint(20, 60))] + [0],
+        )
+        for _ in range(120)
+    ]
     return shard_fixture.write_corpus(root, docs, 2, ["news", "web"], eod_id=0, vocab_size=1001)
 
 
@@ -118,6 +164,7 @@ def cluster_nodes_sids(sampler: Sampler, output: str, sids: dict[str, int]) -> s
 
 # --- one host, loopback only ----------------------------------------------------------------------
 
+
 def test_one_host_head_listens_on_loopback_only():
     root = short_dir()
     env, sessions = ray_env(root), Sessions()
@@ -125,30 +172,57 @@ def test_one_host_head_listens_on_loopback_only():
     cluster = RayCluster(root, env, f"http://127.0.0.1:{dashboard}", "", sessions, {})
     with watched(root, remove=True):  # Ray's session logs in the report of a failing test
         try:
-            sid = node("head", root / "head", env, "--port", str(free_port()), "--dashboard-port", str(dashboard),
-                       "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
-                       "--num-cpus", "2", *SMALL[2:])
+            sid = node(
+                "head",
+                root / "head",
+                env,
+                "--port",
+                str(free_port()),
+                "--dashboard-port",
+                str(dashboard),
+                "--ray-client-server-port",
+                str(free_port()),
+                "--dashboard-agent-listen-port",
+                str(free_port()),
+                "--num-cpus",
+                "2",
+                *SMALL[2:],
+            )
             cluster.sids["head"] = sid
             sessions.adopt(sid)
             token = Path(env["HOME"]) / ".ray" / "auth_token"
             assert oct(token.stat().st_mode & 0o777) == "0o600"
             sampler = Sampler(sessions)
-            run = submit(cluster, "python", "-m", "jobs.train_lm", *TRAIN, "--set", "parallel.dp=2", "--data",
-                         str(write_shards(root / "shards")), "--output", str(root / "run"), sampler=sampler,
-                         working_dir=True)
+            run = submit(
+                cluster,
+                "python",
+                "-m",
+                "jobs.train_lm",
+                *TRAIN,
+                "--set",
+                "parallel.dp=2",
+                "--data",
+                str(write_shards(root / "shards")),
+                "--output",
+                str(root / "run"),
+                sampler=sampler,
+                working_dir=True,
+            )
             out = run.stdout + run.stderr
             assert run.returncode == 0 and (root / "run" / "metrics.jsonl").exists(), out[-5000:]
             components = {s.component for s in sampler.seen}
             assert {"gcs_server", "raylet", "dashboard", "dashboard agent", "ray worker"} <= components, components
             # torch.distributed's store on rank 0 too: no exception (train/rendezvous.py)
-            beyond = sorted(f"{s.component} pid {s.pid} {s.address}:{s.port}" for s in sampler.seen
-                            if s.kind != "loopback")
+            beyond = sorted(
+                f"{s.component} pid {s.pid} {s.address}:{s.port}" for s in sampler.seen if s.kind != "loopback"
+            )
             assert not beyond, "the one-host head listened beyond loopback: " + ", ".join(beyond)
         finally:
             stop(cluster)
 
 
 # --- a head plus a second node --------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def two_nodes():
@@ -158,12 +232,24 @@ def two_nodes():
     cluster = RayCluster(root, env, f"http://127.0.0.1:{dashboard}", f"127.0.0.1:{gcs}", sessions, {})
     with watched(root, remove=True):  # Ray's session logs in the report of a failing test
         try:
-            cluster.sids["head"] = node("cluster-head", root / "head", env, "--port", str(gcs), "--dashboard-port",
-                                        str(dashboard), "--ray-client-server-port", str(free_port()),
-                                        "--dashboard-agent-listen-port", str(free_port()), *SMALL)
+            cluster.sids["head"] = node(
+                "cluster-head",
+                root / "head",
+                env,
+                "--port",
+                str(gcs),
+                "--dashboard-port",
+                str(dashboard),
+                "--ray-client-server-port",
+                str(free_port()),
+                "--dashboard-agent-listen-port",
+                str(free_port()),
+                *SMALL,
+            )
             sessions.adopt(cluster.sids["head"])
-            cluster.sids["node"] = node("join", root / "node", env, cluster.gcs, "--dashboard-agent-listen-port",
-                                        str(free_port()), *SMALL)
+            cluster.sids["node"] = node(
+                "join", root / "node", env, cluster.gcs, "--dashboard-agent-listen-port", str(free_port()), *SMALL
+            )
             sessions.adopt(cluster.sids["node"])
             yield cluster
         finally:
@@ -175,8 +261,21 @@ def training(two_nodes, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-training")
     shards, run_dir = write_shards(root / "shards"), root / "run"
     sampler = Sampler(two_nodes.sessions)
-    run = submit(two_nodes, "python", "-m", "jobs.train_lm", *TRAIN, "--set", "parallel.dp=2",
-                 "--data", str(shards), "--output", str(run_dir), sampler=sampler, working_dir=True)
+    run = submit(
+        two_nodes,
+        "python",
+        "-m",
+        "jobs.train_lm",
+        *TRAIN,
+        "--set",
+        "parallel.dp=2",
+        "--data",
+        str(shards),
+        "--output",
+        str(run_dir),
+        sampler=sampler,
+        working_dir=True,
+    )
     return {"run": run, "run_dir": run_dir, "sampler": sampler, "shards": shards}
 
 
@@ -197,13 +296,21 @@ def test_every_bind_beyond_loopback_is_named_in_the_readme(two_nodes, training):
     assert named, "no '| Ray process' table in docs/clusters.md"
     seen = training["sampler"].seen
     assert {"gcs_server", "raylet", "dashboard agent", "ray worker"} <= {s.component for s in seen}
-    unnamed = sorted({f"{s.component} on {s.kind} {s.address}:{s.port}" for s in seen
-                      if s.kind != "loopback" and (s.component, s.kind) not in named})
+    unnamed = sorted(
+        {
+            f"{s.component} on {s.kind} {s.address}:{s.port}"
+            for s in seen
+            if s.kind != "loopback" and (s.component, s.kind) not in named
+        }
+    )
     assert not unnamed, "binds beyond loopback that docs/clusters.md does not name: " + "; ".join(unnamed)
     # The table's row: a Ray worker listens on all interfaces on its worker port only. Anything
     # else there (torch.distributed's store, as torch binds it: *:ephemeral) is a bind it does not name.
-    extra = sorted(f"pid {s.pid} {s.proto} {s.address}:{s.port}" for s in seen if s.component == "ray worker"
-                   and s.kind == "wildcard" and not WORKER_PORTS[0] <= s.port <= WORKER_PORTS[1])
+    extra = sorted(
+        f"pid {s.pid} {s.proto} {s.address}:{s.port}"
+        for s in seen
+        if s.component == "ray worker" and s.kind == "wildcard" and not WORKER_PORTS[0] <= s.port <= WORKER_PORTS[1]
+    )
     assert not extra, "Ray workers listening on all interfaces beyond their worker port: " + "; ".join(extra)
 
 
@@ -217,8 +324,14 @@ def test_submission_without_the_token_is_refused(two_nodes):
     other = two_nodes.root / "other-token"
     other.write_text(secrets.token_hex(32))
     other.chmod(0o600)
-    run = submit(two_nodes, "python", "-c", "print('ran')", timeout=300,
-                 env={**no_token, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(other)})
+    run = submit(
+        two_nodes,
+        "python",
+        "-c",
+        "print('ran')",
+        timeout=300,
+        env={**no_token, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(other)},
+    )
     assert run.returncode != 0 and "ran" not in run.stdout
     assert "Invalid authentication token" in run.stdout + run.stderr
     with pytest.raises(urllib.error.HTTPError) as e:  # the job API itself, no client library
@@ -227,9 +340,23 @@ def test_submission_without_the_token_is_refused(two_nodes):
 
 
 def test_more_workers_than_cpus_is_refused_before_launch(two_nodes, training):
-    run = submit(two_nodes, "python", "-m", "jobs.train_lm", *TRAIN, "--set", "parallel.tp=2", "--set", "parallel.dp=2",
-                 "--data", str(training["shards"]), "--output", str(training["run_dir"].parent / "too-big"),
-                 working_dir=True, timeout=300)  # without the check: retried forever, TimeoutExpired
+    run = submit(
+        two_nodes,
+        "python",
+        "-m",
+        "jobs.train_lm",
+        *TRAIN,
+        "--set",
+        "parallel.tp=2",
+        "--set",
+        "parallel.dp=2",
+        "--data",
+        str(training["shards"]),
+        "--output",
+        str(training["run_dir"].parent / "too-big"),
+        working_dir=True,
+        timeout=300,
+    )  # without the check: retried forever, TimeoutExpired
     out = run.stdout + run.stderr
     assert run.returncode != 0, out[-3000:]
     assert "cannot launch" in out and "needs 4 Ray workers of 1 CPU each" in out and "room for 2" in out, out[-3000:]
@@ -239,8 +366,20 @@ def test_more_workers_than_cpus_is_refused_before_launch(two_nodes, training):
 # --- elastic data parallelism (last in the module: it stops the second node for good) -------------
 
 ELASTIC_STEPS = 24
-ELASTIC = ["--config", "jobs/configs/debug.toml", "--set", f"train.steps={ELASTIC_STEPS}", "--set", "train.eval_every=0",
-           "--set", "train.checkpoint_every=4", "--set", "train.keep_checkpoints=0", "--set", "ray.max_failures=2"]
+ELASTIC = [
+    "--config",
+    "jobs/configs/debug.toml",
+    "--set",
+    f"train.steps={ELASTIC_STEPS}",
+    "--set",
+    "train.eval_every=0",
+    "--set",
+    "train.checkpoint_every=4",
+    "--set",
+    "train.keep_checkpoints=0",
+    "--set",
+    "ray.max_failures=2",
+]
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -254,14 +393,33 @@ def test_elastic_run_goes_on_with_one_worker_when_a_node_is_lost(two_nodes, trai
     change equal those of a fresh dp=1 run resumed from that checkpoint."""
     run_dir, shards = tmp_path / "elastic", training["shards"]
     done: list[subprocess.CompletedProcess] = []
-    job = threading.Thread(target=lambda: done.append(submit(
-        two_nodes, "python", "-m", "jobs.train_lm", *ELASTIC, "--set", "parallel.dp=2", "--set", "ray.min_workers=1",
-        "--set", "ray.resize_interval_s=5", "--data", str(shards), "--output", str(run_dir), working_dir=True,
-        timeout=480)))
+    job = threading.Thread(
+        target=lambda: done.append(
+            submit(
+                two_nodes,
+                "python",
+                "-m",
+                "jobs.train_lm",
+                *ELASTIC,
+                "--set",
+                "parallel.dp=2",
+                "--set",
+                "ray.min_workers=1",
+                "--set",
+                "ray.resize_interval_s=5",
+                "--data",
+                str(shards),
+                "--output",
+                str(run_dir),
+                working_dir=True,
+                timeout=480,
+            )
+        )
+    )
     job.start()
     deadline = time.monotonic() + 300
     while not (run_dir / "metrics.jsonl").exists() or len(_jsonl(run_dir / "metrics.jsonl")) < 6:
-        assert job.is_alive() and time.monotonic() < deadline, (done[0].stdout[-4000:] if done else "no progress")
+        assert job.is_alive() and time.monotonic() < deadline, done[0].stdout[-4000:] if done else "no progress"
         time.sleep(0.2)
     subprocess.run([NODE, "stop", str(two_nodes.root / "node")], env=two_nodes.env, timeout=60, check=True)
     job.join(500)
@@ -280,8 +438,21 @@ def test_elastic_run_goes_on_with_one_worker_when_a_node_is_lost(two_nodes, trai
     ref = tmp_path / "reference"
     name = f"step-{changed_at:07d}"
     shutil.copytree(run_dir / "checkpoints" / name, ref / "checkpoints" / name)
-    run = submit(two_nodes, "python", "-m", "jobs.train_lm", *ELASTIC, "--set", "parallel.dp=1", "--data", str(shards),
-                 "--output", str(ref), working_dir=True, timeout=300)
+    run = submit(
+        two_nodes,
+        "python",
+        "-m",
+        "jobs.train_lm",
+        *ELASTIC,
+        "--set",
+        "parallel.dp=1",
+        "--data",
+        str(shards),
+        "--output",
+        str(ref),
+        working_dir=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-2000:]
     after = {r["step"]: r["loss"] for r in rows if r["step"] > changed_at}
     expected = {r["step"]: r["loss"] for r in _jsonl(ref / "metrics.jsonl") if r["step"] > changed_at}

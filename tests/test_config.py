@@ -35,8 +35,16 @@ def test_defaults_toml_and_overrides(tmp_path):
     assert cfg.rules.sensitive.max_distinct_hits == 3
     path = tmp_path / "c.toml"
     path.write_text("[rules.length]\nmin_chars = 200\n")
-    cfg = load_config(CleanConfig, path, ["rules.length.min_han_ratio=0.7", "reader.default_source=crawl",
-                                          "rules.ads.extra_keywords=['新品上市']", "rules.ads.enabled=false"])
+    cfg = load_config(
+        CleanConfig,
+        path,
+        [
+            "rules.length.min_han_ratio=0.7",
+            "reader.default_source=crawl",
+            "rules.ads.extra_keywords=['新品上市']",
+            "rules.ads.enabled=false",
+        ],
+    )
     assert cfg.rules.length.min_chars == 200 and cfg.rules.length.min_han_ratio == 0.7
     assert cfg.reader.default_source == "crawl" and cfg.rules.ads.extra_keywords == ("新品上市",)
     assert cfg.rules.ads.enabled is False
@@ -53,8 +61,9 @@ def test_a_shared_key_means_the_same_in_every_job(job):
     sections = {f.name: f.type for f in dataclasses.fields(job)}
     mounted = [k for k in SHARED if k.split(".")[0] in sections]
     assert "spark.master" in mounted  # every Spark job has the spark section
-    cfg = load_config(job, None, [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in SHARED.items()
-                                  if k in mounted])
+    cfg = load_config(
+        job, None, [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in SHARED.items() if k in mounted]
+    )
     for key in mounted:
         assert _get(cfg, key) == SHARED[key], key
     canonical = typing.get_type_hints(BuildConfig)
@@ -62,30 +71,36 @@ def test_a_shared_key_means_the_same_in_every_job(job):
         assert typing.get_type_hints(job)[name] is canonical[name], name
 
 
-@pytest.mark.parametrize("job, old, new", [
-    (DedupJobConfig, "master=local[1]", "spark.master"),
-    (DedupJobConfig, "minhash.threshold=0.7", "dedup.minhash.threshold"),
-    (DedupJobConfig, "verify=measure", "dedup.verify"),
-    (TrainTokenizerConfig, "sample.max_docs=5", "tokenizer.sample.max_docs"),
-    (TrainTokenizerConfig, "tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
-    (BuildConfig, "tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
-    (TrainClassifierConfig, "kind=quality", "classifier.kind"),
-    (NightlyConfig, "build.classify.spam_model=x", "classify.spam_model"),
-    (NightlyConfig, "build.tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
-    (NightlyConfig, "settle_seconds=0", "refresh.settle_seconds"),
-])
+@pytest.mark.parametrize(
+    "job, old, new",
+    [
+        (DedupJobConfig, "master=local[1]", "spark.master"),
+        (DedupJobConfig, "minhash.threshold=0.7", "dedup.minhash.threshold"),
+        (DedupJobConfig, "verify=measure", "dedup.verify"),
+        (TrainTokenizerConfig, "sample.max_docs=5", "tokenizer.sample.max_docs"),
+        (TrainTokenizerConfig, "tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
+        (BuildConfig, "tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
+        (TrainClassifierConfig, "kind=quality", "classifier.kind"),
+        (NightlyConfig, "build.classify.spam_model=x", "classify.spam_model"),
+        (NightlyConfig, "build.tokenizer.params.vocab_size=8000", "tokenizer.vocab_size"),
+        (NightlyConfig, "settle_seconds=0", "refresh.settle_seconds"),
+    ],
+)
 def test_old_keys_get_an_error_naming_the_new_key(job, old, new):
     with pytest.raises(ConfigError, match=f"was renamed: use {new.replace('.', '[.]')}$"):
         load_config(job, None, [old])
 
 
-@pytest.mark.parametrize("override, message", [
-    ("rules.length.min_charz=3", "unknown key"),
-    ("rules.length.min_chars=abc", "must be int"),
-    ("rules.ads.enabled=1", "must be bool"),
-    ("classify.quality_rule=sometimes", "must be one of"),
-    ("novalue", "key=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("rules.length.min_charz=3", "unknown key"),
+        ("rules.length.min_chars=abc", "must be int"),
+        ("rules.ads.enabled=1", "must be bool"),
+        ("classify.quality_rule=sometimes", "must be one of"),
+        ("novalue", "key=value"),
+    ],
+)
 def test_bad_overrides_are_clear_errors(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(CleanConfig, None, [override])

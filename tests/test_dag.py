@@ -52,9 +52,17 @@ class _FakeBashOperator:
 @pytest.fixture
 def fake_dag(monkeypatch):
     """Import the DAG file with a fake airflow (Airflow 3 module layout) in sys.modules."""
-    modules = {name: types.ModuleType(name) for name in (
-        "airflow", "airflow.sdk", "airflow.providers", "airflow.providers.standard",
-        "airflow.providers.standard.operators", "airflow.providers.standard.operators.bash")}
+    modules = {
+        name: types.ModuleType(name)
+        for name in (
+            "airflow",
+            "airflow.sdk",
+            "airflow.providers",
+            "airflow.providers.standard",
+            "airflow.providers.standard.operators",
+            "airflow.providers.standard.operators.bash",
+        )
+    }
     modules["airflow.sdk"].DAG = _FakeDAG
     modules["airflow.providers.standard.operators.bash"].BashOperator = _FakeBashOperator
     for name, module in modules.items():
@@ -107,8 +115,11 @@ def test_dag_loads_in_real_airflow(tmp_path, monkeypatch):
 
 
 def test_cron_systemd_and_compose_share_the_schedule():
-    cron = [line.split() for line in (ROOT / "deploy" / "cron" / "zhcorpus-nightly.cron").read_text().splitlines()
-            if line.strip() and not line.startswith("#") and "=" not in line.split()[0]]
+    cron = [
+        line.split()
+        for line in (ROOT / "deploy" / "cron" / "zhcorpus-nightly.cron").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and "=" not in line.split()[0]
+    ]
     assert len(cron) == 1
     assert " ".join(cron[0][:5]) == SCHEDULE and cron[0][5] == "corpus"  # m h dom mon dow user
     assert "deploy/nightly.sh all" in " ".join(cron[0][6:])
@@ -125,8 +136,13 @@ def test_cron_systemd_and_compose_share_the_schedule():
 
 @pytest.mark.parametrize("at, ok", [("02:00", True), ("23:59", True), ("24:00", False), ("2am", False)])
 def test_scheduler_loop_waits_for_the_next_run(at, ok):
-    run = subprocess.run([str(ROOT / "deploy" / "scheduler-loop.sh"), "--next"], env={**os.environ, "NIGHTLY_AT": at},
-                         capture_output=True, text=True, timeout=10)
+    run = subprocess.run(
+        [str(ROOT / "deploy" / "scheduler-loop.sh"), "--next"],
+        env={**os.environ, "NIGHTLY_AT": at},
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     if ok:
         assert run.returncode == 0 and 0 < int(run.stdout) <= 86400
     else:
@@ -158,10 +174,19 @@ def recipe(tmp_path):
     secret.write_text("cd" * 32)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    base = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_DIR": str(tmp_path),
-            "SPARK_AUTH_SECRET_FILE": str(secret), "TMPDIR": str(tmp_path), "CRAWL_ROOT": "/crawl",
-            "CORPUS_ROOT": str(corpus), "SPARK_MASTER": "spark://m:7077", "RAY_ADDRESS": "http://ray:8265",
-            "TRAIN_CONFIG": "jobs/configs/debug.toml", "REFRESH_ARGS": "--set settle_seconds=0"}
+    base = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "STUB_DIR": str(tmp_path),
+        "SPARK_AUTH_SECRET_FILE": str(secret),
+        "TMPDIR": str(tmp_path),
+        "CRAWL_ROOT": "/crawl",
+        "CORPUS_ROOT": str(corpus),
+        "SPARK_MASTER": "spark://m:7077",
+        "RAY_ADDRESS": "http://ray:8265",
+        "TRAIN_CONFIG": "jobs/configs/debug.toml",
+        "REFRESH_ARGS": "--set settle_seconds=0",
+    }
 
     def run(step, current=None, **env):
         if current:
@@ -169,8 +194,11 @@ def recipe(tmp_path):
         for f in ("spark.argv", "ray.argv"):
             (tmp_path / f).unlink(missing_ok=True)
         proc = subprocess.run([str(NIGHTLY), step], env={**base, **env}, capture_output=True, text=True, timeout=30)
-        argv = {f.split(".")[0]: (tmp_path / f).read_text().splitlines() for f in ("spark.argv", "ray.argv")
-                if (tmp_path / f).exists()}
+        argv = {
+            f.split(".")[0]: (tmp_path / f).read_text().splitlines()
+            for f in ("spark.argv", "ray.argv")
+            if (tmp_path / f).exists()
+        }
         return proc.returncode, argv, proc.stderr
 
     run.corpus = corpus
@@ -184,17 +212,27 @@ def test_refresh_maps_the_lock_to_skipped(recipe, spark_rc, expected):
     spark = argv["spark"]
     assert spark[spark.index("--master") + 1] == "spark://m:7077"
     app = spark.index(str(ROOT / "jobs" / "nightly_refresh.py"))
-    assert spark[app + 1:] == ["--crawl-root", "/crawl", "--corpus-root", str(recipe.corpus),
-                               "--set", "settle_seconds=0"]
+    assert spark[app + 1 :] == [
+        "--crawl-root",
+        "/crawl",
+        "--corpus-root",
+        str(recipe.corpus),
+        "--set",
+        "settle_seconds=0",
+    ]
 
 
 def test_train_submits_the_published_version_once(recipe):
-    rc, argv, _ = recipe("train", current="v000002", RAY_STATUS_RC="1",
-                         RAY_STATUS_OUT="RuntimeError: Job nightly-v000002 does not exist.")
+    rc, argv, _ = recipe(
+        "train",
+        current="v000002",
+        RAY_STATUS_RC="1",
+        RAY_STATUS_OUT="RuntimeError: Job nightly-v000002 does not exist.",
+    )
     assert rc == 0
     ray = argv["ray"]
     assert ray[:2] == ["job", "submit"] and ray[ray.index("--submission-id") + 1] == "nightly-v000002"
-    entry = ray[ray.index("--") + 1:]
+    entry = ray[ray.index("--") + 1 :]
     assert entry[:3] == ["python", "-m", "jobs.train_lm"]
     assert entry[entry.index("--data") + 1] == f"{recipe.corpus}/versions/v000002/corpus.json"
     # the next night publishes nothing: Ray already knows nightly-v000002

@@ -72,7 +72,7 @@ def test_windows_are_the_packed_concatenation(corpus):
             stream = [t for key in order for t in docs[key][1]]
             assert spe == (len(stream) - 1) // seq
             for k in range(spe):
-                want = stream[k * seq:k * seq + seq + 1]
+                want = stream[k * seq : k * seq + seq + 1]
                 got = data.source_sample(source, j)
                 assert got.dtype == np.int64 and got.tolist() == want, (source, j)
                 j += 1
@@ -89,8 +89,10 @@ def test_samples_are_reproducible_and_seeded(corpus):
     shipped = pickle.dumps(a)  # what Ray sends to a worker: the arguments, not the memory maps
     assert len(shipped) < 4096 and np.array_equal(pickle.loads(shipped).sample(picks[-1]), want[-1])
     # the seed reorders documents and blend positions (the held-out set aside: valid_fraction=0 here)
-    five, six = (TokenData(manifest, DataConfig(seq_len=12, weights={"books": 2, "web": 1}, valid_fraction=0, seed=seed))
-                 for seed in (5, 6))
+    five, six = (
+        TokenData(manifest, DataConfig(seq_len=12, weights={"books": 2, "web": 1}, valid_fraction=0, seed=seed))
+        for seed in (5, 6)
+    )
     assert sum(np.array_equal(five.sample(i), six.sample(i)) for i in picks) <= 1
     assert five.documents("books", 0).tolist() != six.documents("books", 0).tolist()
     assert [five.locate(i)[0] for i in range(64)] != [six.locate(i)[0] for i in range(64)]
@@ -134,8 +136,10 @@ def test_train_and_valid_are_disjoint_documents(corpus):
     for data, allowed in ((train, seen), (valid, held)):
         for i in range(0, 3000, 3):
             assert {owner[t] for t in data.sample(i).tolist() if t != EOD} <= allowed
-    assert TokenData(manifest, DataConfig(seq_len=8, valid_fraction=0.25, seed=12), "valid").documents().tolist() \
+    assert (
+        TokenData(manifest, DataConfig(seq_len=8, valid_fraction=0.25, seed=12), "valid").documents().tolist()
         != valid.documents().tolist()
+    )
 
 
 def test_a_source_without_held_out_documents_is_absent_from_valid(corpus):
@@ -188,9 +192,12 @@ def test_clear_errors(corpus, tmp_path):
         TokenData(manifest, DataConfig(), "test")
 
     import shutil
-    for name, damage, message in (("shard-00001.bin", "flip", "shard-00001.bin: sha256"),
-                                  ("shard-00002.src", "flip", "shard-00002.src: sha256"),
-                                  ("shard-00000.idx", "delete", "shard-00000.idx: missing")):
+
+    for name, damage, message in (
+        ("shard-00001.bin", "flip", "shard-00001.bin: sha256"),
+        ("shard-00002.src", "flip", "shard-00002.src: sha256"),
+        ("shard-00000.idx", "delete", "shard-00000.idx: missing"),
+    ):
         copy = tmp_path / name
         shutil.copytree(manifest.parent, copy)
         if damage == "flip":
@@ -218,11 +225,13 @@ def test_describe(corpus):
     assert d["sources"] == ["books", "news"] and d["weights"] == {"books": 0.75, "news": 0.25}
     assert d["documents"] == {s: n for s, n in COUNTS.items()} and json.dumps(d)
     assert d["samples_per_epoch"] == {s: (n - 1) // 16 for s, n in data.tokens_per_source.items()}
-    assert d["samples_before_repeat"] == int(min(d["samples_per_epoch"]["books"] / 0.75,
-                                                 d["samples_per_epoch"]["news"] / 0.25))
+    assert d["samples_before_repeat"] == int(
+        min(d["samples_per_epoch"]["books"] / 0.75, d["samples_per_epoch"]["news"] / 0.25)
+    )
 
 
 # --- the Spark shard stage, read by TokenData ---------------------------------------------
+
 
 @pytest.mark.slow
 def test_spark_shards_sidecar_drives_the_sources(spark, tmp_path):
@@ -239,7 +248,9 @@ def test_spark_shards_sidecar_drives_the_sources(spark, tmp_path):
     manifest = write_shards(df, str(tmp_path / "tok"), str(tmp_path / "shards"), num_shards=2)
     assert manifest["sources"] == ["forum", "news", "reviews", "unknown"]
 
-    data = TokenData(tmp_path / "shards" / "manifest.json", DataConfig(seq_len=4, valid_fraction=0))  # "unknown": 5 tokens
+    data = TokenData(
+        tmp_path / "shards" / "manifest.json", DataConfig(seq_len=4, valid_fraction=0)
+    )  # "unknown": 5 tokens
     assert data.tokens_per_source == manifest["tokens_per_source"] and data.sources == manifest["sources"]
     for source in data.sources:
         texts = Counter(tok.decode(data.shards[s][i].tolist()[:-1]) for s, i in data.documents(source).tolist())
@@ -247,4 +258,4 @@ def test_spark_shards_sidecar_drives_the_sources(spark, tmp_path):
     source, j = data.locate(0)  # the first window: the start of its source's epoch-0 concatenation
     stream = np.concatenate([data.shards[s][i] for s, i in data.documents(source, 0).tolist()])
     k = j % data.describe()["samples_per_epoch"][source]
-    assert data.sample(0).tolist() == stream[k * 4:k * 4 + 5].tolist()
+    assert data.sample(0).tolist() == stream[k * 4 : k * 4 + 5].tolist()

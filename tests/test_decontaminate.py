@@ -28,7 +28,7 @@ SENTI = [("s-1", "这家店的服务员态度冷淡，上菜慢，价格还比�
 
 
 def items() -> list[dc.EvalItem]:
-    return ([dc.EvalItem("demo_qa", i, t) for i, t in QA] + [dc.EvalItem("demo_senti", i, t) for i, t in SENTI])
+    return [dc.EvalItem("demo_qa", i, t) for i, t in QA] + [dc.EvalItem("demo_senti", i, t) for i, t in SENTI]
 
 
 def crawl() -> dict[str, tuple[str, list[str]]]:
@@ -37,8 +37,14 @@ def crawl() -> dict[str, tuple[str, list[str]]]:
     return {
         "whole": (QA[0][1], ["demo_qa:qa-1"]),
         "embedded": (P[2] + QA[1][1] + P[3], ["demo_qa:qa-2"]),
-        "repunctuated": (P[4] + "古代的驿站 负责传递公文、和接待往来官员！一般每隔三十里设置一处" + P[5], ["demo_qa:qa-3"]),
-        "fullwidth_and_two_sets": (P[6] + QA[2][1][:20] + "\n" + SENTI[0][1] + P[7], ["demo_qa:qa-3", "demo_senti:s-1"]),
+        "repunctuated": (
+            P[4] + "古代的驿站 负责传递公文、和接待往来官员！一般每隔三十里设置一处" + P[5],
+            ["demo_qa:qa-3"],
+        ),
+        "fullwidth_and_two_sets": (
+            P[6] + QA[2][1][:20] + "\n" + SENTI[0][1] + P[7],
+            ["demo_qa:qa-3", "demo_senti:s-1"],
+        ),
         "short_whole": (page + "远处，湖心小岛上的灯塔已经熄灭了。", ["demo_qa:qa-4"]),
         "short_ignored": (page + "今天天气很好。", []),
         "clean_1": (page, []),
@@ -66,14 +72,19 @@ def test_the_ngram_boundary_is_exact():
     item = QA[2][1]
     m = dc.Matcher(dc.EvalIndex([dc.EvalItem("b", "x", item)], n=N))
     norm = mh.normalise(item)
-    assert m.hits(P[0] + norm[3:3 + N] + P[1])
-    assert not m.hits(P[0] + norm[3:3 + N - 1] + P[1])
+    assert m.hits(P[0] + norm[3 : 3 + N] + P[1])
+    assert not m.hits(P[0] + norm[3 : 3 + N - 1] + P[1])
 
 
 def test_short_items_are_counted_not_skipped_silently():
     s = dc.EvalIndex(items(), n=N, min_chars=8).summary()
-    assert s["demo_qa"] == {"items": 5, "ngram_items": 3, "whole_items": 1, "ignored_items": 1,
-                            "ngrams": sum(len(mh.shingle_hashes(mh.normalise(t), N)) for _, t in QA[:3])}
+    assert s["demo_qa"] == {
+        "items": 5,
+        "ngram_items": 3,
+        "whole_items": 1,
+        "ignored_items": 1,
+        "ngrams": sum(len(mh.shingle_hashes(mh.normalise(t), N)) for _, t in QA[:3]),
+    }
     assert s["demo_senti"]["ngram_items"] == 1
 
 
@@ -90,12 +101,15 @@ def test_ngram_default_is_guarded():
 
 # --- the Spark stage -----------------------------------------------------------------------
 
+
 def write_sets(tmp_path) -> list[str]:
     qa = tmp_path / "demo_qa.jsonl"
     qa.write_text("\n".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in QA) + "\n", "utf-8")
     senti = tmp_path / "demo_senti"  # a directory is one benchmark; ids from the "id" field
     senti.mkdir()
-    (senti / "test.jsonl").write_text(json.dumps({"id": "s-1", "text": SENTI[0][1]}, ensure_ascii=False) + "\n", "utf-8")
+    (senti / "test.jsonl").write_text(
+        json.dumps({"id": "s-1", "text": SENTI[0][1]}, ensure_ascii=False) + "\n", "utf-8"
+    )
     return [str(qa), str(senti)]
 
 
@@ -118,6 +132,7 @@ def test_load_eval_sets(tmp_path):
 
 def load_sets(paths):
     from etl.clean.decontaminate import load_eval_sets
+
     return load_eval_sets(paths)
 
 
@@ -125,8 +140,15 @@ def load_sets(paths):
 def test_stage_drop_report_off_and_rerun(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from etl.clean.decontaminate import (CONTAMINATED, DECONTAM_STAGE, DecontaminateConfig, decontaminate_stage,
-                                   decontaminate_summary, dropped_by_file, prepare)
+    from etl.clean.decontaminate import (
+        CONTAMINATED,
+        DECONTAM_STAGE,
+        DecontaminateConfig,
+        decontaminate_stage,
+        decontaminate_summary,
+        dropped_by_file,
+        prepare,
+    )
 
     sets, docs = write_sets(tmp_path), docs_frame(spark)
     cfg = DecontaminateConfig(eval_sets=tuple(sets), ngram=N, mode="drop")
@@ -136,8 +158,9 @@ def test_stage_drop_report_off_and_rerun(spark, tmp_path):
     for name, (_text, expected) in crawl().items():
         r = rows[f"d-{name}"]
         assert [f"{h.benchmark}:{h.item_id}" for h in r.contamination] == expected
-        assert (r.stage, r.reason, r.detail) == ((DECONTAM_STAGE, CONTAMINATED, expected[0]) if expected
-                                                 else (None, None, None))
+        assert (r.stage, r.reason, r.detail) == (
+            (DECONTAM_STAGE, CONTAMINATED, expected[0]) if expected else (None, None, None)
+        )
     summary = decontaminate_summary(out, prepared)
     assert summary["documents_dropped"] == summary["documents_hit"] == 5
     assert summary["benchmarks"]["demo_qa"]["documents_hit"] == 5 and summary["benchmarks"]["demo_qa"]["items_hit"] == 4
@@ -161,14 +184,25 @@ def test_stage_drop_report_off_and_rerun(spark, tmp_path):
 def test_ledger_moves_drops_from_documents_to_rejected():
     from etl.clean.decontaminate import add_to_ledger
 
-    report = {"input": {"records": 10}, "documents": 6, "rejected": 3, "duplicates": 1, "balanced": True,
-              "rejected_by_stage": {"clean": {"total": 3, "reasons": {"too_short": 3}}},
-              "files": {"a": {"documents": 4, "rejected": 2, "reasons": {"clean/too_short": 2}},
-                        "b": {"documents": 2, "rejected": 1, "reasons": {"clean/too_short": 1}}}}
+    report = {
+        "input": {"records": 10},
+        "documents": 6,
+        "rejected": 3,
+        "duplicates": 1,
+        "balanced": True,
+        "rejected_by_stage": {"clean": {"total": 3, "reasons": {"too_short": 3}}},
+        "files": {
+            "a": {"documents": 4, "rejected": 2, "reasons": {"clean/too_short": 2}},
+            "b": {"documents": 2, "rejected": 1, "reasons": {"clean/too_short": 1}},
+        },
+    }
     add_to_ledger(report, {"a": 2})
     assert (report["documents"], report["rejected"], report["balanced"]) == (4, 5, True)
-    assert report["files"]["a"] == {"documents": 2, "rejected": 4,
-                                    "reasons": {"clean/too_short": 2, "decontaminate/contaminated": 2}}
+    assert report["files"]["a"] == {
+        "documents": 2,
+        "rejected": 4,
+        "reasons": {"clean/too_short": 2, "decontaminate/contaminated": 2},
+    }
     assert report["rejected_by_stage"]["decontaminate"] == {"total": 2, "reasons": {"contaminated": 2}}
     with pytest.raises(ValueError):
         add_to_ledger(report, {"c": 1})
@@ -183,8 +217,17 @@ class _Job:
 def test_config_sections_load_from_set_overrides():
     from jobs.config import load_config
 
-    cfg = load_config(_Job, None, ["pii.modes.email=off", "pii.mode=drop", 'decontaminate.eval_sets=["a.jsonl", "b"]',
-                                   "decontaminate.ngram=15", "decontaminate.mode=report"])
+    cfg = load_config(
+        _Job,
+        None,
+        [
+            "pii.modes.email=off",
+            "pii.mode=drop",
+            'decontaminate.eval_sets=["a.jsonl", "b"]',
+            "decontaminate.ngram=15",
+            "decontaminate.mode=report",
+        ],
+    )
     assert cfg.pii.resolved()["email"] == "off" and cfg.pii.resolved()["mobile"] == "drop"
     assert cfg.decontaminate == DecontaminateConfig(eval_sets=("a.jsonl", "b"), ngram=15, mode="report")
     assert load_config(_Job).decontaminate.effective_mode == "off"  # no evaluation set

@@ -67,17 +67,21 @@ def _check_fixture(rows, families):
         assert all(mh.jaccard(sets[fam[0]], sets[m]) >= 0.93 for m in fam[1:]), fam
     bases = [fam[0] for fam in families]
     for i, a in enumerate(bases[:30]):
-        assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1:]), a
+        assert all(mh.jaccard(sets[a], sets[b]) < 0.3 for b in bases[i + 1 :]), a
 
 
 # Where the work runs: groups and candidate edges (driver_max_docs), components and keepers
 # (driver_max_edges); 0 sends that part to Spark.
 DRIVER = {}
 DISTRIBUTED = {"driver_max_docs": 0, "driver_max_edges": 0}
-PATHS = {"driver": DRIVER, "spark groups, driver components": {"driver_max_docs": 0},
-         "driver groups, spark components": {"driver_max_edges": 0}, "distributed": DISTRIBUTED,
-         # candidate components over group_max_docs: verified edge by edge, not component by component
-         "driver, edge by edge": {"group_max_docs": 1}}
+PATHS = {
+    "driver": DRIVER,
+    "spark groups, driver components": {"driver_max_docs": 0},
+    "driver groups, spark components": {"driver_max_edges": 0},
+    "distributed": DISTRIBUTED,
+    # candidate components over group_max_docs: verified edge by edge, not component by component
+    "driver, edge by edge": {"group_max_docs": 1},
+}
 
 
 def _clusters(spark, rows, partitions, index=None, verify="off", paths=DRIVER):
@@ -92,10 +96,17 @@ def _clusters(spark, rows, partitions, index=None, verify="off", paths=DRIVER):
     return d, kept
 
 
-@pytest.mark.parametrize("verify,paths", [("off", "driver"), ("enforce", "driver"), ("enforce", "distributed"),
-                                          ("enforce", "spark groups, driver components"),
-                                          ("enforce", "driver, edge by edge"),
-                                          ("off", "driver groups, spark components")])
+@pytest.mark.parametrize(
+    "verify,paths",
+    [
+        ("off", "driver"),
+        ("enforce", "driver"),
+        ("enforce", "distributed"),
+        ("enforce", "spark groups, driver components"),
+        ("enforce", "driver, edge by edge"),
+        ("off", "driver groups, spark components"),
+    ],
+)
 def test_families_are_exactly_the_clusters(spark, corpus, verify, paths):
     rows, families = corpus
     dups, kept = _clusters(spark, rows, 4, verify=verify, paths=PATHS[paths])
@@ -124,8 +135,9 @@ def test_hot_bucket_is_linear_not_quadratic(spark, corpus):
 
     rows, _ = corpus
     base, rng, n = rows[0][1], random.Random(5), 3000
-    docs = spark.createDataFrame([(f"h{i:05d}", _edit(base, rng), 0.5) for i in range(n)],
-                                 "doc_id string, text string, quality_score double")
+    docs = spark.createDataFrame(
+        [(f"h{i:05d}", _edit(base, rng), 0.5) for i in range(n)], "doc_id string, text string, quality_score double"
+    )
     params = MinHashParams().resolved()
     edges = candidate_edges(signatures(docs, params))
     assert edges.count() <= n * params.bands
@@ -142,11 +154,13 @@ def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
 
     rows, families = corpus
     fam_of = {d: i for i, fam in enumerate(families) for d in fam}
+
     # Every third family all in A; of the others the first member in A (then the rest in B) or in
     # B (then the rest in C): B and C hold duplicates of earlier runs and survivors of their own.
     def side(doc_id):
         i, first = fam_of[doc_id], doc_id == families[fam_of[doc_id]][0]
         return "a" if i % 3 == 0 or (i % 3 == 1 and first) else "b" if i % 3 == 1 or first else "c"
+
     renamed = [(f"{side(d)}-{d}", t, None) for d, t, _ in rows]
     parts = {k: [r for r in renamed if r[0].startswith(f"{k}-")] for k in "abc"}
     assert all(parts.values())
@@ -171,7 +185,9 @@ def test_index_runs_a_b_c_equal_their_union(spark, corpus, tmp_path, paths):
 def _survivor_keys(spark, rows, dups):
     from etl.dedup.stage import band_rows, signatures
 
-    kept = spark.createDataFrame([r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double")
+    kept = spark.createDataFrame(
+        [r for r in rows if r[0] not in dups], "doc_id string, text string, quality_score double"
+    )
     keys = signatures(kept, MinHashParams())
     return band_rows(keys), keys.select("exact_key", "doc_id")
 
@@ -185,8 +201,10 @@ def test_verification_measures_and_enforces_precision(spark, corpus, paths):
 
     rows, families = corpus
     base, other = rows[0][1], next(t for d, t, _ in rows if d == families[1][0])
-    half = base[: len(base) // 2] + other[len(other) // 2:]
-    docs = spark.createDataFrame([("x0", base, 0.9), ("x1", half, 0.1)], "doc_id string, text string, quality_score double")
+    half = base[: len(base) // 2] + other[len(other) // 2 :]
+    docs = spark.createDataFrame(
+        [("x0", base, 0.9), ("x1", half, 0.1)], "doc_id string, text string, quality_score double"
+    )
     params = MinHashParams(threshold=0.8, bands=64, rows=2)
     shingles = [mh.shingle_hashes(mh.normalise(t), params.shingle) for t in (base, half)]
     expected = mh.jaccard(*shingles)

@@ -24,14 +24,20 @@ SMALL = IndexConfig(target_file_mb=0.002, row_group_rows=8, compact_after=3, dri
 
 def _batch(rng: np.random.Generator, prefix: str, n: int, shared: np.ndarray | None = None):
     """n documents with random band keys (4 bands); ``shared``: keys the first rows reuse."""
-    keys = rng.integers(-2**63, 2**63 - 1, (n, PARAMS.bands), dtype=np.int64)
+    keys = rng.integers(-(2**63), 2**63 - 1, (n, PARAMS.bands), dtype=np.int64)
     if shared is not None:
         keys[: len(shared)] = shared
     ids = [f"{prefix}-{i:04d}" for i in range(n)]
-    bands = pa.table({"band": pa.array(np.tile(np.arange(PARAMS.bands, dtype=np.int32), n)),
-                      "key": pa.array(keys.ravel()), "doc_id": pa.array(np.repeat(ids, PARAMS.bands))})
-    exact = pa.table({"exact_key": [f"{k & (2**64 - 1):016x}{i:016x}" for i, k in enumerate(keys[:, 0].tolist())],
-                      "doc_id": ids})
+    bands = pa.table(
+        {
+            "band": pa.array(np.tile(np.arange(PARAMS.bands, dtype=np.int32), n)),
+            "key": pa.array(keys.ravel()),
+            "doc_id": pa.array(np.repeat(ids, PARAMS.bands)),
+        }
+    )
+    exact = pa.table(
+        {"exact_key": [f"{k & (2**64 - 1):016x}{i:016x}" for i, k in enumerate(keys[:, 0].tolist())], "doc_id": ids}
+    )
     return bands, exact, keys
 
 
@@ -55,7 +61,7 @@ def test_plan_compaction_merges_the_smallest_until_at_most_limit_remain():
 
 def test_bucket_ranges_and_exact_hash_agree_with_python_integers():
     rng = np.random.default_rng(0)
-    keys = rng.integers(-2**63, 2**63 - 1, 2000, dtype=np.int64)
+    keys = rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64)
     for bits in (0, 1, 3, 16):
         buckets = ixf.bucket_of(keys, bits)
         assert buckets.tolist() == [(k & (2**64 - 1)) >> (64 - bits) if bits else 0 for k in keys.tolist()]
@@ -77,8 +83,13 @@ def three_batches(spark, tmp_path_factory):
     b3, e3, _ = _batch(rng, "c", 40, shared=k1[:5])
     for name, (b, e) in {"r1": (b1, e1), "r2": (b2, e2), "r3": (b3, e3)}.items():
         index.append_arrow(b, e, name)
-    queries = pa.concat_tables([b1.slice(0, 40).select(["band", "key"]), b3.slice(0, 12).select(["band", "key"]),
-                                _batch(rng, "q", 30)[0].select(["band", "key"])])
+    queries = pa.concat_tables(
+        [
+            b1.slice(0, 40).select(["band", "key"]),
+            b3.slice(0, 12).select(["band", "key"]),
+            _batch(rng, "q", 30)[0].select(["band", "key"]),
+        ]
+    )
     return {"root": root, "bands": [b1, b2, b3], "exact": [e1, e2, e3], "queries": queries}
 
 
@@ -120,8 +131,9 @@ def test_compaction_keeps_every_row_and_bounds_the_files(spark, three_batches, t
     assert after["documents"] == before["documents"] == 400
     assert after["files"] < before["files"] and after["max_files_per_bucket"] <= 2
     assert sorted((tmp_path / "idx" / "batches").iterdir()) == []  # the merged batches are gone
-    assert _rows(index.touched_arrow(three_batches["queries"])) == _reference(three_batches["bands"],
-                                                                             three_batches["queries"])
+    assert _rows(index.touched_arrow(three_batches["queries"])) == _reference(
+        three_batches["bands"], three_batches["queries"]
+    )
     assert _rows(index.bands().toArrow()) == sorted(r for b in three_batches["bands"] for r in _rows(b))
     with pytest.raises(IndexCompacted, match="r2 was merged"):
         index.retract("r2")
@@ -139,7 +151,9 @@ def test_appends_and_compactions_in_spark_tasks_write_what_the_driver_writes(spa
     index = DedupIndex(spark, root, PARAMS, replace(SMALL, driver_max_rows=0))
     index.append(spark.createDataFrame(b4), spark.createDataFrame(e4), "r4")
     written = index.segments()[-1]
-    assert written.bits >= 1 and written.docs == 250 and {f.part for f in written.files} == {-2, -1, 0, 1, 2, 3}  # docs, exact, 4 bands
+    assert (
+        written.bits >= 1 and written.docs == 250 and {f.part for f in written.files} == {-2, -1, 0, 1, 2, 3}
+    )  # docs, exact, 4 bands
     everything = three_batches["bands"] + [b4]
     queries = pa.concat_tables([three_batches["queries"], b4.slice(100, 20).select(["band", "key"])])
     assert _rows(index.touched_arrow(queries)) == _reference(everything, queries)
@@ -155,8 +169,9 @@ class Killed(BaseException):
 
 
 @pytest.mark.parametrize("point", ["index:compaction_written", "index:compaction_committed"])
-def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(spark, three_batches, tmp_path,
-                                                                                monkeypatch, point):
+def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(
+    spark, three_batches, tmp_path, monkeypatch, point
+):
     import shutil
 
     import etl.dedup.index
@@ -221,7 +236,8 @@ def _write_bucketed_v1(root, segment: str, bands: pa.Table, exact: pa.Table, bit
     exact = exact.append_column("key", pa.array(ixf.exact_hash(exact.column("exact_key")), pa.int64()))
     band = bands.column("band").to_numpy()
     parts = [(-1, exact.select(["key", "exact_key", "doc_id"]))] + [
-        (int(b), bands.filter(pa.array(band == b)).select(["key", "doc_id"])) for b in np.unique(band)]
+        (int(b), bands.filter(pa.array(band == b)).select(["key", "doc_id"])) for b in np.unique(band)
+    ]
     files = []
     for part, table in parts:
         buckets = ixf.bucket_of(table.column("key").to_numpy(), bits)
@@ -229,8 +245,13 @@ def _write_bucketed_v1(root, segment: str, bands: pa.Table, exact: pa.Table, bit
             rel = f"{segment}/" + (f"exact/bucket={k}" if part == -1 else f"bands/band={part}/bucket={k}")
             (root / rel).mkdir(parents=True)
             chunk = table.filter(pa.array(buckets == k)).sort_by("key")
-            pq.write_table(chunk, root / rel / "part-00000.parquet", row_group_size=8, use_dictionary=False,
-                           write_statistics=["key"])
+            pq.write_table(
+                chunk,
+                root / rel / "part-00000.parquet",
+                row_group_size=8,
+                use_dictionary=False,
+                write_statistics=["key"],
+            )
             files.append([f"{rel}/part-00000.parquet", part, int(k), len(chunk)])
     return files
 
@@ -247,11 +268,23 @@ def test_segments_of_the_first_bucketed_layout_are_read_and_compacted(spark, tmp
     (root / "commits").mkdir()
     b0, e0, k0 = _batch(rng, "v1c", 120)
     b1, e1, _ = _batch(rng, "v1b", 30, shared=k0[:3])
-    for seq, (name, kind, dir_, b, e, bits, replaces) in enumerate([
+    for seq, (name, kind, dir_, b, e, bits, replaces) in enumerate(
+        [
             ("compacted-00000002", "compaction", "compacted", b0, e0, 1, [{"name": "x", "sequence": 0}]),
-            ("v1b", "batch", "batches", b1, e1, 0, [])], start=2):
-        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "bits": bits, "docs": len(e),
-                  "files": _write_bucketed_v1(root, f"{dir_}/{name}", b, e, bits), "replaces": replaces}
+            ("v1b", "batch", "batches", b1, e1, 0, []),
+        ],
+        start=2,
+    ):
+        record = {
+            "name": name,
+            "run": name,
+            "sequence": seq,
+            "kind": kind,
+            "bits": bits,
+            "docs": len(e),
+            "files": _write_bucketed_v1(root, f"{dir_}/{name}", b, e, bits),
+            "replaces": replaces,
+        }
         (root / f"commits/{seq:08d}-{name}.json").write_text(json.dumps(record))
     index = DedupIndex(spark, str(root), PARAMS, SMALL)
     b2, e2, _ = _batch(rng, "new", 20, shared=k0[3:5])
@@ -263,8 +296,13 @@ def test_segments_of_the_first_bucketed_layout_are_read_and_compacted(spark, tmp
     assert len({r[2] for r in want}) > 8  # old documents of both segments and new ones found
     assert _rows(index.touched_arrow(queries)) == want
     assert _rows(index.touched(spark.createDataFrame(queries)).toArrow()) == want
-    asked = pa.concat_arrays([e0.column("exact_key").combine_chunks().slice(0, 3),
-                              e1.column("exact_key").combine_chunks().slice(3, 2), pa.array(["f" * 32])])
+    asked = pa.concat_arrays(
+        [
+            e0.column("exact_key").combine_chunks().slice(0, 3),
+            e1.column("exact_key").combine_chunks().slice(3, 2),
+            pa.array(["f" * 32]),
+        ]
+    )
     exact_want = sorted(r for e in (e0, e1, e2) for r in _rows(e) if r[0] in asked.to_pylist())
     assert len(exact_want) == 8  # e1's first rows share e0's keys, and so their exact keys
     assert _rows(index.exact_arrow(asked)) == exact_want
@@ -290,9 +328,19 @@ def test_a_file_without_the_columns_of_its_layout_is_named(spark, tmp_path):
     index = DedupIndex(spark, str(root), PARAMS, SMALL)
     b, e, _ = _batch(rng, "v1", 20)
     (root / "commits").mkdir()
-    (root / "commits/00000000-v1.json").write_text(json.dumps({
-        "name": "v1", "sequence": 0, "kind": "batch", "layout": 2, "bits": 0, "docs": 20,
-        "files": _write_bucketed_v1(root, "batches/v1", b, e, 0)}))
+    (root / "commits/00000000-v1.json").write_text(
+        json.dumps(
+            {
+                "name": "v1",
+                "sequence": 0,
+                "kind": "batch",
+                "layout": 2,
+                "bits": 0,
+                "docs": 20,
+                "files": _write_bucketed_v1(root, "batches/v1", b, e, 0),
+            }
+        )
+    )
     missing = r"batches/v1/bands/band=\d/bucket=0/part-00000.parquet has no column doc"
     with pytest.raises(ixf.IndexFileError, match=missing):
         index.touched_arrow(b.slice(0, 4).select(["band", "key"]))

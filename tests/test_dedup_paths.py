@@ -45,8 +45,13 @@ def _random_graph(seed: int) -> list[tuple[str, str]]:
     for _ in range(rng.randint(1, 6)):
         members = rng.sample(ids, min(len(ids), rng.randint(2, 40)))
         shape = rng.choice(["chain", "star", "clique"])
-        pairs = (zip(members, members[1:]) if shape == "chain" else ((members[0], m) for m in members[1:])
-                 if shape == "star" else ((x, y) for i, x in enumerate(members) for y in members[i + 1:]))
+        pairs = (
+            zip(members, members[1:])
+            if shape == "chain"
+            else ((members[0], m) for m in members[1:])
+            if shape == "star"
+            else ((x, y) for i, x in enumerate(members) for y in members[i + 1 :])
+        )
         edges.update(pairs)
     edges.update((rng.choice(ids), rng.choice(ids)) for _ in range(rng.randint(0, len(ids))))
     return sorted((max(a, b), min(a, b)) for a, b in edges if a != b)
@@ -56,7 +61,9 @@ def test_driver_components_match_union_find_on_random_graphs():
     for seed in range(60):
         edges = _random_graph(seed)
         table = components_local(pa.array([a for a, _ in edges]), pa.array([b for _, b in edges]))
-        assert dict(zip(table.column("node").to_pylist(), table.column("component").to_pylist())) == _union_find(edges), seed
+        assert dict(zip(table.column("node").to_pylist(), table.column("component").to_pylist())) == _union_find(
+            edges
+        ), seed
     assert components_local(pa.array([], pa.string()), pa.array([], pa.string())).num_rows == 0
 
 
@@ -71,7 +78,8 @@ def test_spark_components_match_driver_components(spark):
             comps, rounds = components_spark(df, cp)
             table = components_local(pa.array([a for a, _ in edges]), pa.array([b for _, b in edges]))
             assert {r.node: r.component for r in comps.collect()} == dict(
-                zip(table.column("node").to_pylist(), table.column("component").to_pylist()))
+                zip(table.column("node").to_pylist(), table.column("component").to_pylist())
+            )
             assert rounds >= 1
         assert cp.checkpoints >= len(graphs)
 
@@ -90,8 +98,10 @@ def test_verification_by_component_equals_verification_by_edge(spark):
     a, b = pa.array([x for x, _ in edges]), pa.array([y for _, y in edges])
     by_comp = jaccard_by_component(spark, docs, pa.table({"a": a, "b": b}), components_local(a, b), 5)
     by_edge = edge_jaccard(spark.createDataFrame(edges, "a string, b string"), docs, 5)
-    want = {(x, y): None if y not in texts else mh.jaccard(*(mh.shingle_hashes(mh.normalise(texts[d]), 5) for d in (x, y)))
-            for x, y in edges}
+    want = {
+        (x, y): None if y not in texts else mh.jaccard(*(mh.shingle_hashes(mh.normalise(texts[d]), 5) for d in (x, y)))
+        for x, y in edges
+    }
     assert {(r.a, r.b): r.jaccard for r in by_comp.collect()} == want
     assert {(r.a, r.b): r.jaccard for r in by_edge.collect()} == want
 
@@ -120,14 +130,29 @@ def test_driver_candidate_edges_equal_the_spark_windows(spark, seed, all_pairs_m
     rows, quality = _random_buckets(seed)
     table = [(b, k, d, quality.get(d), d.startswith("p")) for b, k, d, _ in rows]
     frame = spark.createDataFrame(table, "band int, key bigint, doc_id string, quality_score double, prior boolean")
-    want = {(r.a, r.b, r.a_node.quality_score, r.a_node.prior, r.b_node.quality_score, r.b_node.prior)
-            for r in candidate_edges(frame, all_pairs_max, with_nodes=True).collect()}
+    want = {
+        (r.a, r.b, r.a_node.quality_score, r.a_node.prior, r.b_node.quality_score, r.b_node.prior)
+        for r in candidate_edges(frame, all_pairs_max, with_nodes=True).collect()
+    }
     new = [r for r in table if not r[4]]
     got = dl.candidate_edges_local(
-        pa.table({"band": pa.array([r[0] for r in new], pa.int32()), "key": [r[1] for r in new], "doc_id": [r[2] for r in new]}),
+        pa.table(
+            {
+                "band": pa.array([r[0] for r in new], pa.int32()),
+                "key": [r[1] for r in new],
+                "doc_id": [r[2] for r in new],
+            }
+        ),
         pa.table({"doc_id": list(quality), "quality_score": pa.array(list(quality.values()), pa.float64())}),
-        pa.table({"band": pa.array([r[0] for r in table if r[4]], pa.int32()), "key": pa.array([r[1] for r in table if r[4]], pa.int64()),
-                  "doc_id": pa.array([r[2] for r in table if r[4]], pa.string())}), all_pairs_max)
+        pa.table(
+            {
+                "band": pa.array([r[0] for r in table if r[4]], pa.int32()),
+                "key": pa.array([r[1] for r in table if r[4]], pa.int64()),
+                "doc_id": pa.array([r[2] for r in table if r[4]], pa.string()),
+            }
+        ),
+        all_pairs_max,
+    )
     assert len(got) == len(want) and set(zip(*[got.column(c).to_pylist() for c in dl.EDGE_COLUMNS])) == want
 
 
@@ -138,14 +163,26 @@ def test_driver_exact_groups_equal_the_spark_window(spark, seed):
     from etl.dedup.stage import _exact
 
     rng = random.Random(seed)
-    rows = [(f"d{rng.randrange(1000)}-{i}", f"k{rng.randrange(12)}", rng.choice([None, 0.5, 0.25, rng.random()]))
-            for i in range(rng.randint(1, 80))]
-    keys = spark.createDataFrame(rows, "doc_id string, exact_key string, quality_score double").withColumn("prior", F.lit(False))
+    rows = [
+        (f"d{rng.randrange(1000)}-{i}", f"k{rng.randrange(12)}", rng.choice([None, 0.5, 0.25, rng.random()]))
+        for i in range(rng.randint(1, 80))
+    ]
+    keys = spark.createDataFrame(rows, "doc_id string, exact_key string, quality_score double").withColumn(
+        "prior", F.lit(False)
+    )
     dups, unique = _exact(keys, None)
-    exact, kept = dl.exact_local(pa.table({"doc_id": [r[0] for r in rows], "exact_key": [r[1] for r in rows],
-                                           "quality_score": pa.array([r[2] for r in rows], pa.float64())}))
-    assert dict(zip(exact.column("doc_id").to_pylist(), exact.column("duplicate_of").to_pylist())) == \
-        {r.doc_id: r.duplicate_of for r in dups.collect()}
+    exact, kept = dl.exact_local(
+        pa.table(
+            {
+                "doc_id": [r[0] for r in rows],
+                "exact_key": [r[1] for r in rows],
+                "quality_score": pa.array([r[2] for r in rows], pa.float64()),
+            }
+        )
+    )
+    assert dict(zip(exact.column("doc_id").to_pylist(), exact.column("duplicate_of").to_pylist())) == {
+        r.doc_id: r.duplicate_of for r in dups.collect()
+    }
     assert sorted(kept.column("doc_id").to_pylist()) == sorted(r.doc_id for r in unique.collect())
 
 

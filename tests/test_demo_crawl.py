@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from demo.crawl import (AD_KEYWORDS_FILE, CHARSETS, KINDS, SENSITIVE_DIR, TermMatcher, build_demo_crawl,
-                        read_word_lists)
+from demo.crawl import AD_KEYWORDS_FILE, CHARSETS, KINDS, SENSITIVE_DIR, TermMatcher, build_demo_crawl, read_word_lists
 
 SMALL = dict(seed=3, min_mb=0, max_docs=250, big_line_mb=0.25)
 WARC_ONLY = {"binary_garbage", "empty_body", "nul_bytes", "malformed_warc_header", "truncated_record"}
@@ -94,8 +93,7 @@ def _read_warc(path: Path) -> tuple[list, Exception | None]:
     try:
         with path.open("rb") as fh:
             for rec in ArchiveIterator(fh):
-                records.append((rec.rec_type, rec.rec_headers, rec.http_headers,
-                                rec.content_stream().read()))
+                records.append((rec.rec_type, rec.rec_headers, rec.http_headers, rec.content_stream().read()))
     except Exception as exc:  # noqa: BLE001 - the damaged files are meant to stop warcio
         error = exc
     return records, error
@@ -133,7 +131,7 @@ def test_warc_files_parse_up_to_their_damage(crawl, labels):
             assert len(responses[-1][3]) < declared
         else:
             assert error is None and len(responses) == len(rows)
-        ids = [r[1].get_header("WARC-Record-ID")[len("<urn:uuid:"):-1] for r in responses]
+        ids = [r[1].get_header("WARC-Record-ID")[len("<urn:uuid:") : -1] for r in responses]
         assert ids == [row["doc_id"] for row in rows][: len(ids)]
 
 
@@ -144,12 +142,11 @@ def test_warc_charsets_are_what_they_claim(crawl, labels):
     for entry in manifest["files"]:
         if entry["path"].startswith("warc/"):
             for rec_type, rec_headers, http, body in _read_warc(root / entry["path"])[0]:
-                doc_id = rec_headers.get_header("WARC-Record-ID")[len("<urn:uuid:"):-1]
+                doc_id = rec_headers.get_header("WARC-Record-ID")[len("<urn:uuid:") : -1]
                 if rec_type != "response" or not body:
                     continue
                 cs = CHARSETS[charset_of[doc_id]]
-                assert http.get_header("Content-Type").lower().replace(";charset=", "; charset=") \
-                    == cs.content_type
+                assert http.get_header("Content-Type").lower().replace(";charset=", "; charset=") == cs.content_type
                 if cs.codec is None:
                     with pytest.raises(UnicodeDecodeError):
                         body.decode("utf-8")
@@ -170,7 +167,7 @@ def _texts(crawl, labels) -> dict[str, tuple[str, str]]:
         if entry["path"].startswith("wet/"):
             for rec in ArchiveIterator(path.open("rb")):
                 if rec.rec_type == "conversion":
-                    doc_id = rec.rec_headers.get_header("WARC-Record-ID")[len("<urn:uuid:"):-1]
+                    doc_id = rec.rec_headers.get_header("WARC-Record-ID")[len("<urn:uuid:") : -1]
                     texts[doc_id] = (kind_of[doc_id], rec.content_stream().read().decode("utf-8"))
         elif entry["path"].startswith("jsonl/"):
             raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()

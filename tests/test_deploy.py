@@ -80,8 +80,7 @@ def test_ports_bound_to_loopback_only():
 
 
 def test_only_the_uis_are_published():
-    published = {name: sorted(str(p).split(":")[-1] for p in svc.get("ports", []))
-                 for name, svc in _services().items()}
+    published = {name: sorted(str(p).split(":")[-1] for p in svc.get("ports", [])) for name, svc in _services().items()}
     assert published["spark-master"] == ["8080"]  # not 7077: drivers run inside the network
     assert published["ray-head"] == ["8265"]  # not the GCS port 6379
     assert not any(published[n] for n in SERVICES - {"spark-master", "ray-head"})
@@ -128,8 +127,10 @@ def test_spark_services_take_the_secret_from_a_file():
     for name in SPARK_SERVICES:
         svc = services[name]
         assert "spark_auth_secret" in svc.get("secrets", []), name
-        assert svc["environment"].get("SPARK_AUTH_SECRET_FILE", "/run/secrets/spark_auth_secret") \
-            == "/run/secrets/spark_auth_secret", name
+        assert (
+            svc["environment"].get("SPARK_AUTH_SECRET_FILE", "/run/secrets/spark_auth_secret")
+            == "/run/secrets/spark_auth_secret"
+        ), name
     for name in ("spark-master", "spark-worker"):
         assert services[name]["command"][0] == "deploy/spark-daemon.sh", name  # daemons start through the auth script
     for name in SERVICES - SPARK_SERVICES:
@@ -216,14 +217,20 @@ def stub_submit(tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("ab" * 32 + "\n")
     secret.chmod(0o600)
-    env = {**os.environ, "SPARK_SUBMIT": str(stub), "STUB_DIR": str(tmp_path),
-           "SPARK_AUTH_SECRET_FILE": str(secret), "TMPDIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "SPARK_SUBMIT": str(stub),
+        "STUB_DIR": str(tmp_path),
+        "SPARK_AUTH_SECRET_FILE": str(secret),
+        "TMPDIR": str(tmp_path),
+    }
     return tmp_path, env
 
 
 def _submit(env, *args):
-    return subprocess.run([str(ROOT / "deploy" / "spark-submit.sh"), *args], env=env,
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [str(ROOT / "deploy" / "spark-submit.sh"), *args], env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 def test_spark_submit_passes_the_secret_in_a_private_file(stub_submit):
@@ -231,8 +238,13 @@ def test_spark_submit_passes_the_secret_in_a_private_file(stub_submit):
     run = _submit(env, "--master", "spark://spark-master:7077", "jobs/clean.py", "--input", "x")
     assert run.returncode == 0, run.stderr
     argv = (tmp / "argv").read_text().splitlines()
-    assert argv[0] == "--properties-file" and argv[2:] == ["--master", "spark://spark-master:7077",
-                                                            "jobs/clean.py", "--input", "x"]
+    assert argv[0] == "--properties-file" and argv[2:] == [
+        "--master",
+        "spark://spark-master:7077",
+        "jobs/clean.py",
+        "--input",
+        "x",
+    ]
     assert "ab" * 32 not in "\n".join(argv)  # not on the command line, where ps shows it
     conf = _properties(tmp / "conf")
     assert conf["spark.authenticate.secret"] == "ab" * 32
@@ -287,21 +299,29 @@ def stub_class(stub_submit):
     stub = tmp / "bin" / "spark-class"
     stub.write_text(CLASS_STUB)
     stub.chmod(0o755)
-    env = {k: v for k, v in env.items() if not k.startswith(("SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_MASTER_",
-                                                              "SPARK_WORKER_"))}
+    env = {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(("SPARK_HOME", "SPARK_LOCAL_IP", "SPARK_MASTER_", "SPARK_WORKER_"))
+    }
     env["PATH"] = f"{tmp / 'bin'}:{env['PATH']}"
     return tmp, env
 
 
 def _daemon(env, *args):
-    return subprocess.run([str(ROOT / "deploy" / "spark-daemon.sh"), *args], env=env, capture_output=True,
-                          text=True, timeout=30)
+    return subprocess.run(
+        [str(ROOT / "deploy" / "spark-daemon.sh"), *args], env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 # 127.0.0.2 is loopback too (ports checked fast), yet not the default SPARK_LOCAL_IP
-@pytest.mark.parametrize("args, local_ip", [
-    (["master", "--host", "127.0.0.2", "--port", "PORT", "--webui-port", "PORT"], "127.0.0.2"),
-    (["worker", "spark://127.0.0.1:7077", "--webui-port", "PORT"], "127.0.0.1")])
+@pytest.mark.parametrize(
+    "args, local_ip",
+    [
+        (["master", "--host", "127.0.0.2", "--port", "PORT", "--webui-port", "PORT"], "127.0.0.2"),
+        (["worker", "spark://127.0.0.1:7077", "--webui-port", "PORT"], "127.0.0.1"),
+    ],
+)
 def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_class, args, local_ip):
     tmp, env = stub_class
     args = [_free_port() if a == "PORT" else a for a in args]  # Spark's defaults may be taken on this host
@@ -312,8 +332,11 @@ def test_spark_daemon_hands_the_secret_over_in_its_environment(stub_class, args,
     assert argv[3:] == args[1:]
     assert (tmp / "secret_env").read_text() == "ab" * 32
     assert (tmp / "local_ip").read_text() == local_ip
-    leftovers = [p for p in tmp.rglob("*") if p.is_file() and "ab" * 32 in p.read_text(errors="replace")
-                 and p.name not in ("secret", "secret_env")]
+    leftovers = [
+        p
+        for p in tmp.rglob("*")
+        if p.is_file() and "ab" * 32 in p.read_text(errors="replace") and p.name not in ("secret", "secret_env")
+    ]
     assert not leftovers, leftovers  # no copy of the secret: nothing to leave behind in TMPDIR
 
 
@@ -332,11 +355,20 @@ def test_spark_daemon_refuses_a_port_another_process_serves(stub_class, role, op
     assert not (tmp / "argv").exists()  # spark-class never ran
 
 
-@pytest.mark.parametrize("master, local_ip", [("spark://127.0.0.1:7077", "127.0.0.1"), ("local[2]", "127.0.0.1"),
-                                              ("spark://localhost:7077", "127.0.0.1"), ("spark://10.0.0.5:7077", "")])
+@pytest.mark.parametrize(
+    "master, local_ip",
+    [
+        ("spark://127.0.0.1:7077", "127.0.0.1"),
+        ("local[2]", "127.0.0.1"),
+        ("spark://localhost:7077", "127.0.0.1"),
+        ("spark://10.0.0.5:7077", ""),
+    ],
+)
 def test_spark_submit_binds_the_driver_to_loopback_for_a_loopback_master(stub_submit, master, local_ip):
     tmp, env = stub_submit
-    (tmp / "spark-submit").write_text(STUB.replace("exit ", 'printf "%s" "${SPARK_LOCAL_IP:-}" > "$STUB_DIR/local_ip"\nexit '))
+    (tmp / "spark-submit").write_text(
+        STUB.replace("exit ", 'printf "%s" "${SPARK_LOCAL_IP:-}" > "$STUB_DIR/local_ip"\nexit ')
+    )
     env = {k: v for k, v in env.items() if k != "SPARK_LOCAL_IP"}
     assert _submit(env, "--master", master, "app.py").returncode == 0
     assert (tmp / "local_ip").read_text() == local_ip

@@ -25,9 +25,31 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [ROOT / "README.md", *DOCS, ROOT / "sensitive_words" / "README.md", ROOT / "deploy" / "secrets" / "README.md"]
 README_MAX_LINES = 250
 
-SOURCE_DIRS = {".ci", "base", "bench", "demo", "deploy", "docs", "etl", "filters", "jobs", "sensitive_words", "tests", "train"}
-TOP_FILES = {"Makefile", "Dockerfile", "docker-compose.yml", "pyproject.toml", "requirements.lock",
-             "requirements-nodeps.txt", "README.md", ".dockerignore", ".gitignore"}
+SOURCE_DIRS = {
+    ".ci",
+    "base",
+    "bench",
+    "demo",
+    "deploy",
+    "docs",
+    "etl",
+    "filters",
+    "jobs",
+    "sensitive_words",
+    "tests",
+    "train",
+}
+TOP_FILES = {
+    "Makefile",
+    "Dockerfile",
+    "docker-compose.yml",
+    "pyproject.toml",
+    "requirements.lock",
+    "requirements-nodeps.txt",
+    "README.md",
+    ".dockerignore",
+    ".gitignore",
+}
 # Made by the user once per deployment and git-ignored (deploy/secrets/README.md).
 CREATED_BY_USER = {"deploy/secrets/spark_auth_secret", "deploy/secrets/ray_auth_token"}
 PLACEHOLDER = re.compile(r"[<>{}*?$]|\.\.\.|…|\bNAME\b|XXXX")
@@ -193,8 +215,12 @@ def test_the_cluster_tests_find_their_table():
     so rarely run): its rows must still parse where the page keeps them."""
     from tests.cluster_fixture import readme_binds
 
-    assert {("gcs_server", "wildcard"), ("raylet", "wildcard"), ("dashboard agent", "address"),
-            ("ray worker", "wildcard")} <= readme_binds()
+    assert {
+        ("gcs_server", "wildcard"),
+        ("raylet", "wildcard"),
+        ("dashboard agent", "address"),
+        ("ray worker", "wildcard"),
+    } <= readme_binds()
 
 
 def test_every_job_answers_help():
@@ -204,8 +230,9 @@ def test_every_job_answers_help():
     python = str(venv if venv.exists() else sys.executable)
 
     def run(job: str) -> tuple[str, subprocess.CompletedProcess]:
-        return job, subprocess.run([python, "-m", f"jobs.{job}", "--help"], cwd=ROOT, capture_output=True,
-                                   text=True, timeout=120)
+        return job, subprocess.run(
+            [python, "-m", f"jobs.{job}", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(pool.map(run, jobs))
@@ -215,11 +242,13 @@ def test_every_job_answers_help():
 
 def test_checks_see_what_they_look_for():
     """The extractors on a hand-made page: each finds what a page names, and only that."""
-    page = ("Run `python -m jobs.clean --help`, `make demo`, and see `etl/runtime/paths.py`, `OUT/documents/`,\n"
-            "`--set rules.ads.extra_keywords='[\"x\"]'`, [a page](docs/judge.md#settings).\n\n"
-            "```\nmake install demo-crawl && . .venv/bin/activate\n"
-            "spark-submit jobs/clean.py --input s3a://b/ --output out/clean --config ./jobs/configs/clean.toml\n"
-            "make bench-corpus BENCH_ARGS=--quick   # make demo does it\n```\n")
+    page = (
+        "Run `python -m jobs.clean --help`, `make demo`, and see `etl/runtime/paths.py`, `OUT/documents/`,\n"
+        "`--set rules.ads.extra_keywords='[\"x\"]'`, [a page](docs/judge.md#settings).\n\n"
+        "```\nmake install demo-crawl && . .venv/bin/activate\n"
+        "spark-submit jobs/clean.py --input s3a://b/ --output out/clean --config ./jobs/configs/clean.toml\n"
+        "make bench-corpus BENCH_ARGS=--quick   # make demo does it\n```\n"
+    )
     assert MODULE.findall(page) == ["jobs.clean"]
     assert make_targets(page) == {"demo", "install", "demo-crawl", "bench-corpus"}
     assert named_paths(page) == {"etl/runtime/paths.py", "jobs/clean.py", "jobs/configs/clean.toml"}

@@ -13,8 +13,8 @@ from filters import text as tx
 from filters import thresholds as th
 from filters.config import RulesConfig
 from filters.convert import T2S
-from filters.screen import QualityConfig, derive_thresholds
 from filters.quality import SIGNALS, signals_batch
+from filters.screen import QualityConfig, derive_thresholds
 
 MAX_LINE_SHARE = 0.005  # issue 23: a rule may remove at most 0.5 % of good lines
 MAX_DOC_SHARE = 0.01  # ours: the statistics together may remove at most 1 % of good documents
@@ -46,8 +46,9 @@ def test_line_rules_spare_good_lines(good):
     no line's content is lost; it is left out here."""
     nav = RulesConfig().navbar
     rules = {
-        "navigation": lambda t: tx.remove_navigation_lines(t, nav.keywords, nav.min_items, nav.max_item_chars,
-                                                           nav.max_keyword_line_chars, nav.max_spaced_item_chars)[1],
+        "navigation": lambda t: tx.remove_navigation_lines(
+            t, nav.keywords, nav.min_items, nav.max_item_chars, nav.max_keyword_line_chars, nav.max_spaced_item_chars
+        )[1],
         "special_symbols": lambda t: _lines(t) - _lines(tx.remove_special_symbols(t, 2)[0]),
     }
     genres = sorted({g for g, _ in good})
@@ -64,15 +65,22 @@ def test_line_rules_spare_good_lines(good):
 def test_navigation_rule_catches_menus_still():
     """The control: what the rule is for still goes (else the test above proves nothing)."""
     nav = RulesConfig().navbar
-    page = "首页 | 新闻 | 体育 | 娱乐\n正文第一段。\n网站首页 关于我们 新闻动态 产品展示 在线留言\n当前位置：首页 > 新闻"
-    assert tx.remove_navigation_lines(page, nav.keywords, nav.min_items, nav.max_item_chars,
-                                      nav.max_keyword_line_chars, nav.max_spaced_item_chars) == ("正文第一段。", 3)
+    page = (
+        "首页 | 新闻 | 体育 | 娱乐\n正文第一段。\n网站首页 关于我们 新闻动态 产品展示 在线留言\n当前位置：首页 > 新闻"
+    )
+    assert tx.remove_navigation_lines(
+        page, nav.keywords, nav.min_items, nav.max_item_chars, nav.max_keyword_line_chars, nav.max_spaced_item_chars
+    ) == ("正文第一段。", 3)
 
 
 def _numpy_profile(texts: list[str]) -> dict:
     values = signals_batch(texts)
-    return {"version": th.PROFILE_VERSION, "documents": len(texts), "percentiles": list(th.PERCENTILES),
-            "signals": {s.name: np.percentile(values[s.name], th.PERCENTILES).tolist() for s in SIGNALS}}
+    return {
+        "version": th.PROFILE_VERSION,
+        "documents": len(texts),
+        "percentiles": list(th.PERCENTILES),
+        "signals": {s.name: np.percentile(values[s.name], th.PERCENTILES).tolist() for s in SIGNALS},
+    }
 
 
 def test_statistics_from_the_reference_spare_good_documents(good, reference):

@@ -43,6 +43,7 @@ def trained(news):
 
 # ---------------------------------------------------------------- normalisation
 
+
 def test_normalise_by_hand():
     # NFKC (full-width letters, digits and the ideographic space), lower case, digits -> 0,
     # \r\n a line break, whitespace runs -> one space, stripped lines, empty lines gone
@@ -54,18 +55,17 @@ def test_batch_normalisation_equals_the_definition_on_every_code_point():
     rng = random.Random(0)
     cps = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
     rng.shuffle(cps)
-    tricky = ["\u0301", "\u0308", "\u1161", "\u11a8", "Σ", "\r\n", "  ", "\n\n", " \u3000 ", "…", "①", "İ",
-              "e\u0301"]
+    tricky = ["\u0301", "\u0308", "\u1161", "\u11a8", "Σ", "\r\n", "  ", "\n\n", " \u3000 ", "…", "①", "İ", "e\u0301"]
     texts = []
     for i in range(0, len(cps), 2000):
-        chunk = list(map(chr, cps[i:i + 2000]))
+        chunk = list(map(chr, cps[i : i + 2000]))
         texts.append("".join(chunk))  # every code point once, in random neighbourhoods
         mixed = chunk[:80] + [rng.choice(tricky) for _ in range(30)]
         rng.shuffle(mixed)
         texts.append("".join(mixed))
     simple = np.flatnonzero(fl._char_tables()[0]).tolist()
     rng.shuffle(simple)
-    texts += ["".join(map(chr, simple[i:i + 2000])) for i in range(0, len(simple), 2000)]  # the table path
+    texts += ["".join(map(chr, simple[i : i + 2000])) for i in range(0, len(simple), 2000)]  # the table path
     texts += ["ΑΣ ΟΔΟΣ", "", "   \n \n", "中文\n\n第一行。\n"]
     codes, doc = fl.normalised_codes(texts, max_chars=1500)
     want = ["".join(line + "\n" for line in fl.normalise(t[:1500])) for t in texts]
@@ -74,6 +74,7 @@ def test_batch_normalisation_equals_the_definition_on_every_code_point():
 
 
 # ---------------------------------------------------------------- Kneser-Ney against the equations
+
 
 def kn_reference(sentences: list[list[int]], order: int, n_predictable: int):
     """Interpolated modified Kneser-Ney straight from Chen & Goodman (1998) eqs. 17, 19 and 26, with
@@ -84,7 +85,7 @@ def kn_reference(sentences: list[list[int]], order: int, n_predictable: int):
         toks = [fl.BOS, *s, fl.EOS]
         for t in range(1, len(toks)):
             for n in range(1, min(order, t + 1) + 1):
-                raw[tuple(toks[t - n + 1:t + 1])] += 1
+                raw[tuple(toks[t - n + 1 : t + 1])] += 1
     left = defaultdict(set)
     for g in raw:
         if len(g) > 1:
@@ -122,7 +123,7 @@ def test_kneser_ney_equals_the_equations(tiny):
     queries = [g for g in seen if len(g) > 1 or g[0] != fl.BOS]
     ids = [fl.UNK, fl.EOS, *range(3, model.tables.radix)]
     # unseen words after seen contexts, and contexts never seen at all
-    queries += [(*g[-(ORDER - 1):], rng.choice(ids)) for g in rng.sample(seen, 300)]
+    queries += [(*g[-(ORDER - 1) :], rng.choice(ids)) for g in rng.sample(seen, 300)]
     queries += [tuple(rng.choice(ids) for _ in range(rng.randint(1, ORDER))) for _ in range(300)]
     worst = max(abs(10 ** model.ngram_log10(q) - p(q[-1], q[:-1])) for q in queries)
     assert worst < 1e-6, worst
@@ -133,14 +134,22 @@ def test_kneser_ney_equals_the_equations(tiny):
 def test_every_distribution_sums_to_one(trained, news, min_count):
     model = trained if min_count == 1 else fl.train_local(news[:300], order=5, min_count=min_count)
     tok = model.token_id
-    contexts = [[], [fl.BOS], [fl.BOS, tok("中")], [tok(c) for c in "中国共产"], [tok(c) for c in "的的的的"],
-                [fl.UNK, fl.UNK], [tok(c) for c in "。我们"]]
+    contexts = [
+        [],
+        [fl.BOS],
+        [fl.BOS, tok("中")],
+        [tok(c) for c in "中国共产"],
+        [tok(c) for c in "的的的的"],
+        [fl.UNK, fl.UNK],
+        [tok(c) for c in "。我们"],
+    ]
     for context in contexts:
         d = model.distribution(context)
         assert abs((10.0 ** np.delete(d, fl.BOS)).sum() - 1) < 1e-5, context
 
 
 # ---------------------------------------------------------------- scoring
+
 
 def read_arpa(path):
     """{n-gram words: (log10 p, backoff)} from an ARPA file."""
@@ -154,13 +163,14 @@ def read_arpa(path):
 
 def slow_log10(arpa, words: list[str], order: int) -> float:
     """One sentence, one character at a time, by the ARPA backoff recursion."""
+
     def p(h, w):
         if (*h, w) in arpa:
             return arpa[(*h, w)][0]
         return arpa.get(h, (0, 0.0))[1] + p(h[1:], w)
 
     toks = ["<s>", *words, "</s>"]
-    return sum(p(tuple(toks[max(0, i - order + 1):i]), toks[i]) for i in range(1, len(toks)))
+    return sum(p(tuple(toks[max(0, i - order + 1) : i]), toks[i]) for i in range(1, len(toks)))
 
 
 def test_batch_scoring_equals_per_character_scoring(trained, news, tmp_path):
@@ -173,8 +183,10 @@ def test_batch_scoring_equals_per_character_scoring(trained, news, tmp_path):
         vocab = set(fl.arpa_name(int(c)) for c in model.vocab)
         sums, counts = model.score_batch(held)
         for text, s, n in zip(held, sums, counts):
-            lines = fl.normalise(text[:model.max_chars])
-            words = [[fl.arpa_name(ord(c)) if fl.arpa_name(ord(c)) in vocab else "<unk>" for c in line] for line in lines]
+            lines = fl.normalise(text[: model.max_chars])
+            words = [
+                [fl.arpa_name(ord(c)) if fl.arpa_name(ord(c)) in vocab else "<unk>" for c in line] for line in lines
+            ]
             assert n == sum(len(line) + 1 for line in lines)  # characters and one </s> per sentence
             # the ARPA file holds 7 significant digits
             assert s == pytest.approx(sum(slow_log10(arpa, w, model.tables.order) for w in words), abs=1e-5 * (n + 1))
@@ -190,7 +202,7 @@ def plain_score(tables: fl.NgramTables, tokens: fl.Tokens) -> np.ndarray:
     longest, key = np.zeros(len(ids), np.int64), ids.copy()
     for n in range(1, order + 1):
         if n > 1:
-            key[n - 1:] += ids[:len(ids) - n + 1] * np.uint64(radix ** (n - 1))
+            key[n - 1 :] += ids[: len(ids) - n + 1] * np.uint64(radix ** (n - 1))
         found, idx = tables.lookup(n, key)
         found &= tokens.depth >= n - 1  # the n-gram starts at or after its sentence's <s>
         logp[n, found], back[n, found] = tables.log_prob[n - 1][idx[found]], tables.backoff[n - 1][idx[found]]
@@ -249,6 +261,7 @@ def test_real_text_beats_shuffled_characters_and_word_salad(trained, news):
 
 # ---------------------------------------------------------------- the model directory
 
+
 def test_save_load_and_refusals(tiny, tmp_path):
     model, _ = tiny
     meta = model.save(tmp_path)
@@ -277,6 +290,7 @@ def test_save_load_and_refusals(tiny, tmp_path):
 
 # ---------------------------------------------------------------- Spark
 
+
 def python_counts(texts: list[str], model_vocab: np.ndarray, order: int) -> Counter:
     """(n, key) -> count, one n-gram at a time."""
     ids = {chr(int(c)): i + 3 for i, c in enumerate(model_vocab)}
@@ -287,7 +301,7 @@ def python_counts(texts: list[str], model_vocab: np.ndarray, order: int) -> Coun
             toks = [fl.BOS, *(ids.get(c, fl.UNK) for c in line), fl.EOS]
             for i in range(1, len(toks)):
                 for n in range(1, min(order, i + 1) + 1):
-                    out[(n, sum(w * radix ** (n - 1 - j) for j, w in enumerate(toks[i - n + 1:i + 1])))] += 1
+                    out[(n, sum(w * radix ** (n - 1 - j) for j, w in enumerate(toks[i - n + 1 : i + 1])))] += 1
     return out
 
 
@@ -321,10 +335,25 @@ def test_job_writes_a_loadable_model_and_reference_percentiles(spark, news, tmp_
     from jobs import train_fluency
 
     ref = tmp_path / "reference.jsonl"
-    ref.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(news[:400])))
+    ref.write_text(
+        "".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(news[:400]))
+    )
     out = tmp_path / "model"
-    assert train_fluency.main(["--reference", str(ref), "--output", str(out), "--set", "fluency.order=4",
-                               "--set", "fluency.holdout_fraction=0.2"]) == 0
+    assert (
+        train_fluency.main(
+            [
+                "--reference",
+                str(ref),
+                "--output",
+                str(out),
+                "--set",
+                "fluency.order=4",
+                "--set",
+                "fluency.holdout_fraction=0.2",
+            ]
+        )
+        == 0
+    )
     model = fl.FluencyModel.load(out)
     assert model.meta["order"] == 4 and model.meta["reference"]["files"][0]["bytes"] == ref.stat().st_size
     profile = json.loads((out / fl.PERCENTILES_FILE).read_text())  # etl.classify.reference_profile's

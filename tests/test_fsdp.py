@@ -27,8 +27,11 @@ FSDP = {"dp_shard": "fsdp"}
 WORLD4 = [
     Case("fsdp_dp2_tp2", ParallelConfig(dp=2, tp=2, **FSDP)),
     Case("fsdp_dp2_pp2", ParallelConfig(dp=2, pp=2, **FSDP)),
-    Case("fsdp_tp2_pp2_sp_selective_compiled", ParallelConfig(tp=2, pp=2, sequence_parallel=True,
-                                                              recompute="selective", **FSDP), compile=True),
+    Case(
+        "fsdp_tp2_pp2_sp_selective_compiled",
+        ParallelConfig(tp=2, pp=2, sequence_parallel=True, recompute="selective", **FSDP),
+        compile=True,
+    ),
     Case("hsdp_dp4_two_replicas", ParallelConfig(dp=4, dp_replicate=2, **FSDP)),
     # two micro-batches a rank: the first keeps its unsharded gradients, the second reduce-scatters both
     Case("fsdp_dp2_tp2_grad_sync_last", ParallelConfig(dp=2, tp=2, fsdp_grad_sync="last", **FSDP)),
@@ -56,14 +59,17 @@ def test_fsdp_layouts_on_four_processes_match_single_process(world4, ref, name):
     assert_parity(world4[name], ref)
 
 
-@pytest.mark.parametrize("par, match", [
-    (ParallelConfig(dp=4, dp_replicate=3, **FSDP), r"dp=4 does not split into dp_replicate=3"),
-    (ParallelConfig(dp=4, dp_replicate=2), r"dp_replicate=2 \(HSDP\) needs dp_shard='fsdp'"),
-    (ParallelConfig(dp=2, dp_shard="zero3"), r"dp_shard must be one of zero1, fsdp"),
-    (ParallelConfig(dp=2, fsdp_grad_sync="last"), r"fsdp_grad_sync='last' needs dp_shard='fsdp'"),
-    (ParallelConfig(dp=2, fsdp_grad_sync="never", **FSDP), r"fsdp_grad_sync must be one of every, last"),
-    (ParallelConfig(dp=2, pp=2, fsdp_grad_sync="last", **FSDP), r"fsdp_grad_sync='last' does nothing with pp=2"),
-])
+@pytest.mark.parametrize(
+    "par, match",
+    [
+        (ParallelConfig(dp=4, dp_replicate=3, **FSDP), r"dp=4 does not split into dp_replicate=3"),
+        (ParallelConfig(dp=4, dp_replicate=2), r"dp_replicate=2 \(HSDP\) needs dp_shard='fsdp'"),
+        (ParallelConfig(dp=2, dp_shard="zero3"), r"dp_shard must be one of zero1, fsdp"),
+        (ParallelConfig(dp=2, fsdp_grad_sync="last"), r"fsdp_grad_sync='last' needs dp_shard='fsdp'"),
+        (ParallelConfig(dp=2, fsdp_grad_sync="never", **FSDP), r"fsdp_grad_sync must be one of every, last"),
+        (ParallelConfig(dp=2, pp=2, fsdp_grad_sync="last", **FSDP), r"fsdp_grad_sync='last' does nothing with pp=2"),
+    ],
+)
 def test_layout_validator_rejects_bad_fsdp_layouts(par, match):
     with pytest.raises(LayoutError, match=match):
         validate(par, CFG, par.world_size, 8, 2)
@@ -105,8 +111,10 @@ def test_bf16_follows_fp32_over_50_steps(world_of_one, one_thread):  # noqa: F81
         assert max(errors) > FP32_NOISE, (par.dp_shard, "no bf16 rounding: did it run in fp32?")
 
 
-@pytest.mark.skipif(not os.environ.get("ZHCORPUS_TEST_INDUCTOR"),
-                    reason="inductor builds C++ kernels: 207 s here, cold cache; set ZHCORPUS_TEST_INDUCTOR=1")
+@pytest.mark.skipif(
+    not os.environ.get("ZHCORPUS_TEST_INDUCTOR"),
+    reason="inductor builds C++ kernels: 207 s here, cold cache; set ZHCORPUS_TEST_INDUCTOR=1",
+)
 def test_inductor_compiled_blocks_equal_eager(world_of_one, one_thread):  # noqa: F811
     """The real backend: generated C++ kernels for every block, with selective recomputation."""
     par = ParallelConfig(dp_shard="fsdp", recompute="selective")

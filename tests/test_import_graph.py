@@ -182,18 +182,21 @@ def test_the_etl_layers_are_a_dag_naming_every_package():
     assert packages == set(ETL_LAYERS) - {ORCHESTRATION}
 
 
-@pytest.mark.parametrize("edges, expected", [
-    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
-    ({"a": {"b"}, "b": set(), "c": {"a", "b"}}, []),
-])
+@pytest.mark.parametrize(
+    "edges, expected",
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+        ({"a": {"b"}, "b": set(), "c": {"a", "b"}}, []),
+    ],
+)
 def test_cycles_finds_exactly_the_cycles(edges, expected):
     assert cycles(edges) == expected
 
 
 def test_a_new_upward_arrow_is_refused():
-    assert not _allowed("etl.read.records", "etl.corpus")      # a stage package imports orchestration
+    assert not _allowed("etl.read.records", "etl.corpus")  # a stage package imports orchestration
     assert not _allowed("etl.dedup.stage", "etl.read.records")  # not in the DAG
-    assert not _allowed("etl.corpus", "etl.judge.run")          # nothing imports the judge
+    assert not _allowed("etl.corpus", "etl.judge.run")  # nothing imports the judge
     assert not _allowed("train.checkpoint", "etl.runtime.publish")
     assert not _allowed("jobs.build_corpus", "jobs.dedup")
     assert not _allowed("demo.crawl", "jobs.cli") and not _allowed("base.manifest", "etl.shards.stage")

@@ -24,7 +24,7 @@ from jobs.config import parse_override
 from tests import shard_fixture
 from train.proxy import ProxyConfig, ProxyError, ProxyRun, check_runs, train_one
 
-V = 64        # the synthetic vocabulary
+V = 64  # the synthetic vocabulary
 SHA = "a" * 64  # the synthetic tokenizer's "sha256"
 
 
@@ -39,6 +39,7 @@ def _no_ray_left():
 
 # --- variants file and keys ---------------------------------------------------------------------
 
+
 def test_variants_file_adds_the_baseline_first_and_flattens_nested_tables(tmp_path):
     f = tmp_path / "v.toml"
     f.write_text('[short_ok]\n"rules.length.min_chars" = 50\n[nested.rules.ads]\nenabled = false\n', encoding="utf-8")
@@ -47,12 +48,15 @@ def test_variants_file_adds_the_baseline_first_and_flattens_nested_tables(tmp_pa
     assert v == {BASELINE: {}, "short_ok": {"rules.length.min_chars": 50}, "nested": {"rules.ads.enabled": False}}
 
 
-@pytest.mark.parametrize("body, match", [
-    ('[v]\n"tokenizer.vocab_size" = 4000\n', "one tokenizer for all variants"),
-    ('[v]\n"spark.master" = "local[1]"\n', "changes only"),
-    ('[v]\n"judge.seeds" = [1, 2]\n', "changes only"),
-    ('v = 3\n', "not a table"),
-])
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ('[v]\n"tokenizer.vocab_size" = 4000\n', "one tokenizer for all variants"),
+        ('[v]\n"spark.master" = "local[1]"\n', "changes only"),
+        ('[v]\n"judge.seeds" = [1, 2]\n', "changes only"),
+        ('v = 3\n', "not a table"),
+    ],
+)
 def test_variants_outside_the_build_sections_are_refused(tmp_path, body, match):
     f = tmp_path / "v.toml"
     f.write_text(body, encoding="utf-8")
@@ -61,8 +65,14 @@ def test_variants_outside_the_build_sections_are_refused(tmp_path, body, match):
 
 
 def test_variant_values_reach_the_config_loader_unchanged():
-    keys = {"a.s": 'quote " and 中文 \\ tab\t', "a.b": False, "a.f": 0.7, "a.i": -3, "a.l": ["x", 1.5],
-            "a.inf": math.inf}
+    keys = {
+        "a.s": 'quote " and 中文 \\ tab\t',
+        "a.b": False,
+        "a.f": 0.7,
+        "a.i": -3,
+        "a.l": ["x", 1.5],
+        "a.inf": math.inf,
+    }
     assert dict(parse_override(o) for o in as_overrides(keys)) == keys
 
 
@@ -71,8 +81,18 @@ def test_an_unknown_variant_key_is_refused_before_any_work(tmp_path, caplog):
 
     f = tmp_path / "v.toml"
     f.write_text('[typo]\n"rules.length.min_charz" = 300\n', encoding="utf-8")
-    code = main(["--input", str(tmp_path / "nothing"), "--variants", str(f), "--dev", str(tmp_path / "none.jsonl"),
-                 "--output", str(tmp_path / "out")])
+    code = main(
+        [
+            "--input",
+            str(tmp_path / "nothing"),
+            "--variants",
+            str(f),
+            "--dev",
+            str(tmp_path / "none.jsonl"),
+            "--output",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 2
     assert "variant typo" in caplog.text and "rules.length.min_charz" in caplog.text
     assert not (tmp_path / "out").exists()
@@ -80,9 +100,12 @@ def test_an_unknown_variant_key_is_refused_before_any_work(tmp_path, caplog):
 
 # --- the report's statistics --------------------------------------------------------------------
 
+
 def _runs(name, losses):
-    return [{"variant": name, "seed": s, "status": "ok", "dev_loss": x, "dev_curve": [[10, x]], "train_loss": []}
-            for s, x in enumerate(losses)]
+    return [
+        {"variant": name, "seed": s, "status": "ok", "dev_loss": x, "dev_curve": [[10, x]], "train_loss": []}
+        for s, x in enumerate(losses)
+    ]
 
 
 def _scored(name, seed, nll, tokens):
@@ -141,8 +164,7 @@ def test_the_plan_before_training_and_the_escalation():
     # prior sd 2 %: MDD(3 seeds) = 5.363313 * 0.02 / sqrt(3) = 6.19 % > 5 %, MDD(4) = 4.160919 * 0.01 = 4.16 %
     assert js.first_round(0.02, 0.05, 2, 6) == (4, pytest.approx(0.0416092, abs=1e-6))
     assert js.first_round(0.02, 0.05, 2, 3)[0] == 3  # capped: planned wider than the effect
-    undecided = {"v": {"verdict": js.WITHIN, "mdd_rel": 0.09, "sd_rel": 0.02, "se_dev_rel": 0.0,
-                       "dev_documents": 500}}
+    undecided = {"v": {"verdict": js.WITHIN, "mdd_rel": 0.09, "sd_rel": 0.02, "se_dev_rel": 0.0, "dev_documents": 500}}
     step = js.next_step(undecided, 3, 1, 0.05, 6, 2)
     assert (step.action, step.seeds, step.token_factor) == ("seeds", 4, 1)
     step = js.next_step(undecided, 3, 1, 0.05, 3, 2)  # no more seeds allowed: twice the tokens
@@ -170,12 +192,14 @@ def test_a_failed_seed_is_left_out_and_named():
 
 # --- the training side on hand-made shards ------------------------------------------------------
 
+
 def _markov(rng: random.Random, n: int) -> list[int]:
     """The dev set's "language": each token has three likely successors."""
     t, out = rng.randrange(1, V), []
     for _ in range(n):
-        t = rng.choices([(t * 7 + 1) % (V - 1) + 1, (t * 13 + 5) % (V - 1) + 1, (t * 3 + 2) % (V - 1) + 1],
-                        [0.6, 0.3, 0.1])[0]
+        t = rng.choices(
+            [(t * 7 + 1) % (V - 1) + 1, (t * 13 + 5) % (V - 1) + 1, (t * 3 + 2) % (V - 1) + 1], [0.6, 0.3, 0.1]
+        )[0]
         out.append(t)
     return out
 
@@ -193,16 +217,32 @@ def _corpus(root: Path, kind: str, n_docs: int, seed: int, sha: str = SHA) -> st
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
     root = tmp_path_factory.mktemp("shards")
-    return {"clean": _corpus(root / "clean", "clean", 80, 1), "noise": _corpus(root / "noise", "noise", 40, 2),
-            "dev": _corpus(root / "dev", "clean", 30, 3), "tiny": _corpus(root / "tiny", "clean", 0, 4),
-            "other_tok": _corpus(root / "other", "clean", 20, 5, sha="b" * 64)}
+    return {
+        "clean": _corpus(root / "clean", "clean", 80, 1),
+        "noise": _corpus(root / "noise", "noise", 40, 2),
+        "dev": _corpus(root / "dev", "clean", 30, 3),
+        "tiny": _corpus(root / "tiny", "clean", 0, 4),
+        "other_tok": _corpus(root / "other", "clean", 20, 5, sha="b" * 64),
+    }
 
 
 def _proxy(**train) -> ProxyConfig:
     from train.loop import LoopConfig
 
-    cfg = ProxyConfig(train=LoopConfig(**{"steps": 60, "global_batch": 8, "micro_batch": 8, "lr": 1e-2, "warmup": 5,
-                                          "log_every": 20, "eval_every": 20, **train}))
+    cfg = ProxyConfig(
+        train=LoopConfig(
+            **{
+                "steps": 60,
+                "global_batch": 8,
+                "micro_batch": 8,
+                "lr": 1e-2,
+                "warmup": 5,
+                "log_every": 20,
+                "eval_every": 20,
+                **train,
+            }
+        )
+    )
     return cfg.resolved()
 
 
@@ -217,11 +257,14 @@ def test_every_variant_gets_the_same_budget_and_the_epochs_it_took(shards):
     assert checked["dev"]["eval_batches"] == (30 * 61 - 1) // 16 // 8
 
 
-@pytest.mark.parametrize("corpus, dev, match", [
-    ("tiny", "dev", "variant v: its corpus cannot give one training sample"),
-    ("other_tok", "dev", "tokenizer mismatch"),
-    ("clean", "tiny", "the dev set cannot give one window"),
-])
+@pytest.mark.parametrize(
+    "corpus, dev, match",
+    [
+        ("tiny", "dev", "variant v: its corpus cannot give one training sample"),
+        ("other_tok", "dev", "tokenizer mismatch"),
+        ("clean", "tiny", "the dev set cannot give one window"),
+    ],
+)
 def test_what_cannot_give_comparable_runs_is_refused_before_training(shards, corpus, dev, match):
     with pytest.raises(ProxyError, match=match):
         check_runs(_proxy(), [ProxyRun("v", 0, shards[corpus], shards[dev])])
@@ -230,8 +273,9 @@ def test_what_cannot_give_comparable_runs_is_refused_before_training(shards, cor
 @pytest.fixture(scope="module")
 def trained(shards):
     cfg = _proxy()
-    return {(k, s): train_one(cfg, ProxyRun(k, s, shards[k], shards["dev"]))
-            for k in ("clean", "noise") for s in (0, 1)}
+    return {
+        (k, s): train_one(cfg, ProxyRun(k, s, shards[k], shards["dev"])) for k in ("clean", "noise") for s in (0, 1)
+    }
 
 
 def test_the_proxy_sees_data_quality_beyond_the_seed_spread(trained):
@@ -264,8 +308,10 @@ def test_same_seed_same_losses_other_seed_other_losses(shards, trained):
 def test_a_failed_run_is_reported_and_the_others_finish(shards, tmp_path):
     from train.proxy import run_proxies
 
-    runs = [ProxyRun("clean", 0, shards["clean"], shards["dev"]),
-            ProxyRun("gone", 0, str(tmp_path / "missing" / "manifest.json"), shards["dev"])]
+    runs = [
+        ProxyRun("clean", 0, shards["clean"], shards["dev"]),
+        ProxyRun("gone", 0, str(tmp_path / "missing" / "manifest.json"), shards["dev"]),
+    ]
     results = run_proxies(_proxy(), runs)
     assert [r["status"] for r in results] == ["ok", "failed"]
     assert "missing" in results[1]["error"] and results[0]["dev_loss"] > 0
@@ -274,18 +320,40 @@ def test_a_failed_run_is_reported_and_the_others_finish(shards, tmp_path):
 # --- the whole job on a small demo crawl (slow) -------------------------------------------------
 
 RULES_OFF = {  # the harmful variant: PanGu-α's rules switched off, so spam, ads, navigation, dumps flow in
-    "rules.length.min_chars": 0, "rules.length.min_han_ratio": 0.0, "rules.length.title_only_slack_chars": 0,
-    "rules.length.bare_title_max_chars": 0, "rules.ads.enabled": False, "rules.sensitive.enabled": False,
-    "rules.navbar.enabled": False, "rules.paragraphs.enabled": False}
-TINY = ["spark.master=local[2]", "judge.vocab_size=2000", "judge.max_seeds=2", "judge.max_token_factor=1",
-        "judge.min_dev_documents=5", "proxy.model.seq_len=32", "proxy.model.dim=32", "proxy.model.ffn_dim=64",
-        "proxy.model.n_layers=2", "proxy.data.seq_len=32", "proxy.train.steps=150", "proxy.train.eval_every=50"]
+    "rules.length.min_chars": 0,
+    "rules.length.min_han_ratio": 0.0,
+    "rules.length.title_only_slack_chars": 0,
+    "rules.length.bare_title_max_chars": 0,
+    "rules.ads.enabled": False,
+    "rules.sensitive.enabled": False,
+    "rules.navbar.enabled": False,
+    "rules.paragraphs.enabled": False,
+}
+TINY = [
+    "spark.master=local[2]",
+    "judge.vocab_size=2000",
+    "judge.max_seeds=2",
+    "judge.max_token_factor=1",
+    "judge.min_dev_documents=5",
+    "proxy.model.seq_len=32",
+    "proxy.model.dim=32",
+    "proxy.model.ffn_dim=64",
+    "proxy.model.n_layers=2",
+    "proxy.data.seq_len=32",
+    "proxy.train.steps=150",
+    "proxy.train.eval_every=50",
+]
 PLANTED = 3
 
 
 def _variants(path: Path, variants: dict[str, dict]) -> str:
-    path.write_text("".join(f"[{name}]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in keys.items())
-                            for name, keys in variants.items()), encoding="utf-8")
+    path.write_text(
+        "".join(
+            f"[{name}]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in keys.items())
+            for name, keys in variants.items()
+        ),
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -307,8 +375,14 @@ def judged(spark, tmp_path_factory):
     inputs = [str(root / "crawl" / d) for d in ("warc", "wet", "jsonl")]
     variants = _variants(root / "variants.toml", {"rules_off": RULES_OFF})
     assert _judge(inputs, variants, str(root / "dev" / "dev.jsonl"), root / "out") == 0
-    return {"root": root, "out": root / "out", "inputs": inputs, "variants": variants, "dev": dev,
-            "report": json.loads((root / "out" / "judge.json").read_text(encoding="utf-8"))}
+    return {
+        "root": root,
+        "out": root / "out",
+        "inputs": inputs,
+        "variants": variants,
+        "dev": dev,
+        "report": json.loads((root / "out" / "judge.json").read_text(encoding="utf-8")),
+    }
 
 
 @pytest.mark.slow
@@ -366,7 +440,7 @@ def test_the_dev_set_never_overlaps_training_documents(judged, spark):
 
     r, out = judged["report"], judged["out"]
     n = MinHashParams().shingle
-    shingles = lambda t: {t[i:i + n] for i in range(max(1, len(t) - n + 1))}  # noqa: E731
+    shingles = lambda t: {t[i : i + n] for i in range(max(1, len(t) - n + 1))}  # noqa: E731
     dev = [shingles(normalise(t)) for t in spark.read.parquet(str(out / "dev" / "dedup" / "documents")).toPandas().text]
     worst = 0.0
     for name in r["variants"]:
@@ -406,8 +480,13 @@ def test_the_report_page_matches_judge_json_in_chromium(judged, tmp_path):
             assert len(svg.find_elements(By.TAG_NAME, "path")) > 10, plot
         cell = lambda key: browser.find_element(By.CSS_SELECTOR, f'td[data-key="{key}"]')  # noqa: E731
         for name, v in r["variants"].items():
-            expect = {"mean_dev_ppl": v["mean_dev_ppl"], "spread_dev_ppl": v["spread_dev_ppl"],
-                      "tokens": v["tokens"], "documents": v["documents"], "epochs": v["epochs"]}
+            expect = {
+                "mean_dev_ppl": v["mean_dev_ppl"],
+                "spread_dev_ppl": v["spread_dev_ppl"],
+                "tokens": v["tokens"],
+                "documents": v["documents"],
+                "epochs": v["epochs"],
+            }
             expect.update({f"dev_ppl:{s}": p for s, p in zip(v["seeds_ok"], v["dev_ppl"])})
             expect.update({f"dev_loss:{s}": x for s, x in zip(v["seeds_ok"], v["dev_loss"])})
             for key, value in expect.items():
@@ -437,18 +516,25 @@ def small_input(judged):
     root.mkdir()
     lines = (judged["root"] / "dev" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
     docs = [json.loads(line) for line in lines]
-    (root / "in.jsonl").write_text("".join(json.dumps({"id": f"in-{i}", "text": d["text"]}, ensure_ascii=False) + "\n"
-                                           for i, d in enumerate(docs[:12])), encoding="utf-8")
-    return {"root": root, "input": str(root / "in.jsonl"), "docs": docs[:12],
-            "tokenizer": ["judge.vocab_size=0", f"tokenizer.model={judged['out'] / 'tokenizer'}"]}
+    (root / "in.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"in-{i}", "text": d["text"]}, ensure_ascii=False) + "\n" for i, d in enumerate(docs[:12])
+        ),
+        encoding="utf-8",
+    )
+    return {
+        "root": root,
+        "input": str(root / "in.jsonl"),
+        "docs": docs[:12],
+        "tokenizer": ["judge.vocab_size=0", f"tokenizer.model={judged['out'] / 'tokenizer'}"],
+    }
 
 
 @pytest.mark.slow
 def test_a_variant_that_keeps_nothing_is_refused_before_training(small_input, caplog):
     root = small_input["root"]
     variants = _variants(root / "empty.toml", {"keeps_nothing": {"rules.length.min_chars": 10**9}})
-    code = _judge([small_input["input"]], variants, small_input["input"], root / "out-empty",
-                  small_input["tokenizer"])
+    code = _judge([small_input["input"]], variants, small_input["input"], root / "out-empty", small_input["tokenizer"])
     assert code == 2 and "variant keeps_nothing kept no documents" in caplog.text
     assert not (root / "out-empty").exists() and "proxy run" not in caplog.text
 
@@ -457,9 +543,15 @@ def test_a_variant_that_keeps_nothing_is_refused_before_training(small_input, ca
 def test_a_dev_set_that_overlaps_everything_is_refused_before_training(small_input, caplog):
     root = small_input["root"]
     dev = root / "copies.jsonl"  # the input's own articles, with a few characters changed
-    dev.write_text("".join(json.dumps({"text": d["text"].replace("的", "之", 2)}, ensure_ascii=False) + "\n"
-                           for d in small_input["docs"]), encoding="utf-8")
-    code = _judge([small_input["input"]], _variants(root / "none.toml", {}), str(dev), root / "out-dev",
-                  small_input["tokenizer"])
+    dev.write_text(
+        "".join(
+            json.dumps({"text": d["text"].replace("的", "之", 2)}, ensure_ascii=False) + "\n"
+            for d in small_input["docs"]
+        ),
+        encoding="utf-8",
+    )
+    code = _judge(
+        [small_input["input"]], _variants(root / "none.toml", {}), str(dev), root / "out-dev", small_input["tokenizer"]
+    )
     assert code == 2 and "the dev set overlaps the training documents: 12 of 12" in caplog.text
     assert not (root / "out-dev").exists() and "proxy run" not in caplog.text

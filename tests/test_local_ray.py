@@ -53,8 +53,12 @@ def ray_root():
     root = short_dir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "DASHBOARD_", "AUTOSCALER_"))}
     metrics = {"DASHBOARD_METRIC_PORT": free_port(), "AUTOSCALER_METRIC_PORT": free_port()}
-    env.update({k: str(v) for k, v in metrics.items()}, RAY_TMPDIR=str(root), RAY_memory_monitor_refresh_ms="0",
-               PYTHONPATH=str(ROOT))
+    env.update(
+        {k: str(v) for k, v in metrics.items()},
+        RAY_TMPDIR=str(root),
+        RAY_memory_monitor_refresh_ms="0",
+        PYTHONPATH=str(ROOT),
+    )
     if lan := lan_interface():
         env["GLOO_SOCKET_IFNAME"] = lan
     with watched(root, remove=True):  # Ray's session logs in the report of a failing test
@@ -79,8 +83,20 @@ def beyond_loopback(seen) -> list[str]:
 
 def test_train_lm_with_its_own_ray_listens_on_loopback_only(ray_root):
     root, env, metrics = ray_root
-    argv = [sys.executable, "-m", "jobs.train_lm", *TRAIN, "--set", "train.steps=2", "--set", "parallel.dp=2",
-            "--data", str(write_shards(root / "shards")), "--output", str(root / "run")]
+    argv = [
+        sys.executable,
+        "-m",
+        "jobs.train_lm",
+        *TRAIN,
+        "--set",
+        "train.steps=2",
+        "--set",
+        "parallel.dp=2",
+        "--data",
+        str(write_shards(root / "shards")),
+        "--output",
+        str(root / "run"),
+    ]
     run, seen = sampled_run(argv, env)
     assert run.returncode == 0 and (root / "run" / "metrics.jsonl").exists(), run.stderr[-5000:]
     components = {s.component for s in seen}

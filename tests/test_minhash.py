@@ -29,12 +29,13 @@ def test_minhash_tracks_exact_jaccard_on_random_pairs():
     params = mh.MinHashParams()
     worst = 0.0
     for _ in range(200):
-        a = _mutate(BASE[rng.randrange(400):], rng.uniform(0, 0.05), rng)
+        a = _mutate(BASE[rng.randrange(400) :], rng.uniform(0, 0.05), rng)
         b = _mutate(a, rng.uniform(0, 0.3), rng)
         ha, hb = (mh.shingle_hashes(mh.normalise(t), params.shingle) for t in (a, b))
         j = mh.jaccard(ha, hb)
-        est = mh.estimate_jaccard(mh.signature(ha, params.num_perm, params.seed),
-                                  mh.signature(hb, params.num_perm, params.seed))
+        est = mh.estimate_jaccard(
+            mh.signature(ha, params.num_perm, params.seed), mh.signature(hb, params.num_perm, params.seed)
+        )
         bound = 4 * math.sqrt(max(j * (1 - j), 0.01) / params.num_perm)
         assert abs(est - j) <= bound, (j, est)
         worst = max(worst, abs(est - j) / bound)
@@ -70,7 +71,9 @@ def test_short_documents_are_densified():
 
 
 def test_bands_from_datasketch_and_keys_per_band():
-    assert mh.MinHashParams(threshold=0.8, false_negative_weight=0.5).resolved().bands == 9  # datasketch's default weights
+    assert (
+        mh.MinHashParams(threshold=0.8, false_negative_weight=0.5).resolved().bands == 9
+    )  # datasketch's default weights
     p = mh.MinHashParams(threshold=0.8, num_perm=128).resolved()
     assert (p.bands, p.rows) == (16, 8)
     sig = mh.signature(mh.shingle_hashes(mh.normalise(BASE), 5), 128, 1)
@@ -85,8 +88,15 @@ def test_bands_from_datasketch_and_keys_per_band():
 def _random_texts(rng: random.Random, count: int) -> list[str]:
     """Han text, full-width forms, ASCII, punctuation, combining marks, Hangul jamo, ligatures,
     circled and superscript digits, at lengths from empty to several CHUNKs of shingles."""
-    pools = ["".join(P), "０１２３４５６７８９ＡＢＣｘｙｚ＿！（）", "abcXYZ019_-.,", "，。！？、；：“”《》 \t\n　",
-             "e\u0301a\u0308\u0327", "\u1100\u1161\u11a8가", "ﬁﬂ²③㎏Ⅻ"]
+    pools = [
+        "".join(P),
+        "０１２３４５６７８９ＡＢＣｘｙｚ＿！（）",
+        "abcXYZ019_-.,",
+        "，。！？、；：“”《》 \t\n　",
+        "e\u0301a\u0308\u0327",
+        "\u1100\u1161\u11a8가",
+        "ﬁﬂ²③㎏Ⅻ",
+    ]
     out = ["", "a", "的", "ab的", "，。", "０１", "abcd"]
     for _ in range(count):
         n = rng.choice([3, 6, 40, 300, 2000, 9000])
@@ -97,6 +107,7 @@ def _random_texts(rng: random.Random, count: int) -> list[str]:
 def test_normalise_equals_plain_nfkc():
     """The full-width table and the quick check are shortcuts: the result is plain NFKC of the
     text without whitespace and punctuation, lower-cased."""
+
     def plain(text: str) -> str:
         return mh._NOT_CONTENT.sub("", unicodedata.normalize("NFKC", mh._NOT_CONTENT.sub("", text))).lower()
 
@@ -111,8 +122,12 @@ def test_normalise_batch_equals_normalise_on_every_code_point():
     and a combining mark with punctuation between), context-dependent lower case (final sigma),
     full-width forms, and mixed random texts; the texts in one batch, so boundaries are tested."""
     every = [chr(c) for c in range(0x110000)]
-    texts = ["a" + c + "中" for c in every] + ["".join(every[i:i + 9]) for i in range(0, 0x110000, 5)]
-    lead, vowel, trail = [chr(c) for c in range(0x1100, 0x1113)], [chr(c) for c in range(0x1161, 0x1176)], "\u11a8\u11c2"
+    texts = ["a" + c + "中" for c in every] + ["".join(every[i : i + 9]) for i in range(0, 0x110000, 5)]
+    lead, vowel, trail = (
+        [chr(c) for c in range(0x1100, 0x1113)],
+        [chr(c) for c in range(0x1161, 0x1176)],
+        "\u11a8\u11c2",
+    )
     texts += [x + y + z for x in lead for y in vowel for z in ("", *trail)] + ["\uac00\u11a8", "ㄱㅏ"]
     texts += ["ΑΣ", "ΑΣ Β", "Σ", "ΟΔΟΣ，ΟΔΟΣ", "İstanbul", "ǅ", "ﬁ", "Ⅻ①㍿", "e\u0301", "e，\u0301", "ＡＢ１２，ａｂ"]
     texts += _random_texts(random.Random(11), 300)
@@ -142,8 +157,7 @@ def test_batch_signatures_equal_per_document(n, num_perm, seed, monkeypatch):
     assert batch.shape == (len(norms), num_perm) and np.array_equal(batch, ref)
     assert any(0 < len(x) < n for x in norms) and any(len(x) > 3 * mh.CHUNK for x in norms)
     bands, rows = num_perm // 8, 8
-    assert np.array_equal(mh.batch_band_keys(batch, bands, rows),
-                          np.stack([mh.band_keys(s, bands, rows) for s in ref]))
+    assert np.array_equal(mh.batch_band_keys(batch, bands, rows), np.stack([mh.band_keys(s, bands, rows) for s in ref]))
     monkeypatch.setattr(mh, "BATCH_CHARS", 5000)  # several slices
     sets = mh.shingle_sets(norms, n)
     assert len(sets) == len(norms) and all(np.array_equal(x, mh.shingle_hashes(y, n)) for x, y in zip(sets, norms))
@@ -157,7 +171,9 @@ def test_jaccard_equals_set_jaccard():
     cases = [(set(), set()), (set(), {1}), ({1, 2}, {1, 2}), ({1, 2, 3}, {2}), ({0, top}, {top}), ({5}, {6})]
     for _ in range(200):
         pool = [rng.choice([0, top, rng.randrange(1 << 64)]) for _ in range(rng.randint(1, 60))]
-        cases.append((set(rng.sample(pool, rng.randint(0, len(pool)))), set(rng.sample(pool, rng.randint(0, len(pool))))))
+        cases.append(
+            (set(rng.sample(pool, rng.randint(0, len(pool)))), set(rng.sample(pool, rng.randint(0, len(pool)))))
+        )
     for x, y in cases:
         want = 1.0 if not x | y else len(x & y) / len(x | y)
         arr = [np.array(sorted(s), dtype=np.uint64) for s in (x, y)]

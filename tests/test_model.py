@@ -79,7 +79,9 @@ def test_a_stage_gets_the_full_models_weights():
     full = build_model(CFG, seed=3)
     last = materialize(stage_model(CFG, stage=1, num_stages=2), seed=3, device=torch.device("cpu"))
     names = dict(last.named_parameters())
-    assert set(names) == {n for n in dict(full.named_parameters()) if n.startswith(("layers.2", "layers.3", "norm", "query_layer"))} | {"output.weight"}
+    assert set(names) == {
+        n for n in dict(full.named_parameters()) if n.startswith(("layers.2", "layers.3", "norm", "query_layer"))
+    } | {"output.weight"}
     for n, p in names.items():
         ref = full.embed.tok.weight if n == "output.weight" else full.get_parameter(n)
         assert torch.equal(p, ref), n

@@ -13,14 +13,19 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from etl.nightly import NightlyConfig as RefreshConfig, RefreshLocked, refresh
+from etl.nightly import NightlyConfig as RefreshConfig
+from etl.nightly import RefreshLocked, refresh
 from jobs.config import load_config
 from tests import crawl_fixture
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
-SETTINGS = ["refresh.settle_seconds=0", "tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98",
-            "shards.num_shards=2"]
+SETTINGS = [
+    "refresh.settle_seconds=0",
+    "tokenizer.vocab_size=600",
+    "tokenizer.character_coverage=0.98",
+    "shards.num_shards=2",
+]
 
 
 def _cfg() -> RefreshConfig:
@@ -63,8 +68,17 @@ def nights(spark, tmp_path_factory):
     shutil.copytree(corpus, after_one)  # the state a killed night-two run starts from
     copies = _night_two(crawl, corpus / "versions" / "v000001")
     second = refresh(_cfg(), str(crawl), str(corpus), spark=spark)
-    return {"root": root, "crawl": crawl, "corpus": corpus, "first": first, "again": again, "second": second,
-            "manifest_1": manifest_1, "after_one": after_one, "copies": copies}
+    return {
+        "root": root,
+        "crawl": crawl,
+        "corpus": corpus,
+        "first": first,
+        "again": again,
+        "second": second,
+        "manifest_1": manifest_1,
+        "after_one": after_one,
+        "copies": copies,
+    }
 
 
 def test_rerun_of_the_same_night_publishes_nothing(nights):
@@ -80,7 +94,10 @@ def test_new_near_duplicates_of_published_documents_are_removed(nights):
     v2 = corpus / "versions" / "v000002"
     dups = {r["doc_id"]: r["duplicate_of"] for r in pq.read_table(v2 / "duplicates").to_pylist()}
     assert dups == nights["copies"]
-    assert sorted(pq.read_table(v2 / "documents", columns=["doc_id"]).column("doc_id").to_pylist()) == ["n2-new0", "n2-new1"]
+    assert sorted(pq.read_table(v2 / "documents", columns=["doc_id"]).column("doc_id").to_pylist()) == [
+        "n2-new0",
+        "n2-new1",
+    ]
     texts = {r["doc_id"]: r["text"] for r in pq.read_table(v2 / "documents").to_pylist()}
     assert texts["n2-new0"].endswith("报名电话：<PHONE>。") and "13912345678" not in texts["n2-new1"]
     assert json.loads((v2 / "report.json").read_text())["pii"]["kinds"]["mobile"]["spans"] == 1
@@ -101,8 +118,15 @@ def test_killed_run_then_rerun_publishes_what_a_clean_run_would(nights, spark, t
     corpus = tmp_path / "corpus"
     shutil.copytree(nights["after_one"], corpus)
     env = {**os.environ, "ZHCORPUS_FAILPOINT": point, "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-m", "jobs.nightly_refresh", "--crawl-root", str(nights["crawl"]),
-           "--corpus-root", str(corpus)] + [a for s in SETTINGS for a in ("--set", s)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jobs.nightly_refresh",
+        "--crawl-root",
+        str(nights["crawl"]),
+        "--corpus-root",
+        str(corpus),
+    ] + [a for s in SETTINGS for a in ("--set", s)]
     killed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert (corpus / "CURRENT").read_text().strip() == "v000001"  # nothing half-published is visible
@@ -149,8 +173,12 @@ def test_training_is_submitted_once_per_version(monkeypatch, tmp_path):
 
     monkeypatch.setattr(ray.job_submission, "JobSubmissionClient", FakeClient)
     for _ in range(2):
-        assert submit_training("http://127.0.0.1:8265", "v000002", str(tmp_path), "jobs/configs/debug.toml",
-                               str(tmp_path / "runs")) == "nightly-v000002"
+        assert (
+            submit_training(
+                "http://127.0.0.1:8265", "v000002", str(tmp_path), "jobs/configs/debug.toml", str(tmp_path / "runs")
+            )
+            == "nightly-v000002"
+        )
     assert calls == ["nightly-v000002"]
     entry = submitted["nightly-v000002"]["entrypoint"]
     assert f"--data {tmp_path.resolve()}/versions/v000002/corpus.json" in entry and "jobs.train_lm" in entry
@@ -166,14 +194,26 @@ def test_three_nights_through_the_cli(tmp_path):
     pages = ["\n".join([t, *p]) for t, p, _ in news_pages()[:400] if sum(map(len, p)) > 300][:90]
     copied = pages[0][:100] + "的" + pages[0][101:]
     for night in range(3):
-        rows = [{"id": f"n{night}-{i}", "text": t} for i, t in enumerate(pages[night * 30:(night + 1) * 30])]
+        rows = [{"id": f"n{night}-{i}", "text": t} for i, t in enumerate(pages[night * 30 : (night + 1) * 30])]
         rows += [{"id": "n2-copy", "text": copied}] if night == 2 else []
         path = crawl / f"part-{night}.jsonl"
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         os.utime(path, ns=((1_700_000_000 + night * 1000) * 10**9,) * 2)
-    cmd = [sys.executable, "-m", "jobs.nightly_refresh", "--crawl-root", str(crawl), "--corpus-root", str(corpus),
-           "--set", "refresh.max_files=1"] + [a for s in SETTINGS for a in ("--set", s)] + [
-        "--set", "tokenizer.vocab_size=1600"]  # 30 news pages: 1,400 characters need more than 600 pieces
+    cmd = (
+        [
+            sys.executable,
+            "-m",
+            "jobs.nightly_refresh",
+            "--crawl-root",
+            str(crawl),
+            "--corpus-root",
+            str(corpus),
+            "--set",
+            "refresh.max_files=1",
+        ]
+        + [a for s in SETTINGS for a in ("--set", s)]
+        + ["--set", "tokenizer.vocab_size=1600"]
+    )  # 30 news pages: 1,400 characters need more than 600 pieces
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     for night in range(1, 4):
         run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

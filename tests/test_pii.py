@@ -24,7 +24,7 @@ def load_cases(path: Path = CASES) -> list[tuple[str, list[tuple[str, int, int]]
             continue
         text, gold, pos = [], [], 0
         for m in MARK.finditer(line):
-            text.append(line[pos:m.start()])
+            text.append(line[pos : m.start()])
             start = sum(map(len, text))
             text.append(m.group(2))
             gold.append((m.group(1), start, start + len(m.group(2))))
@@ -46,9 +46,16 @@ def score(cases, find=pii.find_pii) -> dict[str, dict[str, float]]:
             fp[k] += 1
         for k, *_ in want - got:
             fn[k] += 1
-    return {k: {"precision": tp[k] / (tp[k] + fp[k]) if tp[k] + fp[k] else 1.0,
-                "recall": tp[k] / (tp[k] + fn[k]) if tp[k] + fn[k] else 1.0,
-                "positives": tp[k] + fn[k], "false_positives": fp[k], "missed": fn[k]} for k in pii.KINDS}
+    return {
+        k: {
+            "precision": tp[k] / (tp[k] + fp[k]) if tp[k] + fp[k] else 1.0,
+            "recall": tp[k] / (tp[k] + fn[k]) if tp[k] + fn[k] else 1.0,
+            "positives": tp[k] + fn[k],
+            "false_positives": fp[k],
+            "missed": fn[k],
+        }
+        for k in pii.KINDS
+    }
 
 
 def test_the_set_is_large_and_covers_every_kind():
@@ -68,8 +75,9 @@ def test_precision_and_recall_per_kind():
 def test_no_negative_sentence_has_a_hit():
     """Stricter than the 0.95 floor: every guard (labels such as 订单号, check digits, private
     addresses, file names) is exercised by a negative line, and none of them may give a hit."""
-    hits = [(text, [(s.kind, text[s.start:s.end]) for s in pii.find_pii(text)])
-            for text, gold in load_cases() if not gold]
+    hits = [
+        (text, [(s.kind, text[s.start : s.end]) for s in pii.find_pii(text)]) for text, gold in load_cases() if not gold
+    ]
     assert [h for h in hits if h[1]] == []
 
 
@@ -94,14 +102,21 @@ def test_redaction_replaces_exactly_the_span():
     assert r.redacted == {"email": 1, "id_number": 1, "mobile": 1} and r.keep
 
 
-PARTIAL = re.compile(r"[0-9０-９XxＸｘ][ \u3000\-－.．()（）]?<(?:PHONE|ID_NUMBER|BANK_CARD|IP)>"
-                     r"|<(?:PHONE|ID_NUMBER|BANK_CARD|IP)>[ \u3000\-－.．()（）]?[0-9０-９]")
+PARTIAL = re.compile(
+    r"[0-9０-９XxＸｘ][ \u3000\-－.．()（）]?<(?:PHONE|ID_NUMBER|BANK_CARD|IP)>"
+    r"|<(?:PHONE|ID_NUMBER|BANK_CARD|IP)>[ \u3000\-－.．()（）]?[0-9０-９]"
+)
 
 
 def test_no_part_of_a_number_is_left_beside_a_placeholder():
     scrub = pii.PiiScrubber(pii.resolve_modes("redact"))
-    glued = ["电话 010-62345678 13812345678 转 8", "号码1381234567812", "卡号62220210011234567890",
-             "+86 138 1234 5678 或 0086-139-1234-5678", "ID 11010519491231002X1"]
+    glued = [
+        "电话 010-62345678 13812345678 转 8",
+        "号码1381234567812",
+        "卡号62220210011234567890",
+        "+86 138 1234 5678 或 0086-139-1234-5678",
+        "ID 11010519491231002X1",
+    ]
     for text in [t for t, _ in load_cases()] + glued:
         out = scrub(text).text
         assert not PARTIAL.search(out), (text, out)
@@ -146,8 +161,19 @@ def stage_frame(spark):
     from etl.clean.stage import CLEANED_SCHEMA
 
     names = CLEANED_SCHEMA.fieldNames()
-    rows = [{**{n: None for n in names}, "doc_id": d, "kind": k, "reason": r, "stage": s, "text": t, "title": ti,
-             "source_file": "f.jsonl"} for d, k, r, s, t, ti in STAGE_ROWS]
+    rows = [
+        {
+            **{n: None for n in names},
+            "doc_id": d,
+            "kind": k,
+            "reason": r,
+            "stage": s,
+            "text": t,
+            "title": ti,
+            "source_file": "f.jsonl",
+        }
+        for d, k, r, s, t, ti in STAGE_ROWS
+    ]
     return spark.createDataFrame([tuple(r[n] for n in names) for r in rows], CLEANED_SCHEMA)
 
 
@@ -160,7 +186,9 @@ def test_stage_redacts_drops_and_passes_rejections_through(spark):
     out = pii_stage(df, cfg)
     assert out.columns == df.columns + ["pii_redacted"]
     rows = {r.doc_id: r for r in out.collect()}
-    assert rows["redact"].text == "联系人王女士，手机<PHONE>，邮箱<EMAIL>。" and rows["redact"].title == "招聘 电话<PHONE>"
+    assert (
+        rows["redact"].text == "联系人王女士，手机<PHONE>，邮箱<EMAIL>。" and rows["redact"].title == "招聘 电话<PHONE>"
+    )
     assert rows["redact"].pii_redacted == {"mobile": 1, "email": 1, "landline": 1} and rows["redact"].reason is None
     assert (rows["id"].stage, rows["id"].reason, rows["id"].detail) == ("pii", "pii", "id_number")
     assert rows["id"].text == "身份证号<ID_NUMBER>，请核对。"
@@ -169,14 +197,18 @@ def test_stage_redacts_drops_and_passes_rejections_through(spark):
         assert tuple(rows[untouched])[:-1] == tuple(before[untouched]) and rows[untouched].pii_redacted is None
     summary = pii_summary(out, cfg)
     assert summary["documents_redacted"] == 1 and summary["documents_dropped"] == 1
-    assert summary["kinds"] == {"mobile": {"documents": 1, "spans": 1, "documents_dropped": 0},
-                                "landline": {"documents": 1, "spans": 1, "documents_dropped": 0},
-                                "id_number": {"documents": 0, "spans": 0, "documents_dropped": 1},
-                                "email": {"documents": 1, "spans": 1, "documents_dropped": 0}}
+    assert summary["kinds"] == {
+        "mobile": {"documents": 1, "spans": 1, "documents_dropped": 0},
+        "landline": {"documents": 1, "spans": 1, "documents_dropped": 0},
+        "id_number": {"documents": 0, "spans": 0, "documents_dropped": 1},
+        "email": {"documents": 1, "spans": 1, "documents_dropped": 0},
+    }
     again = pii_stage(df, cfg).collect()
     assert sorted(map(tuple, again), key=str) == sorted(map(tuple, rows.values()), key=str)
     off = pii_stage(df, PiiConfig(mode="off")).collect()
-    assert sorted(tuple(r)[:-1] for r in off) == sorted(map(tuple, df.collect())) and all(r.pii_redacted is None for r in off)
+    assert sorted(tuple(r)[:-1] for r in off) == sorted(map(tuple, df.collect())) and all(
+        r.pii_redacted is None for r in off
+    )
 
 
 def test_config_refuses_bad_modes_up_front():
@@ -195,9 +227,28 @@ def test_email_matches_are_a_whole_text_search():
     from filters.pii import _EMAIL, email_matches
 
     rng = random.Random(1)
-    parts = ["a@b.com", "x.y@qq.com", "@", "＠", "foo@", "@bar.cn", "a" * 70 + "@x.org", "b" * 40 + "@y.com",
-             "c" * 64 + "@z.cn", "1234567@qq.com@163.com", "mail me: test.user+1@example.co.uk。", "..", " ", "中文", "\n", "x@y.z", "a@b.c-d.com-", "u@h.pn-g"]
+    parts = [
+        "a@b.com",
+        "x.y@qq.com",
+        "@",
+        "＠",
+        "foo@",
+        "@bar.cn",
+        "a" * 70 + "@x.org",
+        "b" * 40 + "@y.com",
+        "c" * 64 + "@z.cn",
+        "1234567@qq.com@163.com",
+        "mail me: test.user+1@example.co.uk。",
+        "..",
+        " ",
+        "中文",
+        "\n",
+        "x@y.z",
+        "a@b.c-d.com-",
+        "u@h.pn-g",
+    ]
     texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 30))) for _ in range(3000)]
-    assert [[m.span() for m in email_matches(t)] for t in texts] == [[m.span() for m in _EMAIL.finditer(t)]
-                                                                     for t in texts]
+    assert [[m.span() for m in email_matches(t)] for t in texts] == [
+        [m.span() for m in _EMAIL.finditer(t)] for t in texts
+    ]
     assert sum(1 for t in texts for _ in email_matches(t)) > 3000

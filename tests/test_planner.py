@@ -8,16 +8,29 @@ import pytest
 from jobs import plan_layout
 from jobs.config import ConfigError
 from train.layout import validate
-from train.planner import (GIB, Cluster, Layout, Training, activation_bytes_per_layer, bubble_fraction, evaluate,
-                           flops_per_iteration, layer_params, parallel_config, plan, total_params)
+from train.planner import (
+    GIB,
+    Cluster,
+    Layout,
+    Training,
+    activation_bytes_per_layer,
+    bubble_fraction,
+    evaluate,
+    flops_per_iteration,
+    layer_params,
+    parallel_config,
+    plan,
+    total_params,
+)
 from train.shapes import PRESETS, ModelConfig
 
 # Yuan 1.0 245B (arXiv 2110.04725): 76 layers, hidden 16384, sequence 2048, global batch 3360,
 # micro-batch 1, t=8 p=38 d=7 on 2128 GPUs (266 servers x 8 A100). The heads (128) and the
 # vocabulary (53,005, which brings the count to the paper's 245.7B) are our assumptions; the
 # released Yuan Megatron scripts train with --checkpoint-activations (full recompute), fp16, no ZeRO.
-YUAN = ModelConfig(n_layers=76, dim=16384, n_heads=128, ffn_dim=4 * 16384, vocab_size=53_005, seq_len=2048,
-                   query_layer=False)
+YUAN = ModelConfig(
+    n_layers=76, dim=16384, n_heads=128, ffn_dim=4 * 16384, vocab_size=53_005, seq_len=2048, query_layer=False
+)
 YUAN_CLUSTER = Cluster(gpus=2128, gpus_per_node=8, gpu_mem_gb=80.0)
 YUAN_TRAINING = Training(global_batch=3360, micro_batch=1, recompute="full", zero=0, sequence_parallel=False)
 
@@ -54,7 +67,7 @@ def test_layer_params_is_megatrons_12h2_plus_13h():
 
 
 def test_flops_equal_narayanan_eq_3():
-    B, s, l, h, V = 64, 2048, 24, 2048, 51_200  # V a multiple of 128: no padding
+    B, s, l, h, V = 64, 2048, 24, 2048, 51_200  # noqa: E741 (the paper's symbols); V a multiple of 128: no padding
     shape = ModelConfig(n_layers=l, dim=h, n_heads=16, ffn_dim=4 * h, vocab_size=V, seq_len=s, query_layer=False)
     eq3 = B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     assert flops_per_iteration(shape, B, "full") == pytest.approx(96 * eq3, rel=1e-12)
@@ -70,7 +83,8 @@ def test_activation_bytes_equal_korthikanti_table_2():
     sbh = s * b * h
     assert activation_bytes_per_layer(shape, b, 1, "none", sp=False) == pytest.approx(sbh * (34 + 5 * a * s / h))
     assert activation_bytes_per_layer(shape, b, t, "none", sp=False) == pytest.approx(
-        sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+        sbh * (10 + 24 / t + 5 * a * s / (h * t))
+    )
     assert activation_bytes_per_layer(shape, b, t, "none", sp=True) == pytest.approx(sbh / t * (34 + 5 * a * s / h))
     assert activation_bytes_per_layer(shape, b, t, "selective", sp=True) == pytest.approx(34 * sbh / t)
     assert activation_bytes_per_layer(shape, b, t, "full", sp=False) == pytest.approx(2 * sbh)
@@ -132,12 +146,15 @@ def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
     assert last.comm_gb["dp"] == pytest.approx(1.5 * zero1.comm_gb["dp"])  # once a step
     assert (last.memory.weights, last.memory.grads) == pytest.approx((2 * P, 4 * P / 8 + 4 * P))
     piped = evaluate(shape, Cluster(gpus=64), Training(zero=3), Layout(8, 2, 4)).memory
-    assert piped.weights == pytest.approx(evaluate(shape, Cluster(gpus=64), Training(zero=1), Layout(8, 2, 4)).memory.weights)
+    assert piped.weights == pytest.approx(
+        evaluate(shape, Cluster(gpus=64), Training(zero=1), Layout(8, 2, 4)).memory.weights
+    )
 
 
 def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
-    shape = ModelConfig(n_layers=32, dim=8192, n_heads=64, ffn_dim=4 * 8192, vocab_size=40_000, seq_len=2048,
-                        query_layer=False)
+    shape = ModelConfig(
+        n_layers=32, dim=8192, n_heads=64, ffn_dim=4 * 8192, vocab_size=40_000, seq_len=2048, query_layer=False
+    )
     feasible, _ = plan(shape, Cluster(gpus=64, gpus_per_node=8), Training(global_batch=256))
     ranked = [e.layout.tp for e in feasible]
     assert 16 in ranked and ranked[0] <= 8
@@ -160,8 +177,9 @@ def test_invalid_layouts_name_their_reasons():
     assert any(p.startswith("tp*pp*dp = 2*3*10 = 60 does not equal the world size 64") for p in problems)
     assert any(p.startswith("n_layers=40 does not divide into pp*virtual_stages") for p in problems)
     problems = evaluate(shape, cluster, Training(global_batch=16), Layout(1, 8, 8)).problems
-    assert problems == ("2 micro-batches per step < pp=8: the pipeline could never fill; raise global_batch or "
-                        "lower micro_batch",)
+    assert problems == (
+        "2 micro-batches per step < pp=8: the pipeline could never fill; raise global_batch or lower micro_batch",
+    )
 
 
 def test_the_planner_asks_the_runtimes_layout_questions():
@@ -177,14 +195,17 @@ def test_the_planner_asks_the_runtimes_layout_questions():
         validate(parallel_config(Training(global_batch=64, zero=3, virtual_stages=2), e.layout), shape, 64, 64, 1)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: ModelConfig(n_layers=40, dim=5120, n_heads=48, ffn_dim=20480), "not divisible"),
-    (lambda: Training(recompute="half"), "recompute must be one of"),
-    (lambda: Training(zero=2), "zero must be 0, 1 or 3"),
-    (lambda: Cluster(gpus=0), "gpus must be >= 1"),
-    (lambda: Layout.parse("8,2"), "tp,pp,dp"),
-    (lambda: ModelConfig.from_preset("13x"), "unknown model preset"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: ModelConfig(n_layers=40, dim=5120, n_heads=48, ffn_dim=20480), "not divisible"),
+        (lambda: Training(recompute="half"), "recompute must be one of"),
+        (lambda: Training(zero=2), "zero must be 0, 1 or 3"),
+        (lambda: Cluster(gpus=0), "gpus must be >= 1"),
+        (lambda: Layout.parse("8,2"), "tp,pp,dp"),
+        (lambda: ModelConfig.from_preset("13x"), "unknown model preset"),
+    ],
+)
 def test_invalid_inputs_raise_clear_errors(make, message):
     with pytest.raises(ValueError, match=message):
         make()
@@ -222,8 +243,10 @@ def test_cli_model_section_is_the_models_config_on_the_default_preset():
     assert cfg.model == PRESETS["2.6B"].replace(n_heads=32)
 
 
-@pytest.mark.parametrize("old, new", [("layers", "n_layers"), ("hidden", "dim"), ("heads", "n_heads"),
-                                      ("ffn", "ffn_dim"), ("vocab", "vocab_size")])
+@pytest.mark.parametrize(
+    "old, new",
+    [("layers", "n_layers"), ("hidden", "dim"), ("heads", "n_heads"), ("ffn", "ffn_dim"), ("vocab", "vocab_size")],
+)
 def test_the_planners_old_model_keys_name_the_new_ones(old, new):
     with pytest.raises(ConfigError, match=f"model.{old} was renamed: use model.{new}"):
         plan_layout.load(plan_layout.parse_args(["--set", f"model.{old}=8"]))

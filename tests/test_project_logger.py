@@ -30,8 +30,12 @@ def _get_logger_args(path: Path) -> list[str]:
 def test_library_modules_log_through_the_project_logger(package):
     files = sorted((ROOT / package).rglob("*.py"))
     assert files, package
-    wrong = {str(p.relative_to(ROOT)): args for p in files if str(p.relative_to(ROOT)) not in CONFIGURES
-             if (args := [a for a in _get_logger_args(p) if a != "'zhcorpus'"])}
+    wrong = {
+        str(p.relative_to(ROOT)): args
+        for p in files
+        if str(p.relative_to(ROOT)) not in CONFIGURES
+        if (args := [a for a in _get_logger_args(p) if a != "'zhcorpus'"])
+    }
     assert wrong == {}
 
 

@@ -44,8 +44,9 @@ def _old(dest: Path) -> None:
 
 def _publish_killed_at(dest: Path, step: str, no_exchange: bool) -> int:
     env = {**os.environ, ENV: step, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(dest), "1" if no_exchange else "0"],
-                          env=env, cwd=ROOT).returncode
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(dest), "1" if no_exchange else "0"], env=env, cwd=ROOT
+    ).returncode
 
 
 @pytest.mark.parametrize("no_exchange", [False, True], ids=["exchange", "rename-aside"])
@@ -54,8 +55,12 @@ def test_a_killed_publish_leaves_old_or_new(tmp_path, step, no_exchange):
     dest = tmp_path / "corpus"
     _old(dest)
     rc = _publish_killed_at(dest, step, no_exchange)
-    reached = {"publish:staged": True, "publish:exchanged": not no_exchange,
-               "publish:retired": no_exchange, "publish:renamed": no_exchange}[step]
+    reached = {
+        "publish:staged": True,
+        "publish:exchanged": not no_exchange,
+        "publish:retired": no_exchange,
+        "publish:renamed": no_exchange,
+    }[step]
     assert rc == (-9 if reached else 0)
     expected = "old" if step == "publish:staged" or (step == "publish:retired" and no_exchange) else "new"
     if not (no_exchange and step == "publish:retired"):

@@ -14,10 +14,12 @@ from filters import quality as q
 from filters.quality_contact import contact_spans
 from filters.text import han_ratio
 
-NEWS = ("新华社北京１月５日电　国务院总理李鹏今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的"
-        "国际问题交换了意见。李鹏说，中国政府高度重视发展同各国的友好合作关系，愿意在和平共处五项原则的"
-        "基础上，进一步加强在经济、贸易、科技和文化等领域的交流与合作。\n"
-        "客人表示，这次访问的目的是增进了解，扩大合作。他对中国经济建设取得的巨大成就表示钦佩。")
+NEWS = (
+    "新华社北京１月５日电　国务院总理李鹏今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的"
+    "国际问题交换了意见。李鹏说，中国政府高度重视发展同各国的友好合作关系，愿意在和平共处五项原则的"
+    "基础上，进一步加强在经济、贸易、科技和文化等领域的交流与合作。\n"
+    "客人表示，这次访问的目的是增进了解，扩大合作。他对中国经济建设取得的巨大成就表示钦佩。"
+)
 
 
 def sig(text: str, words: list[str] | None = None) -> dict[str, float]:
@@ -26,11 +28,30 @@ def sig(text: str, words: list[str] | None = None) -> dict[str, float]:
 
 def test_signal_names_fixed_order():
     assert q.SIGNAL_NAMES == (
-        "line_punct_frac", "short_line_frac", "separator_line_frac", "date_line_frac", "dup_line_char_frac",
+        "line_punct_frac",
+        "short_line_frac",
+        "separator_line_frac",
+        "date_line_frac",
+        "dup_line_char_frac",
         "dup_para_char_frac",
-        "top2_word_cov", "top3_word_cov", "top4_word_cov", "dup5_word_cov", "dup6_word_cov", "dup7_word_cov",
-        "dup8_word_cov", "dup9_word_cov", "dup10_word_cov", "function_word_ratio", "function_word_distinct",
-        "symbol_ratio", "digit_ratio", "latin_ratio", "punct_ratio", "contact_density", "han_ratio")
+        "top2_word_cov",
+        "top3_word_cov",
+        "top4_word_cov",
+        "dup5_word_cov",
+        "dup6_word_cov",
+        "dup7_word_cov",
+        "dup8_word_cov",
+        "dup9_word_cov",
+        "dup10_word_cov",
+        "function_word_ratio",
+        "function_word_distinct",
+        "symbol_ratio",
+        "digit_ratio",
+        "latin_ratio",
+        "punct_ratio",
+        "contact_density",
+        "han_ratio",
+    )
     assert {s.bad_when for s in q.SIGNALS} == {"high", "low"}
     assert list(sig(NEWS)) == list(q.SIGNAL_NAMES)
 
@@ -55,9 +76,27 @@ def test_date_lines_match_a_whole_text_search():
     # The windowed search (a stamp's last character, at most _DATE_MAX before it) finds the lines
     # that DATE_END.finditer over the whole text finds: trailing spaces and brackets, two
     # brackets (no stamp), "\r", a stamp after a long prefix, stamps that are not at the end.
-    lines = ["标题　2018年3月13日", "标题 10-20 ", "标题（2024-02-24）", "标题 2024-02-24))", "x\u3000３月５日\u3000）\u3000",
-             "12:30:45", "2019-1-1\r", "长" * 40 + "2019/12/31日", "2018年3月13日之后", "日", "10-2", "1:2", "",
-             "  ", "第16页", "2019.1", "a12:3456", "时间：12：30 ) ", "99年9月"]
+    lines = [
+        "标题　2018年3月13日",
+        "标题 10-20 ",
+        "标题（2024-02-24）",
+        "标题 2024-02-24))",
+        "x\u3000３月５日\u3000）\u3000",
+        "12:30:45",
+        "2019-1-1\r",
+        "长" * 40 + "2019/12/31日",
+        "2018年3月13日之后",
+        "日",
+        "10-2",
+        "1:2",
+        "",
+        "  ",
+        "第16页",
+        "2019.1",
+        "a12:3456",
+        "时间：12：30 ) ",
+        "99年9月",
+    ]
     rng = np.random.default_rng(5)
     texts = ["\n".join(rng.choice(lines, size=rng.integers(1, 12))) for _ in range(300)] + lines
     joined = "\n".join(texts)
@@ -182,8 +221,10 @@ def test_classical_chinese_is_not_a_keyword_list():
     s = sig(CLASSICAL)
     assert s["function_word_ratio"] == pytest.approx(11 / 21)
     assert s["function_word_distinct"] == 6
-    passage = CLASSICAL + ("\n有子曰：其为人也孝弟，而好犯上者，鲜矣；不好犯上，而好作乱者，未之有也。君子务本，本立而道生。"
-                           "孝弟也者，其为仁之本与！\n太史公曰：余读孔氏书，想见其为人。")
+    passage = CLASSICAL + (
+        "\n有子曰：其为人也孝弟，而好犯上者，鲜矣；不好犯上，而好作乱者，未之有也。君子务本，本立而道生。"
+        "孝弟也者，其为仁之本与！\n太史公曰：余读孔氏书，想见其为人。"
+    )
     keywords = "石家庄 水半夏 最新 口碑 排行榜 价格 批发 基地 种植 公司 厂家 电话 地址 哪里有 多少钱"
     # 18 words; 哪里有 is cut 哪里 有, both function words -> 2/18
     assert sig(keywords)["function_word_ratio"] == pytest.approx(2 / 18)
@@ -215,19 +256,58 @@ def test_contact_density():
 
 
 CONTACTS = [
-    "徽信 abc_8888", "薇信号：zhangsan", "威信：８８６６５５４４", "扣扣：①②③④⑤⑥⑦", "企鹅号 1 2 3 4 5 6 7",
-    "蔻蔻 一二三四五六七八", "vx: wang_2024", "微x 88-66-55-44", "加V：abc12345", "V信 ❶❷❸❹❺❻", "QQ群：12345678",
-    "电话 010-12345678", "热线：(0311)8765432", "手机一三八一二三四五六七八", "请拨 1 3 8 1 2 3 4 5 6 7 8",
-    "+86 138 1234 5678", "+8613812345678", "13812345678", "12345678（微信同号）", "www.example.com", "访问https://x.cn/abc",
-    "网址 abc点com", "邮箱 abc@qq.com", "WeChat: lily_88",
-    "徽信：yr⑧⑨⑧⑦⑤⑧④⓪④⓪", "企鹅号：bzn零七幺五九三零", "威芯：k７３７９５９７６３３", "卫星号：９６４１５４８６１",
+    "徽信 abc_8888",
+    "薇信号：zhangsan",
+    "威信：８８６６５５４４",
+    "扣扣：①②③④⑤⑥⑦",
+    "企鹅号 1 2 3 4 5 6 7",
+    "蔻蔻 一二三四五六七八",
+    "vx: wang_2024",
+    "微x 88-66-55-44",
+    "加V：abc12345",
+    "V信 ❶❷❸❹❺❻",
+    "QQ群：12345678",
+    "电话 010-12345678",
+    "热线：(0311)8765432",
+    "手机一三八一二三四五六七八",
+    "请拨 1 3 8 1 2 3 4 5 6 7 8",
+    "+86 138 1234 5678",
+    "+8613812345678",
+    "13812345678",
+    "12345678（微信同号）",
+    "www.example.com",
+    "访问https://x.cn/abc",
+    "网址 abc点com",
+    "邮箱 abc@qq.com",
+    "WeChat: lily_88",
+    "徽信：yr⑧⑨⑧⑦⑤⑧④⓪④⓪",
+    "企鹅号：bzn零七幺五九三零",
+    "威芯：k７３７９５９７６３３",
+    "卫星号：９６４１５４８６１",
 ]
 NOT_CONTACTS = [
-    "1998年1月1日，新华社北京电", "2021-06-01 上午召开电话会议", "电话：2021-06-01", "根据《民法典》第一百二十条的规定",
-    "价格 1999 元，售价 12999 元", "ISBN 978-7-111-12345-6", "全国共有12345所学校，比去年增长3.5%，在校生2860万人。",
-    "手机销量达到1500万部", "电话号码共有7位", "一九九八年一月一日", "二〇二一年十二月三十一日", "联系群众一万多人",
-    "银行卡号 6222 0212 3456 7890 123", "2021年第1季度营收为123456789元", "hotel 12345678", "微信公众号 Python", "关注微信 Python 教程",
-    "温度为-5℃到10℃，湿度85%", "第12345678号令", "型号：XR-12345", "订单 abc12345", "戊戌维新发生于1898年",
+    "1998年1月1日，新华社北京电",
+    "2021-06-01 上午召开电话会议",
+    "电话：2021-06-01",
+    "根据《民法典》第一百二十条的规定",
+    "价格 1999 元，售价 12999 元",
+    "ISBN 978-7-111-12345-6",
+    "全国共有12345所学校，比去年增长3.5%，在校生2860万人。",
+    "手机销量达到1500万部",
+    "电话号码共有7位",
+    "一九九八年一月一日",
+    "二〇二一年十二月三十一日",
+    "联系群众一万多人",
+    "银行卡号 6222 0212 3456 7890 123",
+    "2021年第1季度营收为123456789元",
+    "hotel 12345678",
+    "微信公众号 Python",
+    "关注微信 Python 教程",
+    "温度为-5℃到10℃，湿度85%",
+    "第12345678号令",
+    "型号：XR-12345",
+    "订单 abc12345",
+    "戊戌维新发生于1898年",
     "电话：abc12345",
 ]
 
@@ -275,9 +355,20 @@ def test_empty_texts_are_zero_not_nan():
         assert set(sig(text).values()) == {0.0}, text
 
 
-MIXED = [NEWS, CLASSICAL, "", seo_page(), "  \n", "加我微信：abc_123\r\n\r\n加我微信：abc_123", "😀★※ | · | ─── \n首页 > 新闻",
-         "".join(PERIODIC), "English only. Another line.\n\nEnglish only. Another line.", "一\n一\n一", "好。",
-         "坏\ud800字符，坏\ud800字符。"]  # a lone surrogate: rjieba takes UTF-8 only
+MIXED = [
+    NEWS,
+    CLASSICAL,
+    "",
+    seo_page(),
+    "  \n",
+    "加我微信：abc_123\r\n\r\n加我微信：abc_123",
+    "😀★※ | · | ─── \n首页 > 新闻",
+    "".join(PERIODIC),
+    "English only. Another line.\n\nEnglish only. Another line.",
+    "一\n一\n一",
+    "好。",
+    "坏\ud800字符，坏\ud800字符。",
+]  # a lone surrogate: rjieba takes UTF-8 only
 
 
 def test_batch_equals_one_document_at_a_time():
@@ -317,6 +408,7 @@ def test_given_words_are_used():
 
 # --- the vectorised repetition statistics against plain Python (Gopher's definitions) -------------
 
+
 def reference_repetition(text: str) -> dict[str, float]:
     """Gopher's repetition statistics written the obvious way, for comparison."""
     words = [w for w in q.cut(text) if any(c.isalnum() for c in w)]
@@ -325,7 +417,7 @@ def reference_repetition(text: str) -> dict[str, float]:
     for n in range(2, 11):
         grams: dict[tuple[str, ...], list[int]] = {}
         for i in range(len(words) - n + 1):
-            grams.setdefault(tuple(words[i:i + n]), []).append(i)
+            grams.setdefault(tuple(words[i : i + n]), []).append(i)
         repeated = {g: at for g, at in grams.items() if len(at) > 1}
         if n <= 4 and repeated:  # the most frequent; ties: more characters, then first
             best = min(repeated, key=lambda g: (-len(repeated[g]), -len("".join(g)), repeated[g][0]))
@@ -385,8 +477,22 @@ def test_url_matches_are_a_whole_text_search():
     from filters.quality_contact import _URL, _url_matches
 
     rng = random.Random(2)
-    parts = ["http://a.com/x", "https://b.cn/?u=http://c.com", "HTTPS://D.COM", "://", "ttps://", "xhttp://", "http://",
-             "https://x", "，", " ", "中文", "\n", "s", "h"]
+    parts = [
+        "http://a.com/x",
+        "https://b.cn/?u=http://c.com",
+        "HTTPS://D.COM",
+        "://",
+        "ttps://",
+        "xhttp://",
+        "http://",
+        "https://x",
+        "，",
+        " ",
+        "中文",
+        "\n",
+        "s",
+        "h",
+    ]
     texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 20))) for _ in range(3000)]
     assert [[m.span() for m in _url_matches(t)] for t in texts] == [[m.span() for m in _URL.finditer(t)] for t in texts]
     assert sum(1 for t in texts for _ in _url_matches(t)) > 3000

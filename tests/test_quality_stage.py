@@ -16,14 +16,31 @@ from etl.corpus import CleanConfig, clean_corpus
 pytestmark = pytest.mark.slow
 
 CITIES = ("长春", "江门", "洛阳", "南充", "贵阳", "银川", "常德", "包头")
-SEO = "\n".join(f"{c}净水器价格表_{c}净水器厂家_{c}净水器最新_{c}净水器排行榜\n{c}净水器哪家好？{c}净水器价格？"
-                f"本页为您整理{c}净水器价格表，{c}净水器口碑排名前十名单。" for c in CITIES)
-LINKS = "\n".join(f"{t}最新动态　2021年{m}月{d}日" for t, m, d in (
-    ("烟台网线布线市场行情", 3, 13), ("绵阳搬家公司", 2, 5), ("威海电动车行业发展前景", 2, 24), ("江门除甲醛联系方式", 10, 17),
-    ("钢结构厂房常见问题", 5, 5), ("如何挑选地暖安装", 9, 17), ("家政服务必须知道的五件事", 8, 20), ("惠州家政服务市场", 10, 20),
-    ("家政服务十大品牌排名", 5, 22), ("家政服务的作用与功效", 12, 11), ("衡阳祛斑联系方式汇总", 2, 18)))
-CASINO = ("线上娱乐城火爆开业，首充送100%彩金，每日返水1.5%，猜大小猜单双，在线下注，赔率全网最高，"
-          "提现秒到账，真人荷官实时发牌，老虎机、捕鱼、体育投注应有尽有。") * 3
+SEO = "\n".join(
+    f"{c}净水器价格表_{c}净水器厂家_{c}净水器最新_{c}净水器排行榜\n{c}净水器哪家好？{c}净水器价格？"
+    f"本页为您整理{c}净水器价格表，{c}净水器口碑排名前十名单。"
+    for c in CITIES
+)
+LINKS = "\n".join(
+    f"{t}最新动态　2021年{m}月{d}日"
+    for t, m, d in (
+        ("烟台网线布线市场行情", 3, 13),
+        ("绵阳搬家公司", 2, 5),
+        ("威海电动车行业发展前景", 2, 24),
+        ("江门除甲醛联系方式", 10, 17),
+        ("钢结构厂房常见问题", 5, 5),
+        ("如何挑选地暖安装", 9, 17),
+        ("家政服务必须知道的五件事", 8, 20),
+        ("惠州家政服务市场", 10, 20),
+        ("家政服务十大品牌排名", 5, 22),
+        ("家政服务的作用与功效", 12, 11),
+        ("衡阳祛斑联系方式汇总", 2, 18),
+    )
+)
+CASINO = (
+    "线上娱乐城火爆开业，首充送100%彩金，每日返水1.5%，猜大小猜单双，在线下注，赔率全网最高，"
+    "提现秒到账，真人荷官实时发牌，老虎机、捕鱼、体育投注应有尽有。"
+) * 3
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +64,13 @@ def _inputs(tmp, news):
     words = "".join(news[:5]).replace("\n", "")
     salad = "，".join("".join(rng.sample(words, 6)) for _ in range(80)) + "。"
     rows = [{"id": f"news-{i}", "text": t} for i, t in enumerate(news[:12])]
-    rows += [{"id": "short", "text": "一句太短的话。"}, {"id": "seo", "text": SEO}, {"id": "links", "text": LINKS},
-             {"id": "casino", "text": CASINO}, {"id": "salad", "text": salad}]
+    rows += [
+        {"id": "short", "text": "一句太短的话。"},
+        {"id": "seo", "text": SEO},
+        {"id": "links", "text": LINKS},
+        {"id": "casino", "text": CASINO},
+        {"id": "salad", "text": salad},
+    ]
     path = tmp / "in.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return str(path)
@@ -113,26 +135,54 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
     from etl.read.readers import read_raw
     from etl.read.records import ReaderConfig
     from etl.runtime.progress import Counters
-    from filters.classify import (META_FILE, MODEL_FILE, TrainParams, fasttext_line, preprocess, preprocess_metadata,
-                                  sha256_file, train_fasttext)
+    from filters.classify import (
+        META_FILE,
+        MODEL_FILE,
+        TrainParams,
+        fasttext_line,
+        preprocess,
+        preprocess_metadata,
+        sha256_file,
+        train_fasttext,
+    )
     from filters.config import RulesConfig
 
     model, news = profile
-    lines = [fasttext_line("ham", preprocess(t)) for t in news] + [fasttext_line("spam", preprocess(t)) for t in
-                                                                   (SEO, LINKS, CASINO) * 4]
+    lines = [fasttext_line("ham", preprocess(t)) for t in news] + [
+        fasttext_line("spam", preprocess(t)) for t in (SEO, LINKS, CASINO) * 4
+    ]
     (tmp_path / "train.txt").write_text("".join(lines), encoding="utf-8")
     spam_dir = tmp_path / "spam"
     spam_dir.mkdir()
     train_fasttext(tmp_path / "train.txt", TrainParams(epoch=3))[0].save_model(str(spam_dir / MODEL_FILE))
-    (spam_dir / META_FILE).write_text(json.dumps({"kind": "spam", "labels": ["ham", "spam"], "positive_label": "spam",
-                                                  "threshold": 0.5, "sha256": sha256_file(spam_dir / MODEL_FILE),
-                                                  **preprocess_metadata()}), encoding="utf-8")
+    (spam_dir / META_FILE).write_text(
+        json.dumps(
+            {
+                "kind": "spam",
+                "labels": ["ham", "spam"],
+                "positive_label": "spam",
+                "threshold": 0.5,
+                "sha256": sha256_file(spam_dir / MODEL_FILE),
+                **preprocess_metadata(),
+            }
+        ),
+        encoding="utf-8",
+    )
     quality = QualityConfig(mode=mode, profile=str(model))
-    shipped, prepared, pii = ship_models(spark, ClassifyConfig(spam_model=str(spam_dir))), prepare(spark, quality), PiiConfig()
+    shipped, prepared, pii = (
+        ship_models(spark, ClassifyConfig(spam_model=str(spam_dir))),
+        prepare(spark, quality),
+        PiiConfig(),
+    )
     raw, _ = read_raw(spark, [_inputs(tmp_path, news)], ReaderConfig(), Counters(spark.sparkContext))
     cleaned = clean_stage(raw, RulesConfig())
-    chained = classify_stage(quality_stage(pii_stage(keep_clean_rejections(cleaned) if mode == "annotate" else cleaned,
-                                                     pii), prepared).drop("clean_rule"), shipped, drop=mode == "filter")
+    chained = classify_stage(
+        quality_stage(pii_stage(keep_clean_rejections(cleaned) if mode == "annotate" else cleaned, pii), prepared).drop(
+            "clean_rule"
+        ),
+        shipped,
+        drop=mode == "filter",
+    )
     fused = mark_stage(raw, Marking(RulesConfig(), pii, prepared, shipped))
     assert fused.schema == chained.schema
     want, got = (sorted(map(repr, frame.collect())) for frame in (chained, fused))

@@ -29,8 +29,12 @@ def stub_ray(tmp_path):
     (tmp_path / "bin" / "ray").chmod(0o755)
     (tmp_path / "home").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(PATH=f"{tmp_path / 'bin'}:{env['PATH']}", HOME=str(tmp_path / "home"), STUB_DIR=str(tmp_path),
-               RAY_NODE_STOP_GRACE="2")
+    env.update(
+        PATH=f"{tmp_path / 'bin'}:{env['PATH']}",
+        HOME=str(tmp_path / "home"),
+        STUB_DIR=str(tmp_path),
+        RAY_NODE_STOP_GRACE="2",
+    )
     return tmp_path, env
 
 
@@ -45,8 +49,9 @@ def _free_ports() -> list[str]:
 
 
 def _node(env, *args):
-    return subprocess.run([str(ROOT / "deploy" / "ray-node.sh"), *args], env=env, capture_output=True, text=True,
-                          timeout=30)
+    return subprocess.run(
+        [str(ROOT / "deploy" / "ray-node.sh"), *args], env=env, capture_output=True, text=True, timeout=30
+    )
 
 
 def test_ray_node_head_is_loopback_only_and_stops_only_its_own_session(stub_ray):
@@ -58,8 +63,12 @@ def test_ray_node_head_is_loopback_only_and_stops_only_its_own_session(stub_ray)
         token = tmp / "home" / ".ray" / "auth_token"
         assert stat.S_IMODE(token.stat().st_mode) == 0o600 and len(token.read_text()) == 64
         argv = (tmp / "ray-argv").read_text().splitlines()
-        assert argv[:2] == ["start", "--temp-dir"] and {"--head", "--node-ip-address=127.0.0.1",
-                                                        "--dashboard-host=127.0.0.1", "--num-cpus"} <= set(argv)
+        assert argv[:2] == ["start", "--temp-dir"] and {
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            "--dashboard-host=127.0.0.1",
+            "--num-cpus",
+        } <= set(argv)
         ray_env = (tmp / "ray-env").read_text().splitlines()
         assert "RAY_AUTH_MODE=token" in ray_env and "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" in ray_env
         daemon = int((tmp / "daemon").read_text())
@@ -85,15 +94,15 @@ def test_ray_node_cluster_modes_and_token_checks(stub_ray):
     assert run.returncode != 0 and "readable by other users" in run.stderr
     token.chmod(0o600)
     try:
-        assert _node(env, "join", str(tmp / "node"), "10.0.0.1:6379", "--num-cpus", "1", _free_ports()[-1]).returncode == 0
+        assert (
+            _node(env, "join", str(tmp / "node"), "10.0.0.1:6379", "--num-cpus", "1", _free_ports()[-1]).returncode == 0
+        )
         argv = (tmp / "ray-argv").read_text().splitlines()
         assert "--address=10.0.0.1:6379" in argv and "--head" not in argv
         assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" not in (tmp / "ray-env").read_text()  # a joinable cluster
     finally:
         _node(env, "stop", str(tmp / "node"))
     assert token.read_text() == "x" * 64  # an existing token is kept
-
-
 
 
 def test_ray_node_refuses_a_port_another_process_serves(stub_ray):

@@ -92,7 +92,10 @@ def test_malformed_header_resyncs_to_next_record():
     bad = b"WARC/1.0\r\nWARC-Type: response\r\nbroken header line\r\nContent-Length: 5\r\n\r\nabcde\r\n\r\n"
     recs, stats = _rows("f.warc", good + bad + good.replace(b"x.cn/1", b"x.cn/2"))
     assert [(r["url"], r["reason"]) for r in recs] == [
-        ("http://x.cn/1", None), (None, warc.MALFORMED_HEADER), ("http://x.cn/2", None)]
+        ("http://x.cn/1", None),
+        (None, warc.MALFORMED_HEADER),
+        ("http://x.cn/2", None),
+    ]
     assert stats["records"] == 3
 
 

@@ -45,8 +45,9 @@ def _rank(rank: int, world: int, ports, results, bound_store: bool) -> None:
             init_world("gloo", rank, world, "127.0.0.1", port, TIMEOUT)
     else:  # torch's own rendezvous: rank 0's TCPStore binds the port itself
         port = ports.get(timeout=60)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=TIMEOUT)
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
+        )
     total = torch.tensor([float(rank + 1)])
     dist.all_reduce(total)
     if rank == 0:
@@ -88,8 +89,9 @@ def test_control_torchs_own_store_binds_every_interface():
     report = run_world(2, bound_store=False)
     assert report["sum"] == 1 + 2
     store = {kind for addr, port, kind in report["listeners"] if port == report["port"]}
-    assert store == {"wildcard"}, ("torch's TCPStore no longer binds *:port: train/rendezvous.py may be "
-                                   f"unnecessary now ({report})")
+    assert store == {"wildcard"}, (
+        f"torch's TCPStore no longer binds *:port: train/rendezvous.py may be unnecessary now ({report})"
+    )
 
 
 def test_rank0_alone_serves_the_store():
@@ -103,10 +105,12 @@ def test_rank0_alone_serves_the_store():
 
 # --- on a local Ray ---------------------------------------------------------------------------------
 
+
 def record_store(out_dir: str, crash_rank: int):
     """A train loop: each rank writes MASTER_ADDR/PORT and the listeners on that port held by
     rank 0's process to OUT_DIR/attempt-A-rank-R.json; ``crash_rank`` dies after writing, on the
     first attempt only."""
+
     def loop(config):
         import json
         import os
@@ -130,6 +134,7 @@ def record_store(out_dir: str, crash_rank: int):
         if rank == crash_rank and attempt == 1:
             os._exit(1)
         ray.train.report({"done": 1})
+
     return loop
 
 
@@ -147,10 +152,12 @@ def test_ray_train_group_serves_the_store_on_the_node_address_and_rejoins(tmp_pa
     init_ray(RaySection(dashboard=False), num_workers=2)
     try:
         node = ray.util.get_node_ip_address()
-        TorchTrainer(record_store(str(out), crash_rank=1), torch_config=BoundStoreTorchConfig(),
-                     scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
-                     run_config=RunConfig(storage_path=str(tmp_path / "ray"),
-                                          failure_config=FailureConfig(max_failures=1))).fit()
+        TorchTrainer(
+            record_store(str(out), crash_rank=1),
+            torch_config=BoundStoreTorchConfig(),
+            scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
+            run_config=RunConfig(storage_path=str(tmp_path / "ray"), failure_config=FailureConfig(max_failures=1)),
+        ).fit()
     finally:
         ray.shutdown()
     records = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}

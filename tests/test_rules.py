@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from filters import rules, text as tx
+from filters import rules
+from filters import text as tx
 from filters.config import RulesConfig
 from filters.keywords import KeywordList, KeywordMatcher
 from filters.pipeline import Cleaner
@@ -58,7 +59,9 @@ def test_advertisement_rule():
 
 
 def test_sensitive_rule_counts_distinct_terms_per_category():
-    m = KeywordMatcher([KeywordList("gambling", "t", ("网络赌场", "百家乐")), KeywordList("drugs", "t", ("冰毒", "摇头丸"))])
+    m = KeywordMatcher(
+        [KeywordList("gambling", "t", ("网络赌场", "百家乐")), KeywordList("drugs", "t", ("冰毒", "摇头丸"))]
+    )
     hits = m.hits("网络赌场网络赌场百家乐冰毒")
     assert {k: len(v) for k, v in hits.items()} == {"gambling": 2, "drugs": 1}
     assert rules.sensitive_words(hits, 3) == rules.KEEP  # 3 distinct: not MORE than 3
@@ -72,10 +75,14 @@ DRUG_LIST = "冰毒、海洛因、可卡因、摇头丸和氯胺酮"
 
 def test_a_statute_naming_the_drugs_is_a_report_not_sensitive_text(cleaner):
     # our own sentences: the same five drug names, once in a statute's voice and once in a seller's
-    statute = ("第一条　走私、贩卖、运输、制造" + DRUG_LIST + "等毒品的，依照刑法规定处五年以上有期徒刑，"
-               "并处罚金；情节严重的，由人民法院判处十年以上有期徒刑或者无期徒刑，并处没收财产。" * 3)
-    seller = ("本店长期供应" + DRUG_LIST + "，货源稳定，品质保证，量大从优，同城当面交易，"
-              "老客户回购有优惠，新客户首单立减，欢迎各位老板前来咨询订购，价格公道童叟无欺。" * 3)
+    statute = (
+        "第一条　走私、贩卖、运输、制造" + DRUG_LIST + "等毒品的，依照刑法规定处五年以上有期徒刑，"
+        "并处罚金；情节严重的，由人民法院判处十年以上有期徒刑或者无期徒刑，并处没收财产。" * 3
+    )
+    seller = (
+        "本店长期供应" + DRUG_LIST + "，货源稳定，品质保证，量大从优，同城当面交易，"
+        "老客户回购有优惠，新客户首单立减，欢迎各位老板前来咨询订购，价格公道童叟无欺。" * 3
+    )
     assert cleaner(seller).reason == "sensitive_words"
     kept = cleaner(statute)
     assert kept.keep and sum(kept.sensitive_hits.values()) > 3  # counted, not removed
@@ -97,7 +104,7 @@ def test_special_symbols_are_removed():
 
 
 def test_box_drawing_dash_is_punctuation():
-    """"──" written for "——" stays; a longer run of it is a rule drawn across the page."""
+    """ "──" written for "——" stays; a longer run of it is a rule drawn across the page."""
     assert tx.remove_special_symbols("他说──不，他喊道", 2) == ("他说──不，他喊道", 0)
     assert tx.remove_special_symbols("上文\n──────\n下文", 2) == ("上文\n\n下文", 6)
     assert tx.remove_special_symbols("甲──乙★★丙", 2) == ("甲──乙丙", 2)
@@ -109,39 +116,45 @@ def test_duplicate_paragraphs_are_removed():
     assert tx.remove_duplicate_paragraphs("甲。\n乙。", 1) == ("甲。\n乙。", 0)
 
 
-@pytest.mark.parametrize("line", [
-    "首页 | 新闻 | 体育 | 娱乐 | 财经",
-    "当前位置：首页 > 新闻中心 > 正文",
-    "首页 >> 国内新闻",
-    "上一页 下一页 返回顶部",
-    "新闻 体育 娱乐 财经 科技",
-    "Home | News | Sports",
-    "网站首页 关于我们 新闻动态 产品展示 在线留言",
-    "上一章 目录 下一章",
-    # the footer is the site's chrome too
-    "Copyright © 2008-2025 知行论坛 版权所有",
-    "京ICP备70756355号-3",
-    "京公网安备 11010802020000号",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "首页 | 新闻 | 体育 | 娱乐 | 财经",
+        "当前位置：首页 > 新闻中心 > 正文",
+        "首页 >> 国内新闻",
+        "上一页 下一页 返回顶部",
+        "新闻 体育 娱乐 财经 科技",
+        "Home | News | Sports",
+        "网站首页 关于我们 新闻动态 产品展示 在线留言",
+        "上一章 目录 下一章",
+        # the footer is the site's chrome too
+        "Copyright © 2008-2025 知行论坛 版权所有",
+        "京ICP备70756355号-3",
+        "京公网安备 11010802020000号",
+    ],
+)
 def test_navigation_lines_are_detected(line):
     assert tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
 
 
-@pytest.mark.parametrize("line", [
-    P[0],
-    "记者从市政府获悉，新建的首页山隧道将于明年通车。",  # a keyword inside a sentence
-    "The quick brown fox jumps over the lazy dog",  # English words, no separators
-    "2026年11月21日",
-    # issue 23: titles and glossary lines the rule used to delete
-    "三国演义 第四十回 蔡夫人议献荆州　诸葛亮火烧新野",
-    "第一回　宴桃园豪杰三结义　斩黄巾英雄首立功",
-    "卷之一 宴桃园豪杰三结义",
-    "大体/小体（dàtǐ/xiǎotǐ）",
-    "第一百二十条 法律责任",
-    "一、总则 适用范围 基本原则",
-    "蔡夫人议献荆州 诸葛亮火烧新野 刘玄德携民渡江 赵子龙单骑救主",
-    "（本文版权所有，转载请注明出处）",  # a sentence about copyright is text
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        P[0],
+        "记者从市政府获悉，新建的首页山隧道将于明年通车。",  # a keyword inside a sentence
+        "The quick brown fox jumps over the lazy dog",  # English words, no separators
+        "2026年11月21日",
+        # issue 23: titles and glossary lines the rule used to delete
+        "三国演义 第四十回 蔡夫人议献荆州　诸葛亮火烧新野",
+        "第一回　宴桃园豪杰三结义　斩黄巾英雄首立功",
+        "卷之一 宴桃园豪杰三结义",
+        "大体/小体（dàtǐ/xiǎotǐ）",
+        "第一百二十条 法律责任",
+        "一、总则 适用范围 基本原则",
+        "蔡夫人议献荆州 诸葛亮火烧新野 刘玄德携民渡江 赵子龙单骑救主",
+        "（本文版权所有，转载请注明出处）",  # a sentence about copyright is text
+    ],
+)
 def test_ordinary_lines_are_not_navigation(line):
     assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
 

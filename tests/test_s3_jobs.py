@@ -37,6 +37,7 @@ def _crawl(root: Path, upload, prefix: str) -> Path:
 def _ledger(report: dict, prefix: str) -> dict:
     """The report without timings (``job``, every ``seconds``), config, resources and the dedup
     index's batch, with file names relative to ``prefix``."""
+
     def strip(x):
         if isinstance(x, dict):
             return {k: strip(v) for k, v in x.items() if k not in ("seconds", "index")}
@@ -64,8 +65,17 @@ def test_build_corpus_job_reads_s3_as_local_files(spark, store, creds, local, tm
     # The job's entry point in process: it takes this session (getOrCreate) and sets one conf on it.
     before = spark.conf.get("spark.sql.files.maxPartitionBytes")
     try:
-        code = build_job.main(["--input", f"s3://{BUCKET}/build/", "--output", str(tmp_path / "remote"),
-                               "--set", f"reader.s3.endpoint_override={url}"] + [a for s in SETTINGS for a in ("--set", s)])
+        code = build_job.main(
+            [
+                "--input",
+                f"s3://{BUCKET}/build/",
+                "--output",
+                str(tmp_path / "remote"),
+                "--set",
+                f"reader.s3.endpoint_override={url}",
+            ]
+            + [a for s in SETTINGS for a in ("--set", s)]
+        )
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
     assert code == cli.EXIT_FILE_ERRORS  # the crawl's three damaged files
@@ -79,7 +89,9 @@ def test_nightly_refresh_reads_s3_as_local_files(spark, store, creds, local, tmp
     (ledger as the local build: the index is empty), published; the next night finds nothing new."""
     url, _ = store
     src, want = local
-    cfg = load_config(NightlyConfig, None, SETTINGS + ["refresh.settle_seconds=0", f"reader.s3.endpoint_override={url}"])
+    cfg = load_config(
+        NightlyConfig, None, SETTINGS + ["refresh.settle_seconds=0", f"reader.s3.endpoint_override={url}"]
+    )
     root, corpus = f"s3://{BUCKET}/nightly/", tmp_path / "corpus"
     first = refresh(cfg, root, str(corpus), spark=spark)
     assert first["published"] == "v000001"

@@ -46,8 +46,9 @@ def store():
     server.start()
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
-    client = boto3.client("s3", endpoint_url=url, aws_access_key_id="test", aws_secret_access_key="test",
-                          region_name="us-east-1")
+    client = boto3.client(
+        "s3", endpoint_url=url, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
     client.create_bucket(Bucket=BUCKET)
     yield url, lambda key, data: client.put_object(Bucket=BUCKET, Key=key, Body=data)
     server.stop()
@@ -113,8 +114,9 @@ def test_s3_inputs_read_exactly_as_local_files(spark, store, creds, tmp_path):
     assert (src / "big.jsonl").stat().st_size > 10 * SPLIT
     for f in sorted(src.iterdir()):
         upload(f"in/{f.name}", f.read_bytes())
-    assert sorted(p for p, _ in list_files(f"s3://{BUCKET}/in/*.jsonl", S3Access.resolve(S3Config(endpoint_override=url)))) \
-        == [f"s3://{BUCKET}/in/{n}" for n in ("big.jsonl", "empty.jsonl")]
+    assert sorted(
+        p for p, _ in list_files(f"s3://{BUCKET}/in/*.jsonl", S3Access.resolve(S3Config(endpoint_override=url)))
+    ) == [f"s3://{BUCKET}/in/{n}" for n in ("big.jsonl", "empty.jsonl")]
 
     local = clean_corpus(_cfg(url), [str(src)], str(tmp_path / "local"), spark=spark)
     remote = clean_corpus(_cfg(url), [f"s3a://{BUCKET}/in"], str(tmp_path / "remote"), spark=spark)
@@ -139,7 +141,9 @@ def test_missing_credentials_is_a_refusal_before_any_work(spark, store, monkeypa
     out = tmp_path / "out"
     with pytest.raises(S3Refused, match="no S3 credentials"):
         clean_corpus(_cfg(url), [f"s3://{BUCKET}/in"], str(out), spark=spark)
-    assert cli.run_job(lambda: clean_corpus(_cfg(url), [f"s3://{BUCKET}/in"], str(out), spark=spark)) == cli.EXIT_REFUSED
+    assert (
+        cli.run_job(lambda: clean_corpus(_cfg(url), [f"s3://{BUCKET}/in"], str(out), spark=spark)) == cli.EXIT_REFUSED
+    )
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
@@ -148,8 +152,10 @@ def test_missing_bucket_is_a_refusal_before_any_work(spark, store, creds, tmp_pa
     out = tmp_path / "out"
     with pytest.raises(S3BucketMissing, match="input bucket does not exist on 127.0.0.1:.*: s3://no-such-bucket/x"):
         clean_corpus(_cfg(url), ["s3://no-such-bucket/x"], str(out), spark=spark)
-    assert cli.run_job(lambda: clean_corpus(_cfg(url), ["s3://no-such-bucket/x"], str(out), spark=spark)) \
+    assert (
+        cli.run_job(lambda: clean_corpus(_cfg(url), ["s3://no-such-bucket/x"], str(out), spark=spark))
         == cli.EXIT_REFUSED
+    )
     assert not out.exists()
 
 
@@ -170,12 +176,14 @@ def _iam_user(url: str, name: str, deny: list[dict]) -> tuple[str, str]:
     """(access key, secret) of a new IAM user allowed s3:* except the ``deny`` statements."""
     import boto3
 
-    iam = boto3.client("iam", endpoint_url=url, aws_access_key_id="test", aws_secret_access_key="test",
-                       region_name="us-east-1")
+    iam = boto3.client(
+        "iam", endpoint_url=url, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    )
     iam.create_user(UserName=name)
     statements = [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}] + [{"Effect": "Deny", **d} for d in deny]
-    iam.put_user_policy(UserName=name, PolicyName="crawl", PolicyDocument=json.dumps(
-        {"Version": "2012-10-17", "Statement": statements}))
+    iam.put_user_policy(
+        UserName=name, PolicyName="crawl", PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements})
+    )
     key = iam.create_access_key(UserName=name)["AccessKey"]
     return key["AccessKeyId"], key["SecretAccessKey"]
 
@@ -186,8 +194,11 @@ def _iam_user(url: str, name: str, deny: list[dict]) -> tuple[str, str]:
 FORBIDDEN = {
     "unknown_key": (f"s3://{BUCKET}/", None, None),
     "wrong_secret": (f"s3://{BUCKET}/", [], "not-the-secret"),
-    "bucket_denied": (f"s3://{BUCKET}/in", [{"Action": "s3:*", "Resource": [f"arn:aws:s3:::{BUCKET}",
-                                                                           f"arn:aws:s3:::{BUCKET}/*"]}], None),
+    "bucket_denied": (
+        f"s3://{BUCKET}/in",
+        [{"Action": "s3:*", "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}],
+        None,
+    ),
     "objects_denied": (f"s3://{BUCKET}/", [{"Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/*"}], None),
 }
 
@@ -296,11 +307,24 @@ def _reset_crawl(src: Path) -> dict[str, tuple]:
     src.mkdir()
     _jsonl_straddling(src / "flaky.jsonl", 80, seed=11)
     noise = random.Random(4)  # incompressible padding: the file is long in bytes, short in records
-    (src / "dead.warc.gz").write_bytes(b"".join(gzip.compress(response(
-        f"http://e.cn/{k}", html(f"第{k}页", doc(k, k + 3), f"<!-- {base64.b64encode(noise.randbytes(3000)).decode()} -->"
-                                 ).encode()), mtime=0) for k in range(320)))
-    (src / "ok.jsonl").write_text("".join(json.dumps({"id": f"ok{k}", "text": doc(k, k + 2)}, ensure_ascii=False) + "\n"
-                                          for k in range(8)), encoding="utf-8")
+    (src / "dead.warc.gz").write_bytes(
+        b"".join(
+            gzip.compress(
+                response(
+                    f"http://e.cn/{k}",
+                    html(
+                        f"第{k}页", doc(k, k + 3), f"<!-- {base64.b64encode(noise.randbytes(3000)).decode()} -->"
+                    ).encode(),
+                ),
+                mtime=0,
+            )
+            for k in range(320)
+        )
+    )
+    (src / "ok.jsonl").write_text(
+        "".join(json.dumps({"id": f"ok{k}", "text": doc(k, k + 2)}, ensure_ascii=False) + "\n" for k in range(8)),
+        encoding="utf-8",
+    )
     return {"flaky.jsonl": (1000, 2, 0), "dead.warc.gz": (1000, None, 1 << 20)}
 
 
@@ -333,8 +357,10 @@ def test_connection_resets_are_retried_then_the_ranges_error(store, creds, tmp_p
             uri, size = f"s3://{BUCKET}/resets-ranges/{name}", (src / name).stat().st_size
             local = plan([InputFile(uri, size, str(src / name))], cfg, 2)
             remote = plan([InputFile(uri, size, uri)], cfg, 2, access)
-            rows[name] = ([row for t in remote.tasks for r in t for row in rec.parse_range(r, cfg, s3=access)],
-                          [row for t in local.tasks for r in t for row in rec.parse_range(r, cfg)])
+            rows[name] = (
+                [row for t in remote.tasks for r in t for row in rec.parse_range(r, cfg, s3=access)],
+                [row for t in local.tasks for r in t for row in rec.parse_range(r, cfg)],
+            )
     finally:
         proxy.close()
     assert proxy.resets == {f"{BUCKET}/resets-ranges/flaky.jsonl": 2, f"{BUCKET}/resets-ranges/dead.warc.gz": 3}
@@ -342,7 +368,7 @@ def test_connection_resets_are_retried_then_the_ranges_error(store, creds, tmp_p
     assert got == want and len(got) > 60
     got, want = rows["dead.warc.gz"]
     records = [r for r in got if r["kind"] == rec.RECORD]
-    assert 200 < len(records) < 320 and records == want[:len(records)]  # the records before the cut
+    assert 200 < len(records) < 320 and records == want[: len(records)]  # the records before the cut
     stats = json.loads(got[-1]["file_stats"])
     (error,) = stats["errors"]
     assert error["reason"] == rec.UNREADABLE and "Connection reset by peer" in error["detail"], error
@@ -357,7 +383,9 @@ def test_a_file_cut_on_every_retry_is_that_files_error_not_the_runs(spark, store
     proxy = _through_proxy(url, src, upload, "resets")
     reader = replace(_cfg(url).reader, s3=S3Config(endpoint_override=proxy.url, retries=3))
     try:
-        report = clean_corpus(CleanConfig(reader=reader), [f"s3://{BUCKET}/resets/"], str(tmp_path / "out"), spark=spark)
+        report = clean_corpus(
+            CleanConfig(reader=reader), [f"s3://{BUCKET}/resets/"], str(tmp_path / "out"), spark=spark
+        )
     finally:
         proxy.close()
     assert proxy.resets == {f"{BUCKET}/resets/flaky.jsonl": 2, f"{BUCKET}/resets/dead.warc.gz": 3}
@@ -367,7 +395,8 @@ def test_a_file_cut_on_every_retry_is_that_files_error_not_the_runs(spark, store
     files = {k.rsplit("/", 1)[1]: v for k, v in report["files"].items()}
     local = rec.ReaderConfig(split_bytes=SPLIT, min_split_bytes=1)
     assert files["flaky.jsonl"]["records"] == sum(
-        r["kind"] == rec.RECORD for r in rec.parse_file("flaky.jsonl", (src / "flaky.jsonl").read_bytes(), local))
+        r["kind"] == rec.RECORD for r in rec.parse_file("flaky.jsonl", (src / "flaky.jsonl").read_bytes(), local)
+    )
     assert files["flaky.jsonl"]["errors"] == files["ok.jsonl"]["errors"] == []
     assert 200 < files["dead.warc.gz"]["records"] < 320
     docs = spark.read.parquet(str(tmp_path / "out" / "documents")).toPandas()
@@ -386,8 +415,9 @@ def test_ranges_read_through_the_store_equal_local_ranges(store, creds, tmp_path
     url, upload = store
     _jsonl_straddling(tmp_path / "r.jsonl", 200, seed=5)
     _warc_with_damage(tmp_path / "r.warc", 60)
-    cfg = rec.ReaderConfig(split_bytes=4096, min_split_bytes=1,
-                           s3=S3Config(endpoint_override=url, read_ahead_bytes=100_000))
+    cfg = rec.ReaderConfig(
+        split_bytes=4096, min_split_bytes=1, s3=S3Config(endpoint_override=url, read_ahead_bytes=100_000)
+    )
     access = S3Access.resolve(cfg.s3)
     for name in ("r.jsonl", "r.warc"):
         data = (tmp_path / name).read_bytes()

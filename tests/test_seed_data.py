@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, build_demo_crawl, read_word_lists
-from demo.crawl import inject
+from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, build_demo_crawl, inject, read_word_lists
 from demo.crawl.plan import MIN_CHARS
 from demo.seed import __main__ as seed_cli
 from demo.seed import build_seed_data
@@ -38,8 +37,13 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("inputs")
     build_demo_crawl(root / "crawl", max_docs=400, min_mb=0, big_line_mb=0.05)
     pages = [p for p in news_pages() if len(p[1]) >= 2][-300:]
-    lines = [json.dumps({"id": f"r{i}", "text": "\n".join([t, *paras]), "source": "test",
-                         "genre": GENRES[i % 3]}, ensure_ascii=False) for i, (t, paras, _) in enumerate(pages)]
+    lines = [
+        json.dumps(
+            {"id": f"r{i}", "text": "\n".join([t, *paras]), "source": "test", "genre": GENRES[i % 3]},
+            ensure_ascii=False,
+        )
+        for i, (t, paras, _) in enumerate(pages)
+    ]
     (root / "reference.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root / "crawl", root / "reference.jsonl"
 
@@ -86,10 +90,24 @@ def test_each_label_and_family_has_its_count(seed_dir):
     assert Counter(r["label"] for r in spam) == {"spam": N, "ham": N}
     # shares x 100, hand-apportioned: every family is there in its share
     assert Counter(_kind(r) for r in spam if r["label"] == "spam") == {
-        "local_seo": 14, "contact_ad": 12, "get_rich": 10, "fake_medicine": 10, "gambling": 10,
-        "loan": 10, "keyword_list": 8, "link_farm": 8, "fragment_soup": 10, "planted": 8}
+        "local_seo": 14,
+        "contact_ad": 12,
+        "get_rich": 10,
+        "fake_medicine": 10,
+        "gambling": 10,
+        "loan": 10,
+        "keyword_list": 8,
+        "link_farm": 8,
+        "fragment_soup": 10,
+        "planted": 8,
+    }
     assert Counter(_kind(r) for r in spam if r["label"] == "ham") == {
-        "reference": 30, "listed": 10, "news": 20, "reviews": 25, "forum": 15}
+        "reference": 30,
+        "listed": 10,
+        "news": 20,
+        "reviews": 25,
+        "forum": 15,
+    }
     assert Counter(r["label"] for r in _records(seed_dir, "quality.jsonl")) == {"hq": N, "lq": N}
 
 
@@ -102,8 +120,7 @@ def test_no_text_or_id_repeats_within_a_file(seed_dir):
 
 
 def test_written_texts_reach_the_length_floor(seed_dir):
-    short = [r["id"] for r in _records(seed_dir, "spam.jsonl")
-             if sum(not c.isspace() for c in r["text"]) < MIN_CHARS]
+    short = [r["id"] for r in _records(seed_dir, "spam.jsonl") if sum(not c.isspace() for c in r["text"]) < MIN_CHARS]
     assert short == []
 
 
@@ -114,8 +131,9 @@ def test_seed_json_matches_the_files(seed_dir, inputs):
         data = (seed_dir / entry["path"]).read_bytes()
         assert entry["sha256"] == hashlib.sha256(data).hexdigest() and entry["bytes"] == len(data)
         kinds = Counter(r["id"].rsplit("-", 1)[0] for r in _records(seed_dir, entry["path"]))
-        assert kinds == {f"{label}-{kind}": n for label, per_kind in entry["kinds"].items()
-                         for kind, n in per_kind.items() if n}
+        assert kinds == {
+            f"{label}-{kind}": n for label, per_kind in entry["kinds"].items() for kind, n in per_kind.items() if n
+        }
     reference = next(s for s in info["sources"] if s["path"] == str(inputs[1]))
     assert reference["sha256"] == hashlib.sha256(inputs[1].read_bytes()).hexdigest()
     assert reference["genres"] == dict.fromkeys(sorted(GENRES), 100)
@@ -159,12 +177,14 @@ def test_quality_file_is_reference_against_raw_crawl(seed_dir, inputs):
 def test_hq_can_take_a_share_of_crawl_like_pages(inputs, tmp_path):
     """--hq-crawl-like 0.3: 30 of 100 hq records are news windows, review pages and threads in
     the shares .5/.3/.2, the other 70 reference documents; lq is unchanged in size."""
-    build_seed_data(tmp_path / "s", seed=7, n_per_label=N, crawl_dir=inputs[0], reference=inputs[1],
-                    hq_crawl_like=0.3)
+    build_seed_data(tmp_path / "s", seed=7, n_per_label=N, crawl_dir=inputs[0], reference=inputs[1], hq_crawl_like=0.3)
     records = _records(tmp_path / "s", "quality.jsonl")
     hq = Counter(_kind(r) for r in records if r["label"] == "hq")
     assert {k: n for k, n in hq.items() if k.startswith("crawl_")} == {
-        "crawl_news": 15, "crawl_reviews": 9, "crawl_forum": 6}
+        "crawl_news": 15,
+        "crawl_reviews": 9,
+        "crawl_forum": 6,
+    }
     assert sum(n for k, n in hq.items() if k in GENRES) == 70
     assert Counter(r["label"] for r in records)["lq"] == N
     info = json.loads((tmp_path / "s" / "SEED.json").read_text(encoding="utf-8"))
@@ -183,8 +203,14 @@ def test_ham_has_every_reference_genre_and_reference_text(seed_dir, inputs):
 def test_number_spellings():
     rng = random.Random(3)
     seen = {number(rng, "13812345678") for _ in range(200)}
-    assert {"13812345678", "138-1234-5678", "1381 2345 678", "138.123.456.78", "１３８１２３４５６７８",
-            "幺三八幺二三四五六七八"} <= seen
+    assert {
+        "13812345678",
+        "138-1234-5678",
+        "1381 2345 678",
+        "138.123.456.78",
+        "１３８１２３４５６７８",
+        "幺三八幺二三四五六七八",
+    } <= seen
 
 
 def test_families_shares_sum_to_one():
@@ -201,13 +227,26 @@ def test_news_windows_never_reproduce_a_crawl_page_or_its_body():
 
 def test_apportion_sums_to_n():
     assert apportion(100, {"a": 0.3, "b": 0.25, "c": 0.15, "d": 0.2, "e": 0.1}) == {
-        "a": 30, "b": 25, "c": 15, "d": 20, "e": 10}
+        "a": 30,
+        "b": 25,
+        "c": 15,
+        "d": 20,
+        "e": 10,
+    }
     assert sum(apportion(7, {"a": 1, "b": 1, "c": 1}).values()) == 7
 
 
 def test_cli_writes_the_files(inputs, tmp_path):
-    argv = ["--output", str(tmp_path / "cli"), "--n-per-label", "10", "--crawl", str(inputs[0]),
-            "--reference", str(inputs[1])]
+    argv = [
+        "--output",
+        str(tmp_path / "cli"),
+        "--n-per-label",
+        "10",
+        "--crawl",
+        str(inputs[0]),
+        "--reference",
+        str(inputs[1]),
+    ]
     assert seed_cli.main(argv) == 0
     labels = Counter(r["label"] for r in _records(tmp_path / "cli", "quality.jsonl"))
     assert labels == {"hq": 10, "lq": 10}

@@ -10,22 +10,53 @@ import unicodedata
 import pytest
 
 from filters import segment
-from filters.segment import (SegmentationMismatch, get_segmenter, parity_report, parity_sample, require_parity,
-                             segmenter_info)
+from filters.segment import (
+    SegmentationMismatch,
+    get_segmenter,
+    parity_report,
+    parity_sample,
+    require_parity,
+    segmenter_info,
+)
 
 MAX_DOC_CHARS = 800  # a window of each page keeps the reference (pure-Python jieba) within seconds
 
-DECORATIONS = ["回复 #{n}楼 @user{n}：", "[quote]{s}[/quote]", "——来自 iPhone {n} Pro", "^_^ O(∩_∩)O~~", "+1 顶！！！",
-               "http://bbs.example.cn/thread-{n}-1-1.html", "【转】", "（{n}-{m}岁）", "v{n}.{m}.{n}-beta", "QQ群：{n}{m}{n}",
-               "ＬＯＬ　ｘｄ　１２３", "😂😂👍🏻", "\u3000\u3000", "\t\t", "   ", "\r\n", "\n\n\n", "{n}%的人", "c++/C#/AT&T",
-               "e-mail: a_b.c@qq.com", "2009-6-13 12:30", "1.6G/2.4GHz", "¥{n}.{m}", "…………", "~~~", "|", "<br/>"]
+DECORATIONS = [
+    "回复 #{n}楼 @user{n}：",
+    "[quote]{s}[/quote]",
+    "——来自 iPhone {n} Pro",
+    "^_^ O(∩_∩)O~~",
+    "+1 顶！！！",
+    "http://bbs.example.cn/thread-{n}-1-1.html",
+    "【转】",
+    "（{n}-{m}岁）",
+    "v{n}.{m}.{n}-beta",
+    "QQ群：{n}{m}{n}",
+    "ＬＯＬ　ｘｄ　１２３",
+    "😂😂👍🏻",
+    "\u3000\u3000",
+    "\t\t",
+    "   ",
+    "\r\n",
+    "\n\n\n",
+    "{n}%的人",
+    "c++/C#/AT&T",
+    "e-mail: a_b.c@qq.com",
+    "2009-6-13 12:30",
+    "1.6G/2.4GHz",
+    "¥{n}.{m}",
+    "…………",
+    "~~~",
+    "|",
+    "<br/>",
+]
 
 
 def _window(text: str, rng: random.Random) -> str:
     if len(text) <= MAX_DOC_CHARS:
         return text
     start = rng.randrange(len(text) - MAX_DOC_CHARS)
-    return text[start:start + MAX_DOC_CHARS]
+    return text[start : start + MAX_DOC_CHARS]
 
 
 def _forum_post(sentences: list[str], rng: random.Random) -> str:
@@ -74,7 +105,7 @@ def code_point_texts() -> list[str]:
     cps += list(range(0x3400, 0x4DC0, 37)) + list(range(0x20000, 0x2EBF0, 101)) + list(range(0x2F800, 0x2FA20, 7))
     texts = []
     for i in range(0, len(cps), 16):
-        chunk = list(map(chr, cps[i:i + 16]))
+        chunk = list(map(chr, cps[i : i + 16]))
         texts.append("".join(f"中国{c}人民a{c}1{c}{c}的.{c}x" for c in chunk))
         texts.append("".join(f"中国{c}人民，北京{c}{c}大学 a1{c}的。" for c in chunk))
     return texts
@@ -117,8 +148,11 @@ def test_parity_report_finds_a_dropped_word(monkeypatch):
     real = get_segmenter("rjieba", False)
     broken = segment.Segmenter("rjieba", False)
     monkeypatch.setattr(broken, "_cut", lambda t: real.cut(t)[:-1] if "。" in t else real.cut(t))
-    monkeypatch.setattr(segment, "get_segmenter", lambda engine=None, hmm=False: broken if engine != "jieba"
-                        else get_segmenter("jieba", hmm))
+    monkeypatch.setattr(
+        segment,
+        "get_segmenter",
+        lambda engine=None, hmm=False: broken if engine != "jieba" else get_segmenter("jieba", hmm),
+    )
     report = segment.parity_report(False)
     assert not report.ok and report.differing == sum("。" in t for t in parity_sample())
     assert report.examples and "differ" in report.summary()
@@ -146,12 +180,21 @@ def test_require_parity_checks_only_another_engine(monkeypatch):
 
 
 def test_require_parity_refuses_an_engine_that_differs(monkeypatch):
-    failing = segment.ParityReport("rjieba", "9.9", "0.42.1", False, documents=10, chars=100, differing=2,
-                                   examples=[{"document": 3, "word": 5, "reference": ["a"], "engine": ["b"]}])
+    failing = segment.ParityReport(
+        "rjieba",
+        "9.9",
+        "0.42.1",
+        False,
+        documents=10,
+        chars=100,
+        differing=2,
+        examples=[{"document": 3, "word": 5, "reference": ["a"], "engine": ["b"]}],
+    )
     monkeypatch.setattr(segment, "_sample_parity", lambda engine, hmm: failing)
     with pytest.raises(SegmentationMismatch, match="built with jieba 0.42.1.*2 of 10 documents differ"):
-        require_parity({"engine": "jieba", "version": "0.42.1", "hmm": False}, get_segmenter("rjieba", False),
-                       "tokenizer x")
+        require_parity(
+            {"engine": "jieba", "version": "0.42.1", "hmm": False}, get_segmenter("rjieba", False), "tokenizer x"
+        )
 
 
 def test_segmenter_info_and_engines():

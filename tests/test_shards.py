@@ -51,13 +51,21 @@ def parse_src(data: bytes, names: list[str]) -> list[str]:
 
 # --- the writer alone ---------------------------------------------------------------------
 
+
 def test_writer_matches_hand_packed_bytes(tmp_path):
     docs = [[5, 6, 7, 2], [2], [65_000, 1, 2]]
     with IndexedDatasetWriter(tmp_path / "x", np.uint16) as w:
         for d in docs:
             w.add_document(d)
-    expected_idx = (MAGIC + struct.pack("<Q", 1) + struct.pack("<B", 8) + struct.pack("<QQ", 3, 4)
-                    + struct.pack("<3i", 4, 1, 3) + struct.pack("<3q", 0, 8, 10) + struct.pack("<4q", 0, 1, 2, 3))
+    expected_idx = (
+        MAGIC
+        + struct.pack("<Q", 1)
+        + struct.pack("<B", 8)
+        + struct.pack("<QQ", 3, 4)
+        + struct.pack("<3i", 4, 1, 3)
+        + struct.pack("<3q", 0, 8, 10)
+        + struct.pack("<4q", 0, 1, 2, 3)
+    )
     assert (tmp_path / "x.idx").read_bytes() == expected_idx
     assert (tmp_path / "x.bin").read_bytes() == struct.pack("<8H", 5, 6, 7, 2, 2, 65_000, 1, 2)
     ds = IndexedDataset(tmp_path / "x")
@@ -98,6 +106,7 @@ def test_reader_refuses_corrupt_files(tmp_path):
 
 # --- the Spark stage ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tok_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("shards-tok") / "tokenizer"
@@ -130,8 +139,10 @@ def expected_shards(spark, documents, tok, num_shards: int) -> list[list[tuple[s
     from pyspark.sql import functions as F
 
     df = spark.createDataFrame([(d,) for d, _, _ in documents], "doc_id string")
-    shard_of = {r.doc_id: r.shard for r in df.select("doc_id", F.pmod(F.xxhash64("doc_id"), F.lit(num_shards))
-                                                     .alias("shard")).collect()}
+    shard_of = {
+        r.doc_id: r.shard
+        for r in df.select("doc_id", F.pmod(F.xxhash64("doc_id"), F.lit(num_shards)).alias("shard")).collect()
+    }
     out = [[] for _ in range(num_shards)]
     for doc_id, text, source in sorted(documents):
         out[shard_of[doc_id]].append((doc_id, source or "unknown", tok.encode(text) + [tok.eod_id]))
@@ -145,8 +156,9 @@ def test_shards_read_back_byte_for_byte(spark, written, tok_dir, documents):
     out, manifest = written
     tok = ZhTokenizer.load(tok_dir)
     expected = expected_shards(spark, documents, tok, 3)
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"] + [f"shard-{i:05d}.{k}" for i in range(3)
-                                                                          for k in ("bin", "idx", "src")]
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"] + [
+        f"shard-{i:05d}.{k}" for i in range(3) for k in ("bin", "idx", "src")
+    ]
     assert manifest["sources"] == ["forum", "news", "reviews", "unknown"]
     per_source: dict[str, int] = {}
     for i, (entry, want) in enumerate(zip(manifest["shards"], expected)):
@@ -173,8 +185,11 @@ def test_shards_read_back_byte_for_byte(spark, written, tok_dir, documents):
         for _, source, t in want:
             per_source[source] = per_source.get(source, 0) + len(t)
     assert manifest["tokens_per_source"] == per_source and set(per_source) == {"news", "reviews", "forum", "unknown"}
-    assert manifest["totals"] == {"shards": 3, "documents": len(documents),
-                                  "tokens": sum(len(t) for s in expected for _, _, t in s)}
+    assert manifest["totals"] == {
+        "shards": 3,
+        "documents": len(documents),
+        "tokens": sum(len(t) for s in expected for _, _, t in s),
+    }
     assert (manifest["tokenizer_sha256"], manifest["eod_id"], manifest["dtype"]) == (tok.sha256, 2, "uint16")
     assert json.loads((out / "manifest.json").read_text()) == manifest
     assert read_manifest(out)["totals"] == manifest["totals"]

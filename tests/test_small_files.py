@@ -122,8 +122,12 @@ def test_listing_walks_directories_like_os_walk(spark, tmp_path):
     for rel in ("a.jsonl", "_SUCCESS", ".x.jsonl", "d/b c.jsonl", "d/_tmp/e/f.warc.gz", ".h/g.jsonl"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"{}\n" * len(rel))
-    expected = sorted((f"file:{os.path.join(d, n)}", os.path.getsize(os.path.join(d, n)), os.path.join(d, n))
-                      for d, _, names in os.walk(tmp_path) for n in names if not n.startswith(("_", ".")))
+    expected = sorted(
+        (f"file:{os.path.join(d, n)}", os.path.getsize(os.path.join(d, n)), os.path.join(d, n))
+        for d, _, names in os.walk(tmp_path)
+        for n in names
+        if not n.startswith(("_", "."))
+    )
     assert len(expected) == 4
     assert [(f.path, f.size, f.local) for f in list_inputs(spark, [str(tmp_path)])] == expected
     assert [f.path for f in list_inputs(spark, [f"file://{tmp_path}/d/*.jsonl"])] == [f"file:{tmp_path}/d/b c.jsonl"]
@@ -140,7 +144,9 @@ def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
     from etl.phases import dedup_phase
     from etl.runtime.publish import LocalStorage, Staging
 
-    texts = [f"第{i}篇文章，" + "天下大势分久必合合久必分。" * 3 + "周末七国分争并入于秦。" * (i % 7) for i in range(60)]
+    texts = [
+        f"第{i}篇文章，" + "天下大势分久必合合久必分。" * 3 + "周末七国分争并入于秦。" * (i % 7) for i in range(60)
+    ]
     rows = [(f"d{i:03d}", t) for i, t in enumerate(texts)] + [(f"c{i:03d}", texts[i]) for i in range(0, 60, 3)]
     docs = spark.createDataFrame(rows, "doc_id string, text string").repartition(20)
     found = {}
@@ -150,7 +156,9 @@ def test_duplicates_are_sized_on_the_spark_path(spark, tmp_path):
         spark.conf.set("spark.sql.adaptive.enabled", "false")
         for name, cfg in (("spark", DedupConfig(driver_max_docs=0, driver_max_edges=0)), ("driver", DedupConfig())):
             dedup_phase(docs, cfg, None, Staging(LocalStorage(), str(tmp_path / name)))
-            found[name] = sorted(tuple(sorted(r.items())) for r in pq.read_table(tmp_path / name / "duplicates").to_pylist())
+            found[name] = sorted(
+                tuple(sorted(r.items())) for r in pq.read_table(tmp_path / name / "duplicates").to_pylist()
+            )
             assert 1 <= _parquet_files(tmp_path / name / "duplicates") <= 2 * CORES, name
     finally:
         for k, v in saved.items():

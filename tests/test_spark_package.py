@@ -24,8 +24,20 @@ def test_spark_package_leaves_out_what_no_executor_imports():
     assert tops == {"base", "etl", "filters", "jobs", "sensitive_words"}  # no train/, demo/, bench/, tests/
     executors = _names(spark_package.spark_requirements(ROOT / "pyproject.toml"))
     assert not executors & {"pyspark", "ray", "torch", "tensorboardx", "snownlp", "matplotlib", "datasketch"}
-    assert {"fasttext-numpy2", "jieba", "rjieba", "opencc", "pyarrow", "pandas", "numpy", "sentencepiece",
-            "resiliparse", "warcio", "phonenumbers", "pyahocorasick"} <= executors
+    assert {
+        "fasttext-numpy2",
+        "jieba",
+        "rjieba",
+        "opencc",
+        "pyarrow",
+        "pandas",
+        "numpy",
+        "sentencepiece",
+        "resiliparse",
+        "warcio",
+        "phonenumbers",
+        "pyahocorasick",
+    } <= executors
     driver = _names(spark_package.spark_requirements(ROOT / "pyproject.toml", driver=True))
     assert driver - executors == {"matplotlib", "datasketch"}
 
@@ -52,7 +64,18 @@ print("\\n".join(failed))
 
 
 def test_every_executor_module_imports_without_the_left_out_packages():
-    run = subprocess.run([sys.executable, "-c", BLOCKED_IMPORTS, ",".join(spark_package.ABSENT_MODULES),
-                          ",".join(spark_package.DRIVER_MODULES)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            BLOCKED_IMPORTS,
+            ",".join(spark_package.ABSENT_MODULES),
+            ",".join(spark_package.DRIVER_MODULES),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "", "modules executors may import need a left-out package:\n" + run.stdout

@@ -106,8 +106,12 @@ def test_jsonl_range_edges(tmp_path):
     assert [r["doc_id"] for r in rows[:3]] == ["e0", "e1", "giant"] and rows[2]["offset"] == 2 * SPLIT + 1
     small = _cfg(max_record_bytes=2 * SPLIT)
     rows, _, problem = _read_ranges(_all_ranges(f, small), small)
-    assert problem is None and [r["reason"] for r in rows][:3] == [None, None, "record_too_large"] == \
-        [r["reason"] for r in _whole(f, small)[0]][:3]
+    assert (
+        problem is None
+        and [r["reason"] for r in rows][:3]
+        == [None, None, "record_too_large"]
+        == [r["reason"] for r in _whole(f, small)[0]][:3]
+    )
 
 
 JUNK = b"junk between records\r\n"
@@ -116,7 +120,9 @@ JUNK = b"junk between records\r\n"
 def _warc_with_damage(path: Path, n: int) -> bytes:
     from tests.test_bad_input import _with_length
 
-    pages = [response(f"http://w.cn/{i}", html(f"页{i}", doc(i, i + 3)[: 100 + 37 * (i % 9)]).encode()) for i in range(n)]
+    pages = [
+        response(f"http://w.cn/{i}", html(f"页{i}", doc(i, i + 3)[: 100 + 37 * (i % 9)]).encode()) for i in range(n)
+    ]
     pages[7] = _with_length(pages[7], delta=120)  # would swallow part of the next record: rejected, resync
     pages[19] = pages[19] + JUNK  # an unframed region after a good record
     pages[23] = _with_length(pages[23], length=10**9)  # over max_record_bytes, and past the end of the file
@@ -133,7 +139,7 @@ def test_warc_ranges_start_at_records_and_read_exactly_as_whole(tmp_path):
     ranges = _all_ranges(f, cfg)
     assert len(ranges) > 15 and all(r.aligned for r in ranges)
     junk_at = data.index(JUNK)  # the region's first byte (after the record's \r\n\r\n)
-    assert all(data[r.start:].startswith(b"WARC/1.0") or r.start == junk_at for r in ranges)
+    assert all(data[r.start :].startswith(b"WARC/1.0") or r.start == junk_at for r in ranges)
     rows, merged, problem = _read_ranges(ranges, cfg)
     whole, stats = _whole(f, cfg)
     assert problem is None and rows == whole and len(rows) == 60
@@ -160,9 +166,12 @@ def test_parquet_text_of_every_string_type_is_text(tmp_path, arrow_type):
     """Issue 24: a dictionary-encoded text column (pandas categoricals) was rejected as missing_text."""
     f = tmp_path / f"{arrow_type}.parquet"
     texts = [doc(i, i + 1) for i in range(4)] + [doc(0, 1)]  # a repeat: a real dictionary
-    column = {"string": lambda: pa.array(texts, pa.string()), "large_string": lambda: pa.array(texts, pa.large_string()),
-              "dictionary": lambda: pa.array(texts).dictionary_encode(),
-              "string_view": lambda: pa.array(texts, pa.string_view())}[arrow_type]()
+    column = {
+        "string": lambda: pa.array(texts, pa.string()),
+        "large_string": lambda: pa.array(texts, pa.large_string()),
+        "dictionary": lambda: pa.array(texts).dictionary_encode(),
+        "string_view": lambda: pa.array(texts, pa.string_view()),
+    }[arrow_type]()
     pq.write_table(pa.table({"id": [f"t{i}" for i in range(5)], "text": column}), f)
     assert pq.read_schema(f).field("text").type == column.type
     rows, _ = _whole(f, _cfg())
@@ -170,10 +179,22 @@ def test_parquet_text_of_every_string_type_is_text(tmp_path, arrow_type):
 
 
 def test_ranges_that_do_not_tile_the_file_are_a_problem():
-    part = lambda a, b: {"format": "jsonl", "size": 30, "range": [a, b], "bytes": b - a, "records": 1,  # noqa: E731
-                         "skipped": {}, "errors": [], "regions": {}}
+    def part(a, b):
+        return {
+            "format": "jsonl",
+            "size": 30,
+            "range": [a, b],
+            "bytes": b - a,
+            "records": 1,
+            "skipped": {},
+            "errors": [],
+            "regions": {},
+        }
+
     assert rec.merge_stats([part(10, 30), part(0, 10)]) == (
-        {"format": "jsonl", "bytes": 30, "records": 2, "skipped": {}, "errors": [], "regions": {}, "ranges": 2}, None)
+        {"format": "jsonl", "bytes": 30, "records": 2, "skipped": {}, "errors": [], "regions": {}, "ranges": 2},
+        None,
+    )
     assert "tile" in rec.merge_stats([part(0, 10), part(12, 30)])[1]  # a gap
     assert "tile" in rec.merge_stats([part(0, 12), part(10, 30)])[1]  # an overlap
     assert "tile" in rec.merge_stats([part(0, 10), part(0, 10), part(10, 30)])[1]  # read twice
@@ -182,8 +203,11 @@ def test_ranges_that_do_not_tile_the_file_are_a_problem():
 
 def test_gzip_is_one_range(tmp_path):
     f = tmp_path / "big.jsonl.gz"
-    f.write_bytes(gzip.compress(b"".join(json.dumps({"text": doc(i, i + 1)}, ensure_ascii=False).encode() + b"\n"
-                                         for i in range(200))))
+    f.write_bytes(
+        gzip.compress(
+            b"".join(json.dumps({"text": doc(i, i + 1)}, ensure_ascii=False).encode() + b"\n" for i in range(200))
+        )
+    )
     assert [(r.start, r.end) for r in _all_ranges(f, _cfg(split=100))] == [(0, f.stat().st_size)]
 
 
@@ -200,8 +224,11 @@ def test_spark_split_read_matches_unsplit_and_the_ledger_is_exact(spark, tmp_pat
     d.mkdir()
     _jsonl_straddling(d / "big.jsonl", 300, seed=7)
     _warc_with_damage(d / "big.warc", 40)
-    pq.write_table(pa.table({"id": [f"q{i}" for i in range(90)], "text": [doc(i, i + 2) for i in range(90)]}),
-                   d / "big.parquet", row_group_size=10)
+    pq.write_table(
+        pa.table({"id": [f"q{i}" for i in range(90)], "text": [doc(i, i + 2) for i in range(90)]}),
+        d / "big.parquet",
+        row_group_size=10,
+    )
     (d / "small.jsonl.gz").write_bytes(gzip.compress(b'{"id": "z", "text": "\xe7\x94\xb2"}\n'))
 
     def read(cfg, inputs):

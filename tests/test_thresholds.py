@@ -11,8 +11,13 @@ from filters import thresholds as th
 
 
 def _profile(signals: dict[str, list[float]], n: int = 1000) -> dict:
-    return {"version": th.PROFILE_VERSION, "documents": n, "reference": {"description": "test reference"},
-            "percentiles": list(th.PERCENTILES), "signals": signals}
+    return {
+        "version": th.PROFILE_VERSION,
+        "documents": n,
+        "reference": {"description": "test reference"},
+        "percentiles": list(th.PERCENTILES),
+        "signals": signals,
+    }
 
 
 def _linear(lo: float, hi: float) -> list[float]:

@@ -11,8 +11,18 @@ from pathlib import Path
 import pytest
 
 from filters.classify import ModelError
-from filters.tokenizer import (EOD, META_FILE, MODEL_FILE, NEWLINE, SPACE, TokenizerParams, ZhTokenizer, presegment,
-                               train_sentencepiece, training_lines)
+from filters.tokenizer import (
+    EOD,
+    META_FILE,
+    MODEL_FILE,
+    NEWLINE,
+    SPACE,
+    TokenizerParams,
+    ZhTokenizer,
+    presegment,
+    train_sentencepiece,
+    training_lines,
+)
 
 TINY = TokenizerParams(vocab_size=2000, character_coverage=0.98)  # 0.99 needs > 2000 pieces here
 
@@ -109,8 +119,14 @@ def test_join_words_marks_as_word_by_word():
     # spaces and newlines as words and inside words, the marks themselves, a NUL (word-by-word path).
     from filters.tokenizer import SEP, join_words
 
-    cases = [["我", " ", "爱", "\n"], ["a b", "\n\n", "c"], [SPACE, " ", NEWLINE, "\u2581"], ["x\x00", " ", "y"],
-             ["\r\n", "\t", "  "], []]
+    cases = [
+        ["我", " ", "爱", "\n"],
+        ["a b", "\n\n", "c"],
+        [SPACE, " ", NEWLINE, "\u2581"],
+        ["x\x00", " ", "y"],
+        ["\r\n", "\t", "  "],
+        [],
+    ]
     for words in cases:
         text = "".join(words)
         assert join_words(words, text) == SEP.join(w.replace(" ", SPACE).replace("\n", NEWLINE) for w in words)
@@ -143,8 +159,9 @@ def test_training_is_deterministic(tok_dir, tmp_path):
 
 def test_too_small_vocabulary_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="character_coverage"):
-        train_sentencepiece([presegment(t) for t in corpus_texts(40, 0)], tmp_path / "x",
-                            TokenizerParams(vocab_size=300))
+        train_sentencepiece(
+            [presegment(t) for t in corpus_texts(40, 0)], tmp_path / "x", TokenizerParams(vocab_size=300)
+        )
 
 
 @pytest.mark.slow
@@ -158,10 +175,19 @@ def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp
 
     texts = corpus_texts()
     docs = tmp_path / "documents"
-    spark.createDataFrame([(f"d{i:04d}", t) for i, t in enumerate(texts)], "doc_id string, text string") \
-        .repartition(3).write.parquet(str(docs))
-    cfg = load_config(TrainTokenizerConfig, None, ["tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98",
-                                                   "tokenizer.sample.max_docs=150", "tokenizer.sample.max_chars=1000000"])
+    spark.createDataFrame([(f"d{i:04d}", t) for i, t in enumerate(texts)], "doc_id string, text string").repartition(
+        3
+    ).write.parquet(str(docs))
+    cfg = load_config(
+        TrainTokenizerConfig,
+        None,
+        [
+            "tokenizer.vocab_size=2000",
+            "tokenizer.character_coverage=0.98",
+            "tokenizer.sample.max_docs=150",
+            "tokenizer.sample.max_chars=1000000",
+        ],
+    )
     out = tmp_path / "tokenizer"
     meta = train(cfg, [str(docs)], str(out), spark=spark)
     assert meta["sample"]["documents"] == 150 and meta["sample"]["chars"] <= 1_000_000
@@ -170,14 +196,18 @@ def test_train_tokenizer_job_samples_bounded_and_publishes_atomically(spark, tmp
     tok = ZhTokenizer.load(out)
     assert tok.decode(tok.encode(texts[0])) == texts[0]
 
-    capped = load_config(TrainTokenizerConfig, None, ["tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98",
-                                                      "tokenizer.sample.max_chars=60000"])
+    capped = load_config(
+        TrainTokenizerConfig,
+        None,
+        ["tokenizer.vocab_size=2000", "tokenizer.character_coverage=0.98", "tokenizer.sample.max_chars=60000"],
+    )
     again = train(capped, [str(docs)], str(out), spark=spark)  # replaces the first one
     assert 0 < again["sample"]["chars"] <= 60_000 and again["sample"]["documents"] < 150
     assert ZhTokenizer.load(out).sha256 == again["sha256"]
 
 
 # --- the segmentation engine changes nothing that comes out (issue 14) ------------------------
+
 
 def _reference_ids(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
     """Today's rule, spelled out: jieba 0.42.1 words, each marked, ' '-joined, SentencePiece."""
@@ -191,7 +221,12 @@ def _reference_ids(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
 def varied_texts() -> list[str]:
     from filters.segment import parity_sample
 
-    return corpus_texts(n_news=160, n_reviews=80)[-60:] + ROUND_TRIP + list(parity_sample()) + ["nul\x00inside 和\x00 空格"]
+    return (
+        corpus_texts(n_news=160, n_reviews=80)[-60:]
+        + ROUND_TRIP
+        + list(parity_sample())
+        + ["nul\x00inside 和\x00 空格"]
+    )
 
 
 def test_engines_give_the_same_ids_as_the_jieba_rule(tok_dir, varied_texts):
@@ -212,8 +247,11 @@ def test_shards_are_byte_identical_to_the_jieba_rule(tok_dir, varied_texts, tmp_
     from base.indexed_dataset import IndexedDatasetWriter
 
     native = ZhTokenizer.load(tok_dir)
-    sources = {"rjieba": native.encode_batch(varied_texts), "reference": _reference_ids(native, varied_texts),
-               "jieba": ZhTokenizer.load(tok_dir, engine="jieba").encode_batch(varied_texts)}
+    sources = {
+        "rjieba": native.encode_batch(varied_texts),
+        "reference": _reference_ids(native, varied_texts),
+        "jieba": ZhTokenizer.load(tok_dir, engine="jieba").encode_batch(varied_texts),
+    }
     digests = {}
     for name, docs in sources.items():
         with IndexedDatasetWriter(tmp_path / name, "uint16") as writer:
@@ -227,8 +265,12 @@ def test_metadata_records_the_engine_and_another_engine_needs_parity(tok_dir, tm
     from filters import segment
 
     meta = json.loads((tok_dir / META_FILE).read_text(encoding="utf-8"))
-    assert meta["presegment"]["segmenter"] == {"engine": "rjieba", "version": "0.2.2", "hmm": False,
-                                               "algorithm": segment.ALGORITHM}
+    assert meta["presegment"]["segmenter"] == {
+        "engine": "rjieba",
+        "version": "0.2.2",
+        "hmm": False,
+        "algorithm": segment.ALGORITHM,
+    }
     assert meta["versions"]["rjieba"] == "0.2.2"
     old = tmp_path / "old"  # a tokenizer from before the record: built with jieba
     shutil.copytree(tok_dir, old)

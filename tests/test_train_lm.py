@@ -31,18 +31,24 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tests import shard_fixture
 from jobs.config import ConfigError, load_config
 from jobs.train_lm import CONFIGS
-from train.job import RaySection, TrainLMConfig, init_ray, resolve, run
+from tests import shard_fixture
 from train import checkpoint
+from train.job import RaySection, TrainLMConfig, init_ray, resolve, run
 from train.loop import LoopConfig, lr_at
 from train.shapes import PRESETS, ModelConfig
 
 RTOL = 1e-5
 STEPS = 8
-COMMON = [f"train.steps={STEPS}", "train.checkpoint_every=3", "train.eval_every=4", "train.warmup=2",
-          "ray.dashboard=false", "ray.max_failures=1"]
+COMMON = [
+    f"train.steps={STEPS}",
+    "train.checkpoint_every=3",
+    "train.eval_every=4",
+    "train.warmup=2",
+    "ray.dashboard=false",
+    "ray.max_failures=1",
+]
 VOCAB = 1001  # the debug preset's: tp=2 needs padding (to 1008)
 SOURCES = ["news", "web"]
 
@@ -52,6 +58,7 @@ def layout(tp: int = 1, pp: int = 1, dp: int = 1) -> list[str]:
 
 
 # --- a small corpus, written by hand in the layout etl/shards/stage.py writes -----------------------------
+
 
 def write_corpus(root: Path, num_docs: int = 240, num_shards: int = 2) -> Path:
     """Shards + ``.src`` sidecars + manifest.json. Each document repeats a short motif of ids
@@ -86,6 +93,7 @@ def assert_same_curve(got: list[dict], ref: list[dict]) -> None:
 
 # --- without Ray ----------------------------------------------------------------------------------
 
+
 def test_lr_warms_up_then_decays_to_the_floor():
     cfg = LoopConfig(steps=10, warmup=2, lr=1.0, min_lr_ratio=0.1)
     assert [lr_at(s, cfg) for s in (1, 2)] == [0.5, 1.0]
@@ -98,13 +106,17 @@ def test_lr_warms_up_then_decays_to_the_floor():
 
 
 def test_config_tree_loads_debug_toml_with_overrides(corpus):
-    cfg = load_config(TrainLMConfig, CONFIGS / "debug.toml",
-                      ["parallel.tp=2", "model.n_layers=2", "data.weights.news=3", "data.weights.web=1"])
+    cfg = load_config(
+        TrainLMConfig,
+        CONFIGS / "debug.toml",
+        ["parallel.tp=2", "model.n_layers=2", "data.weights.news=3", "data.weights.web=1"],
+    )
     assert (cfg.parallel.tp, cfg.train.global_batch, cfg.data.seq_len) == (2, 8, 16)
     assert cfg.data.weights == {"news": 3.0, "web": 1.0}
     job = resolve(cfg, str(corpus.parent), "relative/run")
-    assert job.model == ModelConfig(vocab_size=VOCAB, vocab_multiple=8, seq_len=16, n_layers=2, dim=32,
-                                    ffn_dim=64, n_heads=4)  # the vocabulary comes from the manifest
+    assert job.model == ModelConfig(
+        vocab_size=VOCAB, vocab_multiple=8, seq_len=16, n_layers=2, dim=32, ffn_dim=64, n_heads=4
+    )  # the vocabulary comes from the manifest
     assert Path(job.run_dir).is_absolute() and Path(job.manifest) == corpus
 
 
@@ -124,15 +136,18 @@ def test_model_section_is_the_models_config_on_a_preset():
         load_config(TrainLMConfig, None, ["ray.resize_interval_s=0"])
 
 
-@pytest.mark.parametrize("overrides, match", [
-    (["parallel.tp=3"], "n_heads=4 does not divide by tp=3"),
-    (["data.seq_len=32"], "longer than the model's context"),
-    (["data.weights.books=1"], "unknown source"),
-    (["parallel.dp_replicate=2", "parallel.dp=2"], r"needs dp_shard='fsdp'"),
-    (["parallel.dp=4", "ray.min_workers=1"], r"elastic layout \(ray.min_workers\):\n  - at dp=3: global_batch=8 "),
-    (["parallel.dp=2", "ray.min_workers=3"], r"ray.min_workers=3 must be between 1 and the layout's 2 workers"),
-    (["parallel.tp=2", "parallel.dp=2", "ray.min_workers=2"], r"an elastic run needs tp = pp = 1"),
-])
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (["parallel.tp=3"], "n_heads=4 does not divide by tp=3"),
+        (["data.seq_len=32"], "longer than the model's context"),
+        (["data.weights.books=1"], "unknown source"),
+        (["parallel.dp_replicate=2", "parallel.dp=2"], r"needs dp_shard='fsdp'"),
+        (["parallel.dp=4", "ray.min_workers=1"], r"elastic layout \(ray.min_workers\):\n  - at dp=3: global_batch=8 "),
+        (["parallel.dp=2", "ray.min_workers=3"], r"ray.min_workers=3 must be between 1 and the layout's 2 workers"),
+        (["parallel.tp=2", "parallel.dp=2", "ray.min_workers=2"], r"an elastic run needs tp = pp = 1"),
+    ],
+)
 def test_bad_configs_fail_before_any_worker_starts(corpus, overrides, match):
     cfg = load_config(TrainLMConfig, CONFIGS / "debug.toml", overrides)
     with pytest.raises(ValueError, match=match):
@@ -198,6 +213,7 @@ def test_checkpoint_metadata_is_unpickled_with_dcp_classes_only(tmp_path, world_
 
     bytes_path = checkpoint.step_dir(tmp_path, 2)
     import torch.distributed.checkpoint as dcp
+
     dcp.save({"model": {"w": torch.zeros(2, 3)}, "extra": io.BytesIO(b"x")}, checkpoint_id=str(bytes_path))
     with pytest.raises(checkpoint.CheckpointError, match="BytesStorageMetadata"):
         checkpoint.read_metadata(bytes_path)
@@ -213,6 +229,7 @@ def test_a_run_dir_saved_with_another_global_batch_is_refused_before_training(co
 
 
 # --- on a local Ray -------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def local_ray():
@@ -232,6 +249,7 @@ def killed_during_async_save(marker: str, step: int, rank: int):
     """A ``train_loop`` whose world rank ``rank`` dies (``os._exit``) as soon as the background
     thread of step ``step``'s asynchronous save starts, before it waits for DCP's write, unless
     ``marker`` exists (first attempt only). The marker records whether DCP's upload had finished."""
+
     def loop(config):
         import os
 
@@ -243,8 +261,11 @@ def killed_during_async_save(marker: str, step: int, rank: int):
         original = ckpt._finish_upload
 
         def finish(upload, path, r):
-            if (ckpt.step_of(path) == step and not os.path.exists(marker)
-                    and ray.train.get_context().get_world_rank() == rank):
+            if (
+                ckpt.step_of(path) == step
+                and not os.path.exists(marker)
+                and ray.train.get_context().get_world_rank() == rank
+            ):
                 with open(marker, "w") as f:
                     f.write(json.dumps({"upload_done": upload.done()}))
                 os._exit(1)
@@ -252,6 +273,7 @@ def killed_during_async_save(marker: str, step: int, rank: int):
 
         ckpt._finish_upload = finish
         train_loop_module.train_loop(config)
+
     return loop
 
 
@@ -281,7 +303,10 @@ def test_tp2_dp2_on_four_workers_follows_the_one_process_curve(reference, tp2_dp
     assert got[-1]["val_ppl"] == pytest.approx(np.exp(got[-1]["val_loss"]))
     assert got[-1]["loss"] < got[0]["loss"] - 0.5, "the loss should be going down"
     assert sorted(p.name for p in (tp2_dp2 / "checkpoints").iterdir()) == [
-        "step-0000003", "step-0000006", "step-0000008"]  # keep_checkpoints=0: all kept
+        "step-0000003",
+        "step-0000006",
+        "step-0000008",
+    ]  # keep_checkpoints=0: all kept
     for step in (3, 6, 8):
         path = checkpoint.step_dir(tp2_dp2, step)
         marker = checkpoint.read_marker(path)
@@ -290,17 +315,27 @@ def test_tp2_dp2_on_four_workers_follows_the_one_process_curve(reference, tp2_dp
         state = checkpoint.read_state(path)
         assert state["layout"]["tp"] == 2 and state["data"]["next_index"] == step
     assert list((tp2_dp2 / "tensorboard").glob("events.out.tfevents.*"))
-    assert [e["event"] for e in rows(tp2_dp2, "events.jsonl")] == ["start", "checkpoint", "checkpoint", "checkpoint",
-                                                                   "finish"]
+    assert [e["event"] for e in rows(tp2_dp2, "events.jsonl")] == [
+        "start",
+        "checkpoint",
+        "checkpoint",
+        "checkpoint",
+        "finish",
+    ]
 
 
 @pytest.mark.slow
 def test_a_worker_killed_during_an_async_save_is_replaced_and_resumes_from_the_last_complete_checkpoint(
-        local_ray, corpus, reference, tmp_path):
+    local_ray, corpus, reference, tmp_path
+):
     run_dir = tmp_path / "run"
     marker = tmp_path / "killed-once"
-    train(corpus, run_dir, layout(dp=2) + ["parallel.dp_shard=fsdp", "train.async_checkpoint=true"],
-          loop=killed_during_async_save(str(marker), step=6, rank=1))
+    train(
+        corpus,
+        run_dir,
+        layout(dp=2) + ["parallel.dp_shard=fsdp", "train.async_checkpoint=true"],
+        loop=killed_during_async_save(str(marker), step=6, rank=1),
+    )
     assert marker.exists(), "the worker was never killed"
     got, ref = rows(run_dir), rows(reference)
     assert [r["step"] for r in got] == list(range(1, STEPS + 1))  # replayed steps 4-6 logged once

@@ -55,12 +55,20 @@ _STEP_DIR = re.compile(r"^step-(\d{7,})$")
 # not BytesStorageMetadata (a non-tensor entry, loaded with torch.load(weights_only=False)).
 _DCP_METADATA = "torch.distributed.checkpoint.metadata"
 _SAFE_GLOBALS = {
-    (_DCP_METADATA, "Metadata"), (_DCP_METADATA, "MetadataIndex"), (_DCP_METADATA, "StorageMeta"),
-    (_DCP_METADATA, "TensorProperties"), (_DCP_METADATA, "TensorStorageMetadata"),
-    (_DCP_METADATA, "ChunkStorageMetadata"), (_DCP_METADATA, "_MEM_FORMAT_ENCODING"),
+    (_DCP_METADATA, "Metadata"),
+    (_DCP_METADATA, "MetadataIndex"),
+    (_DCP_METADATA, "StorageMeta"),
+    (_DCP_METADATA, "TensorProperties"),
+    (_DCP_METADATA, "TensorStorageMetadata"),
+    (_DCP_METADATA, "ChunkStorageMetadata"),
+    (_DCP_METADATA, "_MEM_FORMAT_ENCODING"),
     ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
-    ("torch", "Size"), ("torch.serialization", "_get_layout"),
-    ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "PureWindowsPath"),
+    ("torch", "Size"),
+    ("torch.serialization", "_get_layout"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"),
+    ("pathlib", "WindowsPath"),
+    ("pathlib", "PureWindowsPath"),
 }
 
 
@@ -79,14 +87,17 @@ def step_of(path: str | os.PathLike) -> int | None:
 
 # --- safe loading -------------------------------------------------------------------------------
 
+
 class _MetadataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _SAFE_GLOBALS:
             return super().find_class(module, name)
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
-        raise CheckpointError(f"checkpoint metadata refers to {module}.{name}, which a DCP checkpoint "
-                              f"of tensors never does: refusing to load it")
+        raise CheckpointError(
+            f"checkpoint metadata refers to {module}.{name}, which a DCP checkpoint "
+            f"of tensors never does: refusing to load it"
+        )
 
 
 def read_metadata(path: str | os.PathLike) -> Metadata:
@@ -114,6 +125,7 @@ class SafeReader(FileSystemReader):
 
 
 # --- save ---------------------------------------------------------------------------------------
+
 
 def save(path: Path, state_dict: dict[str, Any], state: dict[str, Any]) -> None:
     """Write checkpoint ``path``: a collective (every rank, the same ``path`` and ``state``).
@@ -159,6 +171,7 @@ def _hashes(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
 
 # --- asynchronous save --------------------------------------------------------------------------
 
+
 def own_files(path: Path, rank: int) -> list[str]:
     """The files of checkpoint ``path`` that ``rank`` wrote: its DCP data files
     (``__<rank>_<n>.distcp``), and for rank 0 (DCP's coordinator) ``.metadata`` and ``state.json``."""
@@ -178,7 +191,7 @@ def _finish_upload(upload: Future, path: Path, rank: int) -> dict[str, dict[str,
 class _Pending:
     path: Path
     step: int
-    hashes: Future    # this rank's {file: {bytes, sha256}} once its part of the save is on disk
+    hashes: Future  # this rank's {file: {bytes, sha256}} once its part of the save is on disk
 
 
 class AsyncSaver:
@@ -197,7 +210,7 @@ class AsyncSaver:
 
     def __init__(self):
         self.group = dist.new_group(backend="gloo")  # DCP's, used from the background thread
-        self.sync = dist.new_group(backend="gloo")   # the main thread's: poll, failures, the marker
+        self.sync = dist.new_group(backend="gloo")  # the main thread's: poll, failures, the marker
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-finish")
         self.pending: _Pending | None = None
 
@@ -230,8 +243,9 @@ class AsyncSaver:
         pending, self.pending = self.pending, None
         error = pending.hashes.exception()
         failures: list[str | None] = [None] * dist.get_world_size()
-        dist.all_gather_object(failures, None if error is None else f"rank {dist.get_rank()}: {error!r}",
-                               group=self.sync)
+        dist.all_gather_object(
+            failures, None if error is None else f"rank {dist.get_rank()}: {error!r}", group=self.sync
+        )
         if any(failures):
             raise CheckpointError(f"asynchronous save of {pending.path} failed: " + "; ".join(f for f in failures if f))
         _write_marker(pending.path, pending.step, pending.hashes.result(), group=self.sync)
@@ -244,6 +258,7 @@ class AsyncSaver:
 
 
 # --- find, verify, load, prune ------------------------------------------------------------------
+
 
 def read_marker(path: Path) -> dict[str, Any] | None:
     """The ``COMPLETE`` marker if it is there, parses, names this step, and every file it lists

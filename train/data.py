@@ -43,11 +43,11 @@ _CACHED = 4  # epoch orders / block permutations memoised per instance
 
 @dataclass(frozen=True)
 class DataConfig:
-    seq_len: int = 128                 # tokens per sample is seq_len + 1 (inputs + shifted targets)
-    weights: dict[str, float] = field(default_factory=dict)   # source -> mixture weight; {} = proportional to tokens
-    valid_fraction: float = 0.01       # documents held out for validation (deterministic by (seed, shard, doc index) hash)
+    seq_len: int = 128  # tokens per sample is seq_len + 1 (inputs + shifted targets)
+    weights: dict[str, float] = field(default_factory=dict)  # source -> mixture weight; {} = proportional to tokens
+    valid_fraction: float = 0.01  # documents held out for validation (deterministic by (seed, shard, doc index) hash)
     seed: int = 0
-    verify: bool = True                # check every sha256 in the manifest on open
+    verify: bool = True  # check every sha256 in the manifest on open
 
     def __post_init__(self):
         if self.seq_len < 1:
@@ -63,9 +63,9 @@ class DataError(ValueError):
 @dataclass(frozen=True)
 class _Source:
     name: str
-    docs: np.ndarray     # global document numbers of this split, manifest order (int64)
+    docs: np.ndarray  # global document numbers of this split, manifest order (int64)
     lengths: np.ndarray  # their tokens, <eod> included (int64)
-    per_epoch: int       # samples per epoch: (tokens - 1) // seq_len
+    per_epoch: int  # samples per epoch: (tokens - 1) // seq_len
 
     @property
     def tokens(self) -> int:
@@ -74,12 +74,14 @@ class _Source:
 
 def held_out(seed: int, shard: int, n_docs: int, fraction: float) -> np.ndarray:
     """(n_docs,) bool: which documents of ``shard`` the validation split holds."""
+
     def mix(x: np.ndarray) -> np.ndarray:  # splitmix64's finaliser; uint64 arithmetic wraps
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return x ^ (x >> np.uint64(31))
+
     key = mix(mix(np.array([seed & _MASK64], np.uint64)) ^ np.uint64(shard))
-    u = (mix(key ^ np.arange(n_docs, dtype=np.uint64)) >> np.uint64(11)) * 2.0 ** -53
+    u = (mix(key ^ np.arange(n_docs, dtype=np.uint64)) >> np.uint64(11)) * 2.0**-53
     return u < fraction
 
 
@@ -102,16 +104,20 @@ class TokenData:
         self.shards = open_shards(manifest_path, cfg.verify)  # IndexedDatasetError names a missing/bad file
         names = read_manifest(manifest_path, verify=False).get("sources")
         if names is None or any(ds.document_sources is None for ds in self.shards):
-            raise IndexedDatasetError(f"{manifest_path}: no per-document sources (.src sidecars); "
-                                      "rebuild the shards with etl.shards.stage")
+            raise IndexedDatasetError(
+                f"{manifest_path}: no per-document sources (.src sidecars); rebuild the shards with etl.shards.stage"
+            )
         counts = [len(ds) for ds in self.shards]
         self._first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # global number of shard's doc 0
         lengths = np.concatenate([ds.document_lengths for ds in self.shards] + [np.empty(0, np.int64)])
         position = {name: k for k, name in enumerate(names)}  # shard-level lists -> the manifest's list
-        source = np.concatenate([np.array([position[n] for n in ds.source_names], np.int64)[ds.document_sources]
-                                 for ds in self.shards] + [np.empty(0, np.int64)])
-        valid = np.concatenate([held_out(cfg.seed, k, n, cfg.valid_fraction) for k, n in enumerate(counts)]
-                               + [np.empty(0, bool)])
+        source = np.concatenate(
+            [np.array([position[n] for n in ds.source_names], np.int64)[ds.document_sources] for ds in self.shards]
+            + [np.empty(0, np.int64)]
+        )
+        valid = np.concatenate(
+            [held_out(cfg.seed, k, n, cfg.valid_fraction) for k, n in enumerate(counts)] + [np.empty(0, bool)]
+        )
         keep = valid if split == "valid" else ~valid
         self._all: dict[str, _Source] = {}
         for k, name in enumerate(names):
@@ -142,20 +148,27 @@ class TokenData:
         bad = {s: w for s, w in cfg.weights.items() if not w >= 0}
         if bad:
             raise DataError(f"weights must be >= 0: {bad}")
-        raw = ({s: float(cfg.weights.get(s, 0.0)) for s in names} if cfg.weights
-               else {s: float(src.tokens) for s, src in self._all.items()})
+        raw = (
+            {s: float(cfg.weights.get(s, 0.0)) for s in names}
+            if cfg.weights
+            else {s: float(src.tokens) for s, src in self._all.items()}
+        )
         for s, w in list(raw.items()):
             if w > 0 and (s not in self._all or self._all[s].per_epoch == 0):
                 have = f"{self._all[s].tokens} tokens" if s in self._all else "no documents"
                 if self.split == "train" and cfg.weights:
-                    raise DataError(f"source {s!r} has weight {w} but {have} in the train split; at least "
-                                    f"seq_len + 1 = {cfg.seq_len + 1} tokens are needed (or give it weight 0)")
+                    raise DataError(
+                        f"source {s!r} has weight {w} but {have} in the train split; at least "
+                        f"seq_len + 1 = {cfg.seq_len + 1} tokens are needed (or give it weight 0)"
+                    )
                 log.info("data %s: source %r has %s: left out", self.split, s, have)
                 raw[s] = 0.0
         total = sum(raw.values())
         if total <= 0:
-            raise DataError(f"the {self.split} split has no source with a positive weight and at least "
-                            f"{cfg.seq_len + 1} tokens (valid_fraction={cfg.valid_fraction}, weights={cfg.weights})")
+            raise DataError(
+                f"the {self.split} split has no source with a positive weight and at least "
+                f"{cfg.seq_len + 1} tokens (valid_fraction={cfg.valid_fraction}, weights={cfg.weights})"
+            )
         return {s: w / total for s, w in raw.items() if w > 0}
 
     # --- public API -------------------------------------------------------------------------
@@ -203,21 +216,31 @@ class TokenData:
         if epoch is not None:
             docs = self._epoch(self._number(source), epoch)[0]
         else:
-            docs = np.sort(np.concatenate([src.docs for name, src in self._all.items() if source in (None, name)]
-                                          + [np.empty(0, np.int64)]))
+            docs = np.sort(
+                np.concatenate(
+                    [src.docs for name, src in self._all.items() if source in (None, name)] + [np.empty(0, np.int64)]
+                )
+            )
         shard = np.searchsorted(self._first, docs, side="right") - 1
         return np.stack([shard, docs - self._first[shard]], axis=1)
 
     def describe(self) -> dict[str, Any]:
         """For logs and metrics: what the stream draws on, and how fast it goes through it."""
         per_epoch = {s.name: s.per_epoch for s in self._all.values()}
-        return {"manifest": self.manifest_path, "split": self.split, "seq_len": self.cfg.seq_len,
-                "seed": self.cfg.seed, "valid_fraction": self.cfg.valid_fraction, "sources": self.sources,
-                "weights": dict(self.mixture), "tokens": self.tokens_per_source,
-                "documents": {s.name: len(s.docs) for s in self._all.values()},
-                "samples_per_epoch": per_epoch,
-                # global samples until the first source starts its second epoch
-                "samples_before_repeat": int(min(per_epoch[s] / w for s, w in self.mixture.items()))}
+        return {
+            "manifest": self.manifest_path,
+            "split": self.split,
+            "seq_len": self.cfg.seq_len,
+            "seed": self.cfg.seed,
+            "valid_fraction": self.cfg.valid_fraction,
+            "sources": self.sources,
+            "weights": dict(self.mixture),
+            "tokens": self.tokens_per_source,
+            "documents": {s.name: len(s.docs) for s in self._all.values()},
+            "samples_per_epoch": per_epoch,
+            # global samples until the first source starts its second epoch
+            "samples_before_repeat": int(min(per_epoch[s] / w for s, w in self.mixture.items())),
+        }
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -251,10 +274,12 @@ class TokenData:
 
     def _epoch(self, s: int, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         """Source s's documents in ``epoch``'s order, and their cumulative token offsets (n + 1,)."""
+
         def make():
             src = self._blend[s]
             perm = self._seed(0, zlib.crc32(src.name.encode("utf-8")), epoch).permutation(len(src.docs))
             return src.docs[perm], np.concatenate([[0], np.cumsum(src.lengths[perm])])
+
         return self._memo(("epoch", s, epoch), make)
 
     def _window(self, s: int, j: int) -> np.ndarray:
@@ -268,6 +293,6 @@ class TokenData:
             g = int(order[d])
             shard = int(np.searchsorted(self._first, g, side="right")) - 1
             piece = self.shards[shard].get(g - int(self._first[shard]), start + filled - int(cum[d]), need - filled)
-            out[filled:filled + len(piece)] = piece
+            out[filled : filled + len(piece)] = piece
             filled, d = filled + len(piece), d + 1
         return out

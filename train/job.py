@@ -31,10 +31,10 @@ class LaunchError(ValueError):
 
 @dataclass(frozen=True)
 class RaySection:
-    address: str = ""                  # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
+    address: str = ""  # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
     use_gpu: Literal["auto", True, False] = "auto"  # auto: GPUs when the cluster has any (NCCL), else CPU (gloo)
-    cpus_per_worker: float = 1.0       # Ray CPU resource per worker, and torch threads per worker
-    max_failures: int = 1              # worker-group restarts from the last checkpoint (FailureConfig)
+    cpus_per_worker: float = 1.0  # Ray CPU resource per worker, and torch threads per worker
+    max_failures: int = 1  # worker-group restarts from the last checkpoint (FailureConfig)
     # Elastic data parallelism (Ray Train V2; tp = pp = 1): 0 = always the layout's dp workers. Else
     # the run starts with as many workers as the cluster has room for, from this many up to dp, goes
     # on with fewer when a node is lost (from the last checkpoint, dp smaller) and grows back when
@@ -47,7 +47,8 @@ class RaySection:
             raise ValueError(f"ray.min_workers must be >= 0 (0: not elastic), got {self.min_workers}")
         if self.resize_interval_s <= 0:
             raise ValueError(f"ray.resize_interval_s must be > 0, got {self.resize_interval_s}")
-    dashboard: bool = True             # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
+
+    dashboard: bool = True  # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,14 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
         raise LaunchError(f"{manifest} has no vocab_size: the model's vocabulary is the shards' tokenizer's")
     model = cfg.model.replace(vocab_size=vocab_size)
     if cfg.data.seq_len > model.seq_len:
-        raise LaunchError(f"data.seq_len={cfg.data.seq_len} is longer than the model's context "
-                          f"model.seq_len={model.seq_len}")
+        raise LaunchError(
+            f"data.seq_len={cfg.data.seq_len} is longer than the model's context model.seq_len={model.seq_len}"
+        )
     validate(cfg.parallel, model, cfg.parallel.world_size, cfg.train.global_batch, cfg.train.micro_batch)
     if cfg.ray.min_workers:
-        problems = elastic_problems(cfg.parallel, model, cfg.ray.min_workers, cfg.train.global_batch,
-                                    cfg.train.micro_batch)
+        problems = elastic_problems(
+            cfg.parallel, model, cfg.ray.min_workers, cfg.train.global_batch, cfg.train.micro_batch
+        )
         if problems:
             raise LaunchError("elastic layout (ray.min_workers):\n  - " + "\n  - ".join(problems))
     # Open both splits here (verifying the checksums once, if data.verify): a bad manifest or an
@@ -87,9 +90,15 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
     TokenData(manifest, cfg.data, "train")
     if cfg.train.eval_every:
         TokenData(manifest, dataclasses.replace(cfg.data, verify=False), "valid")
-    job = Job(model=model, parallel=cfg.parallel, train=cfg.train, data=dataclasses.replace(cfg.data, verify=False),
-              manifest=str(manifest), run_dir=str(Path(output).resolve()),
-              threads=max(1, int(cfg.ray.cpus_per_worker)))
+    job = Job(
+        model=model,
+        parallel=cfg.parallel,
+        train=cfg.train,
+        data=dataclasses.replace(cfg.data, verify=False),
+        manifest=str(manifest),
+        run_dir=str(Path(output).resolve()),
+        threads=max(1, int(cfg.ray.cpus_per_worker)),
+    )
     newest = checkpoint.complete_steps(job.run_dir)
     if newest:  # the workers will resume from it: refuse now what they would refuse after starting
         check_compatible(checkpoint.read_state(checkpoint.step_dir(job.run_dir, newest[0])), job)
@@ -119,11 +128,19 @@ def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
         loop or train_loop,
         train_loop_config={"job": job},
         torch_config=BoundStoreTorchConfig(),  # torch's store on the master address only, not *:port
-        scaling_config=ScalingConfig(num_workers=_num_workers(cfg), use_gpu=use_gpu, resources_per_worker=resources,
-                                     elastic_resize_monitor_interval_s=cfg.ray.resize_interval_s),
-        run_config=RunConfig(name=RAY_NAME, storage_path=str(Path(job.run_dir) / "ray"),
-                             failure_config=FailureConfig(max_failures=cfg.ray.max_failures),
-                             checkpoint_config=CheckpointConfig(num_to_keep=cfg.train.keep_checkpoints or None)))
+        scaling_config=ScalingConfig(
+            num_workers=_num_workers(cfg),
+            use_gpu=use_gpu,
+            resources_per_worker=resources,
+            elastic_resize_monitor_interval_s=cfg.ray.resize_interval_s,
+        ),
+        run_config=RunConfig(
+            name=RAY_NAME,
+            storage_path=str(Path(job.run_dir) / "ray"),
+            failure_config=FailureConfig(max_failures=cfg.ray.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=cfg.train.keep_checkpoints or None),
+        ),
+    )
 
 
 def _num_workers(cfg: TrainLMConfig) -> int | tuple[int, int]:
@@ -145,26 +162,43 @@ def run(cfg: TrainLMConfig, data: str, output: str, loop=None) -> dict[str, Any]
     check_cluster_fits(fewest, cfg.ray.cpus_per_worker, cfg.ray.use_gpu)  # refuse what Ray would retry forever
     p = cfg.parallel
     workers = _num_workers(cfg)
-    log.info("training %s at tp=%d pp=%d dp=%d (%s) on %s workers, %s%s: %d steps of %d x %d tokens -> %s",
-             _size(job.model), p.tp, p.pp, p.dp, p.dp_shard,
-             "%d to %d" % workers if isinstance(workers, tuple) else workers, cfg.train.precision,
-             ", compiled" if cfg.train.compile else "", cfg.train.steps, cfg.train.global_batch,
-             job.data.seq_len, run_dir)
+    log.info(
+        "training %s at tp=%d pp=%d dp=%d (%s) on %s workers, %s%s: %d steps of %d x %d tokens -> %s",
+        _size(job.model),
+        p.tp,
+        p.pp,
+        p.dp,
+        p.dp_shard,
+        "%d to %d" % workers if isinstance(workers, tuple) else workers,
+        cfg.train.precision,
+        ", compiled" if cfg.train.compile else "",
+        cfg.train.steps,
+        cfg.train.global_batch,
+        job.data.seq_len,
+        run_dir,
+    )
     result = build_trainer(cfg, job, loop).fit()
     rows = _rows(run_dir / "metrics.jsonl")
     evals = [r for r in rows if "val_loss" in r]
-    return {"run_dir": str(run_dir), "metrics": str(run_dir / "metrics.jsonl"),
-            "tensorboard": str(run_dir / "tensorboard"), "checkpoints": str(run_dir / "checkpoints"),
-            "first": rows[0] if rows else None, "last": rows[-1] if rows else None,
-            "first_eval": evals[0] if evals else None, "last_eval": evals[-1] if evals else None,
-            "ray_checkpoint": result.checkpoint.path if result.checkpoint else None}
+    return {
+        "run_dir": str(run_dir),
+        "metrics": str(run_dir / "metrics.jsonl"),
+        "tensorboard": str(run_dir / "tensorboard"),
+        "checkpoints": str(run_dir / "checkpoints"),
+        "first": rows[0] if rows else None,
+        "last": rows[-1] if rows else None,
+        "first_eval": evals[0] if evals else None,
+        "last_eval": evals[-1] if evals else None,
+        "ray_checkpoint": result.checkpoint.path if result.checkpoint else None,
+    }
 
 
 def _size(model: ModelConfig) -> str:
     n = total_params(model)
     return (f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M") + (
         f" parameters ({model.n_layers} layers, dim {model.dim}, {model.n_heads} heads, "
-        f"vocabulary {model.vocab_size} from the shards)")
+        f"vocabulary {model.vocab_size} from the shards)"
+    )
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -179,7 +213,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"loss {first['loss']:.4f} (step {first['step']}) -> {last['loss']:.4f} (step {last['step']})")
     a, b = summary["first_eval"], summary["last_eval"]
     if a and b:
-        lines.append(f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} "
-                     f"(step {b['step']}), perplexity {b['val_ppl']:.1f}")
-    return lines + [f"metrics: {summary['metrics']}", f"tensorboard --logdir {summary['tensorboard']}",
-                    f"checkpoints: {summary['checkpoints']}"]
+        lines.append(
+            f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} "
+            f"(step {b['step']}), perplexity {b['val_ppl']:.1f}"
+        )
+    return lines + [
+        f"metrics: {summary['metrics']}",
+        f"tensorboard --logdir {summary['tensorboard']}",
+        f"checkpoints: {summary['checkpoints']}",
+    ]

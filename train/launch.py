@@ -68,13 +68,21 @@ def start_local_ray(cpus: float = 1.0, dashboard: bool = False) -> None:
 
     num_cpus = max(os.cpu_count() or 1, int(math.ceil(cpus)))
     with _node_on_loopback(), _environment(dict.fromkeys(COLLECTIVE_IFNAME_ENV, loopback_interface())):
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=dashboard, dashboard_host=LOOPBACK,
-                 _node_ip_address=LOOPBACK, configure_logging=False)
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=dashboard,
+            dashboard_host=LOOPBACK,
+            _node_ip_address=LOOPBACK,
+            configure_logging=False,
+        )
     node_ip = ray.util.get_node_ip_address()
     if node_ip != LOOPBACK:
         ray.shutdown()
-        raise RuntimeError(f"the local Ray started on {node_ip}, not {LOOPBACK}: {SINGLE_HOST_ENV}=0 "
-                           "no longer keeps it on loopback (see train/launch.py)")
+        raise RuntimeError(
+            f"the local Ray started on {node_ip}, not {LOOPBACK}: {SINGLE_HOST_ENV}=0 "
+            "no longer keeps it on loopback (see train/launch.py)"
+        )
     log.info("local Ray on %s: %d CPUs, dashboard %s", LOOPBACK, num_cpus, "on" if dashboard else "off")
 
 

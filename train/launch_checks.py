@@ -27,7 +27,8 @@ class LaunchError(ValueError):
 @dataclass(frozen=True)
 class Node:
     """One alive Ray node's total resources."""
-    name: str         # address and a short node id, for messages
+
+    name: str  # address and a short node id, for messages
     cpus: float
     gpus: float
 
@@ -40,8 +41,9 @@ def worker_slots(node: Node, cpus_per_worker: float, gpus_per_worker: int) -> in
     return slots
 
 
-def capacity_problems(nodes: list[Node], workers: int, cpus_per_worker: float, gpus_per_worker: int,
-                      layout: str) -> list[str]:
+def capacity_problems(
+    nodes: list[Node], workers: int, cpus_per_worker: float, gpus_per_worker: int, layout: str
+) -> list[str]:
     """Why ``workers`` workers of {CPU: cpus_per_worker, GPU: gpus_per_worker} cannot all run at
     once on ``nodes``; empty when they can."""
     if cpus_per_worker <= 0:
@@ -53,26 +55,36 @@ def capacity_problems(nodes: list[Node], workers: int, cpus_per_worker: float, g
     room = sum(slots.values())
     if room >= workers:
         return []
-    per_node = "; ".join(f"{n.name}: {n.cpus:g} CPU" + (f", {n.gpus:g} GPU" if gpus_per_worker else "")
-                         + f" -> {slots[n.name]}" for n in nodes)
-    fixes = "start the nodes with more CPUs (ray start --num-cpus N)" if not gpus_per_worker else \
-        "add GPU nodes"
-    return [f"{layout} needs {workers} Ray workers of {shape} each, but the cluster has room for {room} "
-            f"({per_node}): {fixes}, lower ray.cpus_per_worker, or choose a layout with fewer workers "
-            "(python -m jobs.plan_layout)"]
+    per_node = "; ".join(
+        f"{n.name}: {n.cpus:g} CPU" + (f", {n.gpus:g} GPU" if gpus_per_worker else "") + f" -> {slots[n.name]}"
+        for n in nodes
+    )
+    fixes = "start the nodes with more CPUs (ray start --num-cpus N)" if not gpus_per_worker else "add GPU nodes"
+    return [
+        f"{layout} needs {workers} Ray workers of {shape} each, but the cluster has room for {room} "
+        f"({per_node}): {fixes}, lower ray.cpus_per_worker, or choose a layout with fewer workers "
+        "(python -m jobs.plan_layout)"
+    ]
 
 
 def cluster_nodes() -> list[Node]:
     """The alive nodes of the Ray cluster this process is connected to."""
     import ray
 
-    return [Node(name=f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:8]})",
-                 cpus=float(n.get("Resources", {}).get("CPU", 0)), gpus=float(n.get("Resources", {}).get("GPU", 0)))
-            for n in ray.nodes() if n.get("Alive")]
+    return [
+        Node(
+            name=f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:8]})",
+            cpus=float(n.get("Resources", {}).get("CPU", 0)),
+            gpus=float(n.get("Resources", {}).get("GPU", 0)),
+        )
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
 
 
-def check_cluster_fits(parallel, cpus_per_worker: float, use_gpu: Literal["auto", True, False] = "auto",
-                       nodes: list[Node] | None = None) -> bool:
+def check_cluster_fits(
+    parallel, cpus_per_worker: float, use_gpu: Literal["auto", True, False] = "auto", nodes: list[Node] | None = None
+) -> bool:
     """Refuse (``LaunchError``) a layout the connected Ray cluster cannot run; returns whether the
     workers use GPUs (``use_gpu="auto"``: when any node has one). ``parallel``: a
     ``ParallelConfig`` (tp, pp, dp, world_size)."""
@@ -95,5 +107,8 @@ def _warn_if_busy(workers: int, cpus_per_worker: float) -> None:
 
     free = ray.available_resources().get("CPU", 0.0)
     if free + 1e-9 < workers * cpus_per_worker:
-        log.warning("the Ray cluster has %g CPUs free now and the run needs %g: it waits until other jobs "
-                    "release them", free, workers * cpus_per_worker)
+        log.warning(
+            "the Ray cluster has %g CPUs free now and the run needs %g: it waits until other jobs release them",
+            free,
+            workers * cpus_per_worker,
+        )

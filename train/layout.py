@@ -31,15 +31,15 @@ FSDP_GRAD_SYNCS: tuple[str, ...] = typing.get_args(FsdpGradSync)
 
 @dataclass(frozen=True)
 class ParallelConfig:
-    tp: int = 1                       # tensor-parallel degree (Megatron-LM §3): splits heads, FFN, vocab
-    pp: int = 1                       # pipeline stages across ranks
-    dp: int = 1                       # data-parallel ranks: each runs global_batch / dp sequences a step
-    dp_shard: DpShard = "zero1"       # how dp shares the model states: zero1 | fsdp (FSDP2)
-    dp_replicate: int = 1             # fsdp only: copies of the sharded states (HSDP); shards over dp / dp_replicate
+    tp: int = 1  # tensor-parallel degree (Megatron-LM §3): splits heads, FFN, vocab
+    pp: int = 1  # pipeline stages across ranks
+    dp: int = 1  # data-parallel ranks: each runs global_batch / dp sequences a step
+    dp_shard: DpShard = "zero1"  # how dp shares the model states: zero1 | fsdp (FSDP2)
+    dp_replicate: int = 1  # fsdp only: copies of the sharded states (HSDP); shards over dp / dp_replicate
     fsdp_grad_sync: FsdpGradSync = "every"  # fsdp only: reduce-scatter every micro-batch, or the last only
-    virtual_stages: int = 1           # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
-    schedule: Schedule = "1f1b"       # pipeline schedule
-    sequence_parallel: bool = False   # shard LayerNorm/dropout activations over tp along the sequence
+    virtual_stages: int = 1  # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
+    schedule: Schedule = "1f1b"  # pipeline schedule
+    sequence_parallel: bool = False  # shard LayerNorm/dropout activations over tp along the sequence
     recompute: RecomputeMode = "none"  # activation recomputation per block (train.parallel.ac)
 
     @property
@@ -65,39 +65,55 @@ def at_world_size(par: ParallelConfig, world_size: int) -> ParallelConfig:
     takes on the workers it got; tensor and pipeline groups never change size, only dp does."""
     group = par.tp * par.pp
     if world_size < group or world_size % group:
-        raise LayoutError(f"{world_size} workers do not form whole tp*pp = {par.tp}*{par.pp} = {group} groups: "
-                          f"an elastic run needs a worker count that is a multiple of {group}")
+        raise LayoutError(
+            f"{world_size} workers do not form whole tp*pp = {par.tp}*{par.pp} = {group} groups: "
+            f"an elastic run needs a worker count that is a multiple of {group}"
+        )
     return dataclasses.replace(par, dp=world_size // group)
 
 
-def elastic_problems(par: ParallelConfig, model: ModelConfig, min_workers: int, global_batch: int,
-                     micro_batch: int) -> list[str]:
+def elastic_problems(
+    par: ParallelConfig, model: ModelConfig, min_workers: int, global_batch: int, micro_batch: int
+) -> list[str]:
     """What is wrong with letting a run at layout ``par`` shrink to ``min_workers`` workers. Ray
     Train V2 starts any worker count between the minimum and the maximum that the cluster has room
     for, not whole tp*pp groups, so only pure data parallelism can shrink (tp = pp = 1); every dp
     from ``min_workers`` to ``par.dp`` must split the batch (and the HSDP replicas) as ``par.dp`` does."""
     if not 1 <= min_workers <= par.world_size:
-        return [f"ray.min_workers={min_workers} must be between 1 and the layout's {par.world_size} workers "
-                "(0: not elastic)"]
+        return [
+            f"ray.min_workers={min_workers} must be between 1 and the layout's {par.world_size} workers "
+            "(0: not elastic)"
+        ]
     if par.tp * par.pp > 1 and min_workers < par.world_size:
-        return [f"an elastic run needs tp = pp = 1, not tp={par.tp} pp={par.pp}: Ray Train starts any worker "
-                f"count between ray.min_workers={min_workers} and {par.world_size}, which need not be whole "
-                f"tp*pp = {par.tp * par.pp} groups"]
+        return [
+            f"an elastic run needs tp = pp = 1, not tp={par.tp} pp={par.pp}: Ray Train starts any worker "
+            f"count between ray.min_workers={min_workers} and {par.world_size}, which need not be whole "
+            f"tp*pp = {par.tp * par.pp} groups"
+        ]
     problems = []
     for dp in range(min_workers, par.dp):
         smaller = dataclasses.replace(par, dp=dp)
-        problems += [f"at dp={dp}: {p}" for p in layout_problems(smaller, model, smaller.world_size, global_batch,
-                                                                  micro_batch)]
+        problems += [
+            f"at dp={dp}: {p}" for p in layout_problems(smaller, model, smaller.world_size, global_batch, micro_batch)
+        ]
     return problems
 
 
-def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
-                      global_batch: int, micro_batch: int) -> list[str]:
+def layout_problems(
+    par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int, micro_batch: int
+) -> list[str]:
     """Everything wrong with running ``model`` at layout ``par`` on ``world_size`` ranks, each with
     its fix; empty when it can run. (The planner's ``partition_problems`` asks the same of a
     cluster that does not exist yet, memory aside.)"""
-    degrees = {"tp": par.tp, "pp": par.pp, "dp": par.dp, "dp_replicate": par.dp_replicate,
-               "virtual_stages": par.virtual_stages, "micro_batch": micro_batch, "global_batch": global_batch}
+    degrees = {
+        "tp": par.tp,
+        "pp": par.pp,
+        "dp": par.dp,
+        "dp_replicate": par.dp_replicate,
+        "virtual_stages": par.virtual_stages,
+        "micro_batch": micro_batch,
+        "global_batch": global_batch,
+    }
     bad = [f"{k} must be >= 1, got {v}" for k, v in degrees.items() if v < 1]
     if bad:
         return bad
@@ -115,8 +131,10 @@ def layout_problems(par: ParallelConfig, model: ModelConfig, world_size: int,
     p += _dp_problems(par)
     p += _tp_problems(par, model)
     if model.n_layers % par.num_stages:
-        p.append(f"n_layers={model.n_layers} does not divide into pp*virtual_stages = "
-                 f"{par.pp}*{par.virtual_stages} = {par.num_stages} pipeline stages")
+        p.append(
+            f"n_layers={model.n_layers} does not divide into pp*virtual_stages = "
+            f"{par.pp}*{par.virtual_stages} = {par.num_stages} pipeline stages"
+        )
     p += _batch_problems(par, global_batch, micro_batch)
     return p
 
@@ -133,8 +151,10 @@ def _dp_problems(par: ParallelConfig) -> list[str]:
     if par.fsdp_grad_sync != "every" and par.dp_shard != "fsdp":
         return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} needs dp_shard='fsdp' (ZeRO-1 reduces once a step already)"]
     if par.fsdp_grad_sync != "every" and par.pp > 1:
-        return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} does nothing with pp={par.pp}: a pipeline stage stays "
-                "gathered across the micro-batches and reduces once a step already; leave it 'every'"]
+        return [
+            f"fsdp_grad_sync={par.fsdp_grad_sync!r} does nothing with pp={par.pp}: a pipeline stage stays "
+            "gathered across the micro-batches and reduces once a step already; leave it 'every'"
+        ]
     return []
 
 
@@ -145,12 +165,16 @@ def _tp_problems(par: ParallelConfig, model: ModelConfig) -> list[str]:
     if model.ffn_dim % t:
         p.append(f"ffn_dim={model.ffn_dim} does not divide by tp={t}")
     if model.padded_vocab % t:
-        p.append(f"vocabulary {model.vocab_size} padded to a multiple of {model.vocab_multiple} = "
-                 f"{model.padded_vocab} rows does not divide by tp={t}; set model.vocab_multiple to a "
-                 f"multiple of {t} (Megatron-LM uses 128*tp)")
+        p.append(
+            f"vocabulary {model.vocab_size} padded to a multiple of {model.vocab_multiple} = "
+            f"{model.padded_vocab} rows does not divide by tp={t}; set model.vocab_multiple to a "
+            f"multiple of {t} (Megatron-LM uses 128*tp)"
+        )
     if model.dropout > 0 and t > 1:
-        p.append(f"dropout={model.dropout} with tp={t} is not supported: tp ranks would draw different "
-                 f"masks for the activations they replicate; use dropout=0")
+        p.append(
+            f"dropout={model.dropout} with tp={t} is not supported: tp ranks would draw different "
+            f"masks for the activations they replicate; use dropout=0"
+        )
     if par.sequence_parallel and model.seq_len % t:
         p.append(f"sequence parallel needs seq_len={model.seq_len} divisible by tp={t}")
     return p
@@ -158,16 +182,22 @@ def _tp_problems(par: ParallelConfig, model: ModelConfig) -> list[str]:
 
 def _batch_problems(par: ParallelConfig, global_batch: int, micro_batch: int) -> list[str]:
     if global_batch % (par.dp * micro_batch):
-        return [f"global_batch={global_batch} sequences do not split into dp={par.dp} replicas of "
-                f"micro-batches of {micro_batch}"]
+        return [
+            f"global_batch={global_batch} sequences do not split into dp={par.dp} replicas of "
+            f"micro-batches of {micro_batch}"
+        ]
     m = num_microbatches(par, global_batch, micro_batch)
     if par.pp > 1 and m < par.pp:
-        return [f"{m} micro-batches per step < pp={par.pp}: the pipeline could never fill; "
-                f"raise global_batch or lower micro_batch"]
+        return [
+            f"{m} micro-batches per step < pp={par.pp}: the pipeline could never fill; "
+            f"raise global_batch or lower micro_batch"
+        ]
     rounds = max(1, m // par.pp)
     if par.schedule == "interleaved_1f1b" and par.pp > 1 and m % rounds:
-        return [f"interleaved 1F1B runs {m} micro-batches in {rounds} rounds of pp={par.pp}: "
-                f"the micro-batch count must divide by the round count"]
+        return [
+            f"interleaved 1F1B runs {m} micro-batches in {rounds} rounds of pp={par.pp}: "
+            f"the micro-batch count must divide by the round count"
+        ]
     return []
 
 
@@ -176,8 +206,7 @@ def num_microbatches(par: ParallelConfig, global_batch: int, micro_batch: int) -
     return global_batch // (par.dp * micro_batch)
 
 
-def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int,
-             micro_batch: int) -> None:
+def validate(par: ParallelConfig, model: ModelConfig, world_size: int, global_batch: int, micro_batch: int) -> None:
     problems = layout_problems(par, model, world_size, global_batch, micro_batch)
     if problems:
         raise LayoutError("invalid parallel layout:\n  - " + "\n  - ".join(problems))

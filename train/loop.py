@@ -38,7 +38,7 @@ from train import checkpoint
 from train.data import DataConfig, TokenData
 from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
 from train.model import ModelConfig
-from train.parallel import ParallelConfig, Trainer, TrainConfig, at_world_size
+from train.parallel import ParallelConfig, TrainConfig, Trainer, at_world_size
 
 log = logging.getLogger("zhcorpus")
 LRSchedule = Literal["cosine", "constant"]
@@ -48,17 +48,18 @@ LR_SCHEDULES: tuple[str, ...] = typing.get_args(LRSchedule)
 @dataclass(frozen=True)
 class LoopConfig(TrainConfig):
     """``TrainConfig`` (batch sizes, AdamW, clipping, seed, precision) plus the run around it."""
-    steps: int = 100              # optimizer steps in the whole run
-    warmup: int = 10              # linear LR warmup from lr/warmup to lr over this many steps
+
+    steps: int = 100  # optimizer steps in the whole run
+    warmup: int = 10  # linear LR warmup from lr/warmup to lr over this many steps
     lr_schedule: LRSchedule = "cosine"  # after warmup: cosine (to lr * min_lr_ratio at the last step) | constant
-    min_lr_ratio: float = 0.1     # cosine floor as a fraction of lr (GPT-3: 10 %)
-    log_every: int = 1            # metrics.jsonl row + log line every this many steps (and the first and last)
-    eval_every: int = 0           # validation loss every this many steps; 0: never
-    eval_batches: int = 2         # global batches of the validation split per evaluation (the same each time)
-    checkpoint_every: int = 50    # sharded checkpoint every this many steps (and after the last); 0: only the last
+    min_lr_ratio: float = 0.1  # cosine floor as a fraction of lr (GPT-3: 10 %)
+    log_every: int = 1  # metrics.jsonl row + log line every this many steps (and the first and last)
+    eval_every: int = 0  # validation loss every this many steps; 0: never
+    eval_batches: int = 2  # global batches of the validation split per evaluation (the same each time)
+    checkpoint_every: int = 50  # sharded checkpoint every this many steps (and after the last); 0: only the last
     async_checkpoint: bool = False  # write checkpoints in the background (DCP async_save) while training goes on
-    keep_checkpoints: int = 2     # newest complete checkpoints kept on disk; 0: all
-    peak_tflops: float = 989.0    # per worker, for MFU: H100 SXM dense bf16; 0 leaves MFU out
+    keep_checkpoints: int = 2  # newest complete checkpoints kept on disk; 0: all
+    peak_tflops: float = 989.0  # per worker, for MFU: H100 SXM dense bf16; 0 leaves MFU out
 
     def __post_init__(self):
         if self.lr_schedule not in LR_SCHEDULES:
@@ -74,13 +75,14 @@ class LoopConfig(TrainConfig):
 @dataclass(frozen=True)
 class Job:
     """Everything a worker needs, resolved by the driver (absolute paths, the model's vocabulary)."""
+
     model: ModelConfig
     parallel: ParallelConfig
     train: LoopConfig
     data: DataConfig
-    manifest: str        # shard manifest.json (already verified by the driver)
-    run_dir: str         # RUN_DIR, seen by every worker at this path
-    threads: int = 1     # torch intra-op threads per worker
+    manifest: str  # shard manifest.json (already verified by the driver)
+    run_dir: str  # RUN_DIR, seen by every worker at this path
+    threads: int = 1  # torch intra-op threads per worker
 
 
 def lr_at(step: int, cfg: LoopConfig) -> float:
@@ -115,9 +117,14 @@ def train_loop(config: dict[str, Any]) -> None:
     start = resume(trainer, job)
     writer = MetricsWriter(job.run_dir, start) if rank == 0 else None
     if writer is not None:
-        writer.event("resume" if start else "start", step=start, data_index=start,
-                     samples=start * job.train.global_batch, layout=asdict(job.parallel),
-                     world_size=dist.get_world_size())
+        writer.event(
+            "resume" if start else "start",
+            step=start,
+            data_index=start,
+            samples=start * job.train.global_batch,
+            layout=asdict(job.parallel),
+            world_size=dist.get_world_size(),
+        )
     try:
         run_steps(trainer, job, data, valid, start, writer)
         if writer is not None:
@@ -128,11 +135,13 @@ def train_loop(config: dict[str, Any]) -> None:
     dist.barrier()
 
 
-def run_steps(trainer: Trainer, job: Job, data: TokenData, valid: TokenData | None, start: int,
-              writer: MetricsWriter | None) -> None:
+def run_steps(
+    trainer: Trainer, job: Job, data: TokenData, valid: TokenData | None, start: int, writer: MetricsWriter | None
+) -> None:
     cfg = job.train
-    meter = StepMeter(job.model, job.data.seq_len, cfg.global_batch, dist.get_world_size(), cfg.peak_tflops,
-                      trainer.device)
+    meter = StepMeter(
+        job.model, job.data.seq_len, cfg.global_batch, dist.get_world_size(), cfg.peak_tflops, trainer.device
+    )
     saver = checkpoint.AsyncSaver() if cfg.async_checkpoint else None
     saved_rows: dict[int, dict[str, Any]] = {}  # what Ray is told about each checkpoint once it is complete
     for step in range(start + 1, cfg.steps + 1):
@@ -199,13 +208,29 @@ def save(trainer: Trainer, job: Job, step: int, saver: checkpoint.AsyncSaver | N
     complete) and the return is the previous save's path if this call had to wait for it."""
     cfg = job.train
     path = checkpoint.step_dir(job.run_dir, step)
-    state = {"step": step, "world_size": dist.get_world_size(), "layout": asdict(job.parallel),
-             "data": {"next_index": step, "next_sample": step * cfg.global_batch, "global_batch": cfg.global_batch,
-                      "seq_len": job.data.seq_len, "seed": job.data.seed, "weights": dict(job.data.weights),
-                      "manifest": job.manifest},
-             "lr_schedule": {"kind": cfg.lr_schedule, "lr": cfg.lr, "warmup": cfg.warmup, "steps": cfg.steps,
-                             "min_lr_ratio": cfg.min_lr_ratio, "last_lr": lr_at(step, cfg)},
-             "model": asdict(job.model)}
+    state = {
+        "step": step,
+        "world_size": dist.get_world_size(),
+        "layout": asdict(job.parallel),
+        "data": {
+            "next_index": step,
+            "next_sample": step * cfg.global_batch,
+            "global_batch": cfg.global_batch,
+            "seq_len": job.data.seq_len,
+            "seed": job.data.seed,
+            "weights": dict(job.data.weights),
+            "manifest": job.manifest,
+        },
+        "lr_schedule": {
+            "kind": cfg.lr_schedule,
+            "lr": cfg.lr,
+            "warmup": cfg.warmup,
+            "steps": cfg.steps,
+            "min_lr_ratio": cfg.min_lr_ratio,
+            "last_lr": lr_at(step, cfg),
+        },
+        "model": asdict(job.model),
+    }
     if saver is not None:
         return saver.start(path, _state_dict(trainer, with_rng=True), state)
     checkpoint.save(path, _state_dict(trainer, with_rng=True), state)
@@ -247,10 +272,17 @@ def resume(trainer: Trainer, job: Job) -> int:
         torch.set_rng_state(sd["rng"][f"rank{dist.get_rank()}"]["cpu"])
         if "cuda" in sd["rng"][f"rank{dist.get_rank()}"]:
             torch.cuda.set_rng_state(sd["rng"][f"rank{dist.get_rank()}"]["cuda"])
-    log.info("resumed from %s (saved at tp=%d pp=%d dp=%d%s): next step %d, data index %d, sample %d",
-             path, state["layout"]["tp"], state["layout"]["pp"], state["layout"]["dp"],
-             "" if same_world else "; new world size, RNG streams restarted", step + 1,
-             state["data"]["next_index"], state["data"]["next_sample"])
+    log.info(
+        "resumed from %s (saved at tp=%d pp=%d dp=%d%s): next step %d, data index %d, sample %d",
+        path,
+        state["layout"]["tp"],
+        state["layout"]["pp"],
+        state["layout"]["dp"],
+        "" if same_world else "; new world size, RNG streams restarted",
+        step + 1,
+        state["data"]["next_index"],
+        state["data"]["next_sample"],
+    )
     _check_ray_agrees(step)
     return step
 
@@ -259,14 +291,21 @@ def check_compatible(state: dict[str, Any], job: Job) -> None:
     """A checkpoint continues this run only if the steps after it would see the data they would
     have seen: same global batch, sequence length, data seed and mixture."""
     d = state["data"]
-    mine = {"global_batch": job.train.global_batch, "seq_len": job.data.seq_len, "seed": job.data.seed,
-            "weights": dict(job.data.weights)}
+    mine = {
+        "global_batch": job.train.global_batch,
+        "seq_len": job.data.seq_len,
+        "seed": job.data.seed,
+        "weights": dict(job.data.weights),
+    }
     diff = {k: (d[k], v) for k, v in mine.items() if d[k] != v}
     if diff:
         raise checkpoint.CheckpointError(
-            f"checkpoint step-{state['step']:07d} was saved with " + ", ".join(f"{k}={a!r}" for k, (a, _) in diff.items())
-            + "; this run has " + ", ".join(f"{k}={b!r}" for k, (_, b) in diff.items())
-            + ": resuming would change what data the remaining steps see. Use a new RUN_DIR.")
+            f"checkpoint step-{state['step']:07d} was saved with "
+            + ", ".join(f"{k}={a!r}" for k, (a, _) in diff.items())
+            + "; this run has "
+            + ", ".join(f"{k}={b!r}" for k, (_, b) in diff.items())
+            + ": resuming would change what data the remaining steps see. Use a new RUN_DIR."
+        )
 
 
 def _check_ray_agrees(step: int) -> None:
@@ -280,5 +319,9 @@ def _check_ray_agrees(step: int) -> None:
     with ckpt.as_directory() as d:
         pointer = json.loads((Path(d) / "pointer.json").read_text())
     if pointer["step"] > step:
-        log.warning("Ray's latest checkpoint is step %d (%s) but the newest intact one in RUN_DIR is step %d",
-                    pointer["step"], pointer["checkpoint"], step)
+        log.warning(
+            "Ray's latest checkpoint is step %d (%s) but the newest intact one in RUN_DIR is step %d",
+            pointer["step"],
+            pointer["checkpoint"],
+            step,
+        )

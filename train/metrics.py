@@ -59,25 +59,44 @@ def memory_gib(device: torch.device) -> float:
 class StepMeter:
     """Turns a step's loss and wall time into the metrics row."""
 
-    def __init__(self, model: ModelConfig, seq_len: int, global_batch: int, world_size: int,
-                 peak_tflops: float, device: torch.device):
+    def __init__(
+        self,
+        model: ModelConfig,
+        seq_len: int,
+        global_batch: int,
+        world_size: int,
+        peak_tflops: float,
+        device: torch.device,
+    ):
         self.tokens_per_step = global_batch * seq_len
         self.flops = flops_per_step(model, seq_len, global_batch)
         self.world, self.peak, self.device = world_size, peak_tflops, device
 
     def row(self, step: int, loss: float, lr: float, grad_norm: float, seconds: float) -> dict[str, Any]:
         tflops = self.flops / seconds / self.world / 1e12  # per worker
-        return {"step": step, "loss": loss, "lr": lr, "grad_norm": grad_norm,
-                "tokens_per_s": self.tokens_per_step / seconds, "tflops": tflops,
-                "mfu": tflops / self.peak if self.peak > 0 else None,
-                "memory_gib": memory_gib(self.device), "tokens": step * self.tokens_per_step,
-                "step_time_s": seconds}
+        return {
+            "step": step,
+            "loss": loss,
+            "lr": lr,
+            "grad_norm": grad_norm,
+            "tokens_per_s": self.tokens_per_step / seconds,
+            "tflops": tflops,
+            "mfu": tflops / self.peak if self.peak > 0 else None,
+            "memory_gib": memory_gib(self.device),
+            "tokens": step * self.tokens_per_step,
+            "step_time_s": seconds,
+        }
 
 
 def log_line(row: dict[str, Any], steps: int) -> str:
     """The human line for a step (torchtitan's fields)."""
-    parts = [f"step {row['step']:>{len(str(steps))}}/{steps}", f"loss {row['loss']:.4f}", f"lr {row['lr']:.2e}",
-             f"{row['tokens_per_s']:,.0f} tok/s", f"{row['tflops']:.3g} TFLOPS"]
+    parts = [
+        f"step {row['step']:>{len(str(steps))}}/{steps}",
+        f"loss {row['loss']:.4f}",
+        f"lr {row['lr']:.2e}",
+        f"{row['tokens_per_s']:,.0f} tok/s",
+        f"{row['tflops']:.3g} TFLOPS",
+    ]
     if row.get("mfu") is not None:
         parts.append(f"mfu {100 * row['mfu']:.2f}%")
     parts.append(f"mem {row['memory_gib']:.2f} GiB")
@@ -107,8 +126,11 @@ class MetricsWriter:
         path = self.run_dir / METRICS
         if not path.exists():
             return
-        rows = [line for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line)["step"] <= step]
+        rows = [
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line)["step"] <= step
+        ]
         write_atomic(path, "".join(r + "\n" for r in rows))
 
     def _starts(self) -> int:
@@ -122,8 +144,9 @@ class MetricsWriter:
         if self.tb is not None:
             for key, value in row.items():
                 if key != "step" and isinstance(value, (int, float)):
-                    self.tb.add_scalar(f"train/{key}" if not key.startswith("val_") else f"valid/{key[4:]}",
-                                       value, row["step"])
+                    self.tb.add_scalar(
+                        f"train/{key}" if not key.startswith("val_") else f"valid/{key[4:]}", value, row["step"]
+                    )
             self.tb.flush()
 
     def event(self, kind: str, **fields: Any) -> None:

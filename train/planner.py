@@ -52,22 +52,22 @@ from train.layout import ParallelConfig, layout_problems
 from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode, padded_vocab
 
 GIB = 2**30
-BYTES_ACT = 2          # bf16/fp16 activations, parameters and gradients
-VOCAB_DIVISOR = 128    # Megatron's --make-vocab-size-divisible-by (times tp)
+BYTES_ACT = 2  # bf16/fp16 activations, parameters and gradients
+VOCAB_DIVISOR = 128  # Megatron's --make-vocab-size-divisible-by (times tp)
 
 
 @dataclass(frozen=True)
 class Cluster:
     gpus: int = 64
     gpus_per_node: int = 8
-    nodes_per_rack: int = 4            # ours: 4 DGX-class nodes per rack
-    gpu_mem_gb: float = 80.0           # GiB of device memory per GPU
-    peak_tflops: float = 312.0         # A100 dense bf16
-    efficiency: float = 0.6            # ours: matmul fraction of peak, before bubble and exposed comm
-    intra_node_gbps: float = 300.0     # GB/s per GPU, one direction (A100 NVLink 3: 600 GB/s both ways)
-    inter_node_gbps: float = 25.0      # GB/s per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU
-    inter_rack_gbps: float = 12.5      # GB/s per GPU across the rack spine (ours: 2:1 oversubscribed)
-    overhead_gb: float = 2.0           # ours: CUDA context, NCCL buffers, allocator fragmentation
+    nodes_per_rack: int = 4  # ours: 4 DGX-class nodes per rack
+    gpu_mem_gb: float = 80.0  # GiB of device memory per GPU
+    peak_tflops: float = 312.0  # A100 dense bf16
+    efficiency: float = 0.6  # ours: matmul fraction of peak, before bubble and exposed comm
+    intra_node_gbps: float = 300.0  # GB/s per GPU, one direction (A100 NVLink 3: 600 GB/s both ways)
+    inter_node_gbps: float = 25.0  # GB/s per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU
+    inter_rack_gbps: float = 12.5  # GB/s per GPU across the rack spine (ours: 2:1 oversubscribed)
+    overhead_gb: float = 2.0  # ours: CUDA context, NCCL buffers, allocator fragmentation
 
     def __post_init__(self):
         for name in ("gpus", "gpus_per_node", "nodes_per_rack"):
@@ -79,15 +79,15 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Training:
-    global_batch: int = 512            # sequences per optimizer step
-    micro_batch: int = 1               # sequences per micro-batch (b)
+    global_batch: int = 512  # sequences per optimizer step
+    micro_batch: int = 1  # sequences per micro-batch (b)
     recompute: RecomputeMode = "selective"
-    zero: int = 1                      # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated;
-                                       # 3: FSDP2, weights + gradients + optimizer state sharded
-    virtual_stages: int = 1            # v > 1: interleaved 1F1B
-    sequence_parallel: bool = True     # Korthikanti et al.: shards the 10·sbh replicated activations
-    dp_exposed: float = 0.3            # ours: fraction of dp traffic not hidden behind the backward
-    fsdp_grad_sync: str = "every"      # zero=3 without pipelining: reduce-scatter every micro-batch, or the last
+    zero: int = 1  # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated;
+    # 3: FSDP2, weights + gradients + optimizer state sharded
+    virtual_stages: int = 1  # v > 1: interleaved 1F1B
+    sequence_parallel: bool = True  # Korthikanti et al.: shards the 10·sbh replicated activations
+    dp_exposed: float = 0.3  # ours: fraction of dp traffic not hidden behind the backward
+    fsdp_grad_sync: str = "every"  # zero=3 without pipelining: reduce-scatter every micro-batch, or the last
 
     def __post_init__(self):
         if self.recompute not in RECOMPUTE_MODES:
@@ -122,12 +122,13 @@ class Layout:
 @dataclass(frozen=True)
 class Memory:
     """GiB per GPU on the worst pipeline stage."""
+
     weights: float
     grads: float
     optimizer: float
     activations: float
     overhead: float
-    stage: str                         # "first" or "last"
+    stage: str  # "first" or "last"
 
     @property
     def total(self) -> float:
@@ -144,9 +145,9 @@ class Estimate:
     mfu: float = math.nan
     bubble: float = math.nan
     memory: Memory | None = None
-    comm_gb: dict = field(default_factory=dict)   # GB sent per GPU per step: tp, pp, dp
-    comm_s: dict = field(default_factory=dict)    # exposed seconds per step: tp, pp, dp
-    links: dict = field(default_factory=dict)     # the link each group is charged: tp, pp, dp
+    comm_gb: dict = field(default_factory=dict)  # GB sent per GPU per step: tp, pp, dp
+    comm_s: dict = field(default_factory=dict)  # exposed seconds per step: tp, pp, dp
+    links: dict = field(default_factory=dict)  # the link each group is charged: tp, pp, dp
 
     @property
     def feasible(self) -> bool:
@@ -154,6 +155,7 @@ class Estimate:
 
 
 # ---- formulas -------------------------------------------------------------------------------
+
 
 def vocab_rows(model: ModelConfig, tp: int) -> int:
     """Embedding rows as Megatron pads them: to a multiple of 128·tp (whatever model.vocab_multiple says)."""
@@ -186,8 +188,7 @@ def layer_flops(model: ModelConfig, b: int) -> float:
 def layer_flops_trained(model: ModelConfig, b: int, recompute: RecomputeMode) -> float:
     """Forward + backward (2×) of one block, + the recomputed forward (full) or the recomputed
     attention core QKᵀ·softmax·V (selective, Korthikanti et al. §5)."""
-    extra = {"none": 0.0, "selective": 4 * b * model.seq_len**2 * model.dim,
-             "full": layer_flops(model, b)}[recompute]
+    extra = {"none": 0.0, "selective": 4 * b * model.seq_len**2 * model.dim, "full": layer_flops(model, b)}[recompute]
     return 3 * layer_flops(model, b) + extra
 
 
@@ -201,8 +202,7 @@ def flops_per_iteration(model: ModelConfig, batch: int, recompute: RecomputeMode
     """Narayanan et al. 2021 eq. 3 for ``batch`` sequences (96·… with full recompute; without it
     72·B·s·l·h²·(1 + s/6h) + 6·B·s·h·V), generalised to f != 4h and the query layer."""
     blocks = model.n_layers + model.query_layer
-    return (blocks * layer_flops_trained(model, batch, recompute)
-            + logit_flops(model, batch, vocab_rows(model, tp)))
+    return blocks * layer_flops_trained(model, batch, recompute) + logit_flops(model, batch, vocab_rows(model, tp))
 
 
 def bubble_fraction(pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
@@ -233,6 +233,7 @@ def in_flight(pp: int, micro_batches: int, virtual_stages: int) -> float:
 
 # ---- placement ------------------------------------------------------------------------------
 
+
 def link(span: int, cluster: Cluster) -> tuple[str, float]:
     """Slowest link (name, GB/s per GPU) inside a group of ``span`` consecutive ranks."""
     node = cluster.gpus_per_node
@@ -253,15 +254,22 @@ def ring_factor(n: int) -> float:
 
 # ---- evaluation -----------------------------------------------------------------------------
 
+
 def parallel_config(train: Training, lay: Layout) -> ParallelConfig:
     """The runtime's ``[parallel]`` section for layout ``lay`` trained as ``train`` says (ZeRO-0 and
     ZeRO-1 lay the ranks out alike: both are ``zero1`` to the runtime)."""
     fsdp = train.zero == 3
-    return ParallelConfig(tp=lay.tp, pp=lay.pp, dp=lay.dp, dp_shard="fsdp" if fsdp else "zero1",
-                          fsdp_grad_sync=train.fsdp_grad_sync if fsdp else "every",
-                          virtual_stages=train.virtual_stages,
-                          schedule="interleaved_1f1b" if train.virtual_stages > 1 else "1f1b",
-                          sequence_parallel=train.sequence_parallel, recompute=train.recompute)
+    return ParallelConfig(
+        tp=lay.tp,
+        pp=lay.pp,
+        dp=lay.dp,
+        dp_shard="fsdp" if fsdp else "zero1",
+        fsdp_grad_sync=train.fsdp_grad_sync if fsdp else "every",
+        virtual_stages=train.virtual_stages,
+        schedule="interleaved_1f1b" if train.virtual_stages > 1 else "1f1b",
+        sequence_parallel=train.sequence_parallel,
+        recompute=train.recompute,
+    )
 
 
 def partition_problems(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
@@ -279,12 +287,13 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
     emb = vocab_rows(model, t) * h / t
     query = (layer_params(model) / t + s * h) if model.query_layer else 0.0
     per_layer = activation_bytes_per_layer(model, b, t, train.recompute, sp)
-    working = (activation_bytes_per_layer(model, b, t, "none", sp)
-               if train.recompute == "full" else 0.0)  # one block re-run during its backward
+    working = (
+        activation_bytes_per_layer(model, b, t, "none", sp) if train.recompute == "full" else 0.0
+    )  # one block re-run during its backward
     logits = 4 * s * b * vocab_rows(model, t) / t  # fp32 logits for the loss (ours)
     blocks = per_rank * layer_params(model) / t
     first_params = blocks + emb + s * h
-    last_params = blocks + emb + 2 * h + query   # tied output copy on the last stage
+    last_params = blocks + emb + 2 * h + query  # tied output copy on the last stage
     first_act = in_flight(p, m, train.virtual_stages) * per_rank * per_layer + working
     last_act = (per_rank + model.query_layer) * per_layer + logits + working
     if p == 1:
@@ -292,15 +301,24 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
         first_act = first_act + logits + model.query_layer * per_layer
         last_params, last_act = first_params, first_act
     block = layer_params(model) / t
-    stages = [states_memory(params, block, lay, train.zero, train.fsdp_grad_sync) + (act, name)
-              for name, params, act in (("first", first_params, first_act), ("last", last_params, last_act))]
+    stages = [
+        states_memory(params, block, lay, train.zero, train.fsdp_grad_sync) + (act, name)
+        for name, params, act in (("first", first_params, first_act), ("last", last_params, last_act))
+    ]
     weights, grads, optimizer, act, name = max(stages, key=lambda m: m[0] + m[1] + m[2] + m[3])
-    return Memory(weights=weights / GIB, grads=grads / GIB, optimizer=optimizer / GIB,
-                  activations=act / GIB, overhead=cluster.overhead_gb, stage=name)
+    return Memory(
+        weights=weights / GIB,
+        grads=grads / GIB,
+        optimizer=optimizer / GIB,
+        activations=act / GIB,
+        overhead=cluster.overhead_gb,
+        stage=name,
+    )
 
 
-def states_memory(params: float, block: float, lay: Layout, zero: int,
-                  grad_sync: str = "every") -> tuple[float, float, float]:
+def states_memory(
+    params: float, block: float, lay: Layout, zero: int, grad_sync: str = "every"
+) -> tuple[float, float, float]:
     """Bytes of (weights, gradients, optimizer state) for a stage of ``params`` parameters per
     rank whose blocks hold ``block`` each, under ZeRO stage ``zero`` over dp (module docstring)."""
     d = lay.dp
@@ -308,7 +326,7 @@ def states_memory(params: float, block: float, lay: Layout, zero: int,
         return 2 * params, 4 * params / d + 4 * params, 12 * params / d  # gathered weights, fp32 unsharded grads
     if zero == 3:
         gathered = params if lay.pp > 1 else 2 * block  # bf16 weights held unsharded at once
-        grads = params if lay.pp > 1 else block        # bf16 gradients before the reduce-scatter
+        grads = params if lay.pp > 1 else block  # bf16 gradients before the reduce-scatter
         return 2 * gathered, 4 * params / d + 2 * grads, 12 * params / d
     return 2 * params, 2 * params, 12 * params / (d if zero else 1)
 
@@ -367,13 +385,21 @@ def evaluate(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout)
         problems.append(
             f"memory: {mem.total:.1f} GiB per GPU on the {mem.stage} stage > {cluster.gpu_mem_gb:g} GiB "
             f"(weights {mem.weights:.1f} + grads {mem.grads:.1f} + optimizer {mem.optimizer:.1f} "
-            f"+ activations {mem.activations:.1f} + overhead {mem.overhead:.1f})")
+            f"+ activations {mem.activations:.1f} + overhead {mem.overhead:.1f})"
+        )
     return Estimate(
-        layout=lay, micro_batches=m, problems=tuple(problems), step_s=step,
+        layout=lay,
+        micro_batches=m,
+        problems=tuple(problems),
+        step_s=step,
         tokens_per_s=train.global_batch * model.seq_len / step,
-        mfu=model_flops / (step * cluster.gpus * cluster.peak_tflops * 1e12), bubble=bubble,
-        memory=mem, comm_gb={k: v / 1e9 for k, v in sent.items()}, comm_s=secs,
-        links={k: v[0] for k, v in links.items()})
+        mfu=model_flops / (step * cluster.gpus * cluster.peak_tflops * 1e12),
+        bubble=bubble,
+        memory=mem,
+        comm_gb={k: v / 1e9 for k, v in sent.items()},
+        comm_s=secs,
+        links={k: v[0] for k, v in links.items()},
+    )
 
 
 def divisors(n: int) -> list[int]:
@@ -395,4 +421,3 @@ def plan(model: ModelConfig, cluster: Cluster, train: Training) -> tuple[list[Es
     estimates = [evaluate(model, cluster, train, lay) for lay in candidate_layouts(model, cluster, train)]
     feasible = sorted((e for e in estimates if e.feasible), key=lambda e: e.step_s)
     return feasible, [e for e in estimates if not e.feasible]
-

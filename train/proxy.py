@@ -45,10 +45,10 @@ class ProxyError(ValueError):
 
 @dataclass(frozen=True)
 class ProxyRaySection:
-    address: str = ""          # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
+    address: str = ""  # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
     cpus_per_run: float = 1.0  # Ray CPUs per proxy run, and its torch threads
     gpus_per_run: float = 0.0  # 1 on a GPU cluster (each run on its own GPU); 0 = CPU
-    max_retries: int = 0       # Ray retries of a run whose worker died; a run that still fails is reported
+    max_retries: int = 0  # Ray retries of a run whose worker died; a run that still fails is reported
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class ProxyConfig:
     """The ``proxy`` section of ``jobs.judge_rules``: ``[proxy.model]`` (a ``train.shapes`` preset and
     fields; the vocabulary is always the shards'), ``[proxy.train]`` and ``[proxy.data]`` as in
     ``jobs.train_lm``. ``train.seed`` and ``data.seed`` are each run's seed."""
+
     model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
     train: LoopConfig = field(default_factory=lambda: LoopConfig(steps=100, eval_every=25, log_every=25))
     data: DataConfig = field(default_factory=lambda: DataConfig(seq_len=16, valid_fraction=0.0))
@@ -65,11 +66,14 @@ class ProxyConfig:
     def resolved(self) -> "ProxyConfig":
         """``train.steps`` from ``tokens`` when it is set (rounded up to whole steps)."""
         if self.data.valid_fraction != 0.0:
-            raise ProxyError("proxy.data.valid_fraction must be 0: a proxy trains on its whole variant corpus "
-                             "and is scored on the --dev set")
+            raise ProxyError(
+                "proxy.data.valid_fraction must be 0: a proxy trains on its whole variant corpus "
+                "and is scored on the --dev set"
+            )
         if self.data.seq_len > self.model.seq_len:
-            raise ProxyError(f"proxy.data.seq_len={self.data.seq_len} is longer than proxy.model.seq_len="
-                             f"{self.model.seq_len}")
+            raise ProxyError(
+                f"proxy.data.seq_len={self.data.seq_len} is longer than proxy.model.seq_len={self.model.seq_len}"
+            )
         if self.tokens <= 0:
             return self
         steps = -(-self.tokens // self.tokens_per_step)
@@ -89,7 +93,7 @@ class ProxyConfig:
 class ProxyRun:
     variant: str
     seed: int
-    manifest: str      # the variant's shards/manifest.json (a path every Ray node sees)
+    manifest: str  # the variant's shards/manifest.json (a path every Ray node sees)
     dev_manifest: str  # the dev set's shards/manifest.json
 
 
@@ -112,8 +116,10 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
         m = read_manifest(path, verify=False)
         tokenizers.setdefault((m.get("tokenizer_sha256"), m.get("vocab_size")), []).append(who)
     if len(tokenizers) > 1:
-        raise ProxyError("tokenizer mismatch: the variants and the dev set must share one tokenizer; " + "; ".join(
-            f"{sha and sha[:12]} (vocabulary {v}): {', '.join(w)}" for (sha, v), w in tokenizers.items()))
+        raise ProxyError(
+            "tokenizer mismatch: the variants and the dev set must share one tokenizer; "
+            + "; ".join(f"{sha and sha[:12]} (vocabulary {v}): {', '.join(w)}" for (sha, v), w in tokenizers.items())
+        )
     variants: dict[str, Any] = {}
     for r in runs:
         if r.variant in variants:
@@ -121,11 +127,12 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
         try:
             data = _stream(r.manifest, cfg, 0, "train")
         except DataError as e:
-            raise ProxyError(f"variant {r.variant}: its corpus cannot give one training sample of "
-                             f"{cfg.data.seq_len + 1} tokens ({e})") from e
+            raise ProxyError(
+                f"variant {r.variant}: its corpus cannot give one training sample of "
+                f"{cfg.data.seq_len + 1} tokens ({e})"
+            ) from e
         tokens = sum(data.tokens_per_source.values())
-        variants[r.variant] = {"tokens": tokens, "documents": int(len(data.documents())),
-                               "epochs": cfg.budget / tokens}
+        variants[r.variant] = {"tokens": tokens, "documents": int(len(data.documents())), "epochs": cfg.budget / tokens}
     try:
         dev = _stream(runs[0].dev_manifest, cfg, DEV_SOURCE_SEED, "valid")
     except DataError as e:
@@ -133,13 +140,23 @@ def check_runs(cfg: ProxyConfig, runs: list[ProxyRun]) -> dict[str, Any]:
     windows = dev.describe()["samples_per_epoch"]
     batches = sum(windows.values()) // cfg.train.global_batch
     if batches < 1:
-        raise ProxyError(f"the dev set has {sum(windows.values())} windows of {cfg.data.seq_len} tokens, fewer "
-                         f"than one global batch ({cfg.train.global_batch}): give a larger dev set")
+        raise ProxyError(
+            f"the dev set has {sum(windows.values())} windows of {cfg.data.seq_len} tokens, fewer "
+            f"than one global batch ({cfg.train.global_batch}): give a larger dev set"
+        )
     dev_tokens = batches * cfg.train.global_batch * cfg.data.seq_len
-    (sha, vocab), = tokenizers
-    return {"variants": variants, "vocab_size": vocab, "tokenizer_sha256": sha,
-            "dev": {"tokens": sum(dev.tokens_per_source.values()), "documents": int(len(dev.documents())),
-                    "eval_batches": batches, "eval_tokens": dev_tokens}}
+    ((sha, vocab),) = tokenizers
+    return {
+        "variants": variants,
+        "vocab_size": vocab,
+        "tokenizer_sha256": sha,
+        "dev": {
+            "tokens": sum(dev.tokens_per_source.values()),
+            "documents": int(len(dev.documents())),
+            "eval_batches": batches,
+            "eval_tokens": dev_tokens,
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -147,9 +164,10 @@ class DevSet:
     """The dev set as every run scores it: full global batches of its epoch-0 windows in one fixed
     order (every source back to back, the last partial batch left out), and for every target
     token the number of the dev document it belongs to (the same numbering in every run)."""
-    batches: list      # torch (global_batch, seq_len + 1) int64 tensors
-    doc_of: Any        # (batches x global_batch, seq_len) int64: document number of each target token
-    n_docs: int        # documents numbered; those with no scored token get 0 tokens
+
+    batches: list  # torch (global_batch, seq_len + 1) int64 tensors
+    doc_of: Any  # (batches x global_batch, seq_len) int64: document number of each target token
+    n_docs: int  # documents numbered; those with no scored token get 0 tokens
 
 
 def dev_set(manifest: str, cfg: ProxyConfig) -> DevSet:
@@ -172,7 +190,7 @@ def dev_set(manifest: str, cfg: ProxyConfig) -> DevSet:
         first += len(order)
     usable = len(windows) // gb * gb
     doc_of = np.concatenate(owners)[:usable] if owners else np.empty((0, L), np.int64)
-    batches = [torch.from_numpy(np.stack(windows[i:i + gb])) for i in range(0, usable, gb)]
+    batches = [torch.from_numpy(np.stack(windows[i : i + gb])) for i in range(0, usable, gb)]
     return DevSet(batches, doc_of, first)
 
 
@@ -237,9 +255,17 @@ def train_one(cfg: ProxyConfig, run: ProxyRun) -> dict[str, Any]:
         losses = token_losses(trainer.parts[0], dev.batches, cfg, device)  # the final score, kept per document
         nll, tokens = doc_scores(losses, dev)
         curve.append([loop.steps, float(losses.mean())])
-        return {"variant": run.variant, "seed": run.seed, "status": "ok", "dev_curve": curve,
-                "train_loss": train_loss, "dev_loss": curve[-1][1], "dev_doc_nll": nll, "dev_doc_tokens": tokens,
-                "seconds": time.perf_counter() - start}
+        return {
+            "variant": run.variant,
+            "seed": run.seed,
+            "status": "ok",
+            "dev_curve": curve,
+            "train_loss": train_loss,
+            "dev_loss": curve[-1][1],
+            "dev_doc_nll": nll,
+            "dev_doc_tokens": tokens,
+            "seconds": time.perf_counter() - start,
+        }
     finally:
         dist.destroy_process_group()
 
@@ -252,16 +278,18 @@ def init_ray(section: ProxyRaySection) -> None:
     launch.connect(section.address, cpus=section.cpus_per_run)
 
 
-def run_proxies(cfg: ProxyConfig, runs: list[ProxyRun],
-                on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_proxies(
+    cfg: ProxyConfig, runs: list[ProxyRun], on_result: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
     """Every run as a Ray task, side by side; results in ``runs`` order. A run that fails (an
     exception, a dead worker) is ``{"status": "failed", "error": ...}``; the others go on.
     ``on_result`` sees each result as it arrives (progress lines)."""
     import ray
 
     init_ray(cfg.ray)
-    task = ray.remote(num_cpus=cfg.ray.cpus_per_run, num_gpus=cfg.ray.gpus_per_run,
-                      max_retries=cfg.ray.max_retries)(train_one)
+    task = ray.remote(num_cpus=cfg.ray.cpus_per_run, num_gpus=cfg.ray.gpus_per_run, max_retries=cfg.ray.max_retries)(
+        train_one
+    )
     pending = {task.remote(cfg, r): i for i, r in enumerate(runs)}
     results: list[dict[str, Any] | None] = [None] * len(runs)
     while pending:
@@ -272,8 +300,12 @@ def run_proxies(cfg: ProxyConfig, runs: list[ProxyRun],
         except Exception as e:  # noqa: BLE001 -- RayTaskError, WorkerCrashedError, ...: reported per run
             cause = getattr(e, "cause", None) or e
             lines = str(cause).strip().splitlines() or [""]
-            results[i] = {"variant": runs[i].variant, "seed": runs[i].seed, "status": "failed",
-                          "error": f"{type(cause).__name__}: {lines[0][:300]}"}
+            results[i] = {
+                "variant": runs[i].variant,
+                "seed": runs[i].seed,
+                "status": "failed",
+                "error": f"{type(cause).__name__}: {lines[0][:300]}",
+            }
             log.warning("proxy run %s seed %d failed: %s", runs[i].variant, runs[i].seed, results[i]["error"])
         if on_result is not None:
             on_result(results[i])
@@ -299,8 +331,9 @@ class ProxyTrainer:
 
     def set_budget_factor(self, factor: int) -> None:
         """Later runs train ``factor`` times the configured steps (the judge's token escalation)."""
-        self.cfg = dataclasses.replace(self.cfg, train=dataclasses.replace(self.cfg.train,
-                                                                           steps=self.base_steps * factor))
+        self.cfg = dataclasses.replace(
+            self.cfg, train=dataclasses.replace(self.cfg.train, steps=self.base_steps * factor)
+        )
 
     def _runs(self, manifests: dict[str, str], dev_manifest: str, seeds=(0,)) -> list[ProxyRun]:
         return [ProxyRun(name, seed, path, dev_manifest) for name, path in manifests.items() for seed in seeds]
@@ -310,15 +343,29 @@ class ProxyTrainer:
         self.cfg = with_vocab(self.cfg, checked["vocab_size"])
         return checked
 
-    def run(self, manifests: dict[str, str], dev_manifest: str, seeds: tuple[int, ...],
-            on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    def run(
+        self,
+        manifests: dict[str, str],
+        dev_manifest: str,
+        seeds: tuple[int, ...],
+        on_result: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[dict[str, Any]]:
         runs = self._runs(manifests, dev_manifest, seeds)
-        log.info("judge: %d proxy runs (%d variants x %d seeds), %s tokens each", len(runs), len(manifests),
-                 len(seeds), f"{self.cfg.budget:,}")
+        log.info(
+            "judge: %d proxy runs (%d variants x %d seeds), %s tokens each",
+            len(runs),
+            len(manifests),
+            len(seeds),
+            f"{self.cfg.budget:,}",
+        )
         return run_proxies(self.cfg, runs, on_result)
 
     def describe(self) -> dict[str, Any]:
         from train.planner import total_params
 
-        return {"parameters": total_params(self.cfg.model), "budget_tokens": self.cfg.budget,
-                "steps": self.cfg.train.steps, "config": dataclasses.asdict(self.cfg)}
+        return {
+            "parameters": total_params(self.cfg.model),
+            "budget_tokens": self.cfg.budget,
+            "steps": self.cfg.train.steps,
+            "config": dataclasses.asdict(self.cfg),
+        }

@@ -57,8 +57,9 @@ def bind_listener(host: str) -> socket.socket:
     return sock
 
 
-def init_world(backend: str, rank: int, world_size: int, host: str, port: int, timeout: timedelta,
-               listen_fd: int | None = None) -> None:
+def init_world(
+    backend: str, rank: int, world_size: int, host: str, port: int, timeout: timedelta, listen_fd: int | None = None
+) -> None:
     """The default process group of ``world_size`` ranks over a ``TCPStore`` at ``host:port``.
     Rank 0 passes ``listen_fd``, a socket bound to ``host:port`` (``bind_listener``) whose
     ownership goes to the store (torch closes it when the group is destroyed); the other ranks
@@ -67,14 +68,15 @@ def init_world(backend: str, rank: int, world_size: int, host: str, port: int, t
         raise ValueError(f"rank {rank}: rank 0, and only rank 0, serves the store on listen_fd")
     if _is_backend_nccl(backend) and not any(k in os.environ for k in NCCL_ERROR_HANDLING):
         os.environ[NCCL_ERROR_HANDLING[0]] = "1"
-    store = dist.TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout,
-                          master_listen_fd=listen_fd)
+    store = dist.TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout, master_listen_fd=listen_fd)
     # The same key namespace as torch's env:// and tcp:// rendezvous.
-    dist.init_process_group(backend, store=dist.PrefixStore("default_pg", store), rank=rank,
-                            world_size=world_size, timeout=timeout)
+    dist.init_process_group(
+        backend, store=dist.PrefixStore("default_pg", store), rank=rank, world_size=world_size, timeout=timeout
+    )
 
 
 # --- Ray Train ------------------------------------------------------------------------------------
+
 
 def _bind_on_rank0() -> tuple[str, int]:
     """On rank 0's worker: bind the store's socket to this node's address; (address, port)."""
@@ -110,9 +112,14 @@ class _BoundStoreBackend(_TorchBackend):
         if not isinstance(worker_group, V1WorkerGroup):  # Train V1 sets them in on_training_start
             worker_group.execute(_set_torch_distributed_env_vars)
         world_size = len(worker_group)
-        ray.get([worker_group.execute_single_async(rank, _join_world, backend, rank, world_size, host, port,
-                                                   backend_config.timeout_s)
-                 for rank in range(world_size)])
+        ray.get(
+            [
+                worker_group.execute_single_async(
+                    rank, _join_world, backend, rank, world_size, host, port, backend_config.timeout_s
+                )
+                for rank in range(world_size)
+            ]
+        )
 
 
 @dataclass

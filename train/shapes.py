@@ -28,18 +28,18 @@ def padded_vocab(vocab_size: int, multiple: int) -> int:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int = 40_000       # tokenizer vocabulary (PanGu-α: 40,000 BPE tokens)
-    vocab_multiple: int = 128      # embedding rows are padded up to a multiple of this (Megatron's
-                                   # make-vocab-size-divisible-by); tp must divide the padded size
-    seq_len: int = 1024            # context length = rows of the position embeddings
-    n_layers: int = 24             # transformer blocks (the query layer is not counted)
-    dim: int = 1024                # hidden size
-    ffn_dim: int = 4096            # MLP inner size (4 · dim in GPT-3 and PanGu-α)
-    n_heads: int = 16              # attention heads; head size = dim / n_heads
-    query_layer: bool = True       # PanGu-α query layer on top of the blocks (§2.2.2)
-    dropout: float = 0.0           # embedding / residual / attention dropout (0 keeps runs deterministic)
+    vocab_size: int = 40_000  # tokenizer vocabulary (PanGu-α: 40,000 BPE tokens)
+    vocab_multiple: int = 128  # embedding rows are padded up to a multiple of this (Megatron's
+    # make-vocab-size-divisible-by); tp must divide the padded size
+    seq_len: int = 1024  # context length = rows of the position embeddings
+    n_layers: int = 24  # transformer blocks (the query layer is not counted)
+    dim: int = 1024  # hidden size
+    ffn_dim: int = 4096  # MLP inner size (4 · dim in GPT-3 and PanGu-α)
+    n_heads: int = 16  # attention heads; head size = dim / n_heads
+    query_layer: bool = True  # PanGu-α query layer on top of the blocks (§2.2.2)
+    dropout: float = 0.0  # embedding / residual / attention dropout (0 keeps runs deterministic)
     norm_eps: float = 1e-5
-    init_std: float = 0.02         # N(0, init_std) for weights; residual projections get / sqrt(2 L)
+    init_std: float = 0.02  # N(0, init_std) for weights; residual projections get / sqrt(2 L)
 
     def __post_init__(self):
         for name in ("vocab_size", "vocab_multiple", "seq_len", "n_layers", "dim", "ffn_dim", "n_heads"):
@@ -71,8 +71,7 @@ class ModelConfig:
 
 # The released MindSpore code runs 2.6B with 32 heads; Table 1 lists 40, which we follow.
 PRESETS: dict[str, ModelConfig] = {
-    "debug": ModelConfig(vocab_size=1001, vocab_multiple=8, seq_len=16, n_layers=4, dim=32,
-                         ffn_dim=64, n_heads=4),
+    "debug": ModelConfig(vocab_size=1001, vocab_multiple=8, seq_len=16, n_layers=4, dim=32, ffn_dim=64, n_heads=4),
     "350M": ModelConfig(n_layers=24, dim=1024, ffn_dim=4096, n_heads=16),
     "2.6B": ModelConfig(n_layers=32, dim=2560, ffn_dim=10240, n_heads=40),
     "13B": ModelConfig(n_layers=40, dim=5120, ffn_dim=20480, n_heads=40),

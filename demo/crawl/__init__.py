@@ -27,25 +27,46 @@ from pathlib import Path
 from .files import OutFile, choose_compression, render_files, write_crawl
 from .layout import Chunk, layout_files
 from .manifest import build_manifest, count_classes, labels_tsv
-from .model import (AD_KEYWORDS_FILE, CHARSETS, GENERATOR_VERSION, KINDS, MIB, SENSITIVE_DIR,
-                    SITES, Charset, Doc, Site)
+from .model import AD_KEYWORDS_FILE, CHARSETS, GENERATOR_VERSION, KINDS, MIB, SENSITIVE_DIR, SITES, Charset, Doc, Site
 from .plan import plan_documents
 from .words import TermMatcher, WordLists, read_word_lists
 
 __all__ = [
-    "AD_KEYWORDS_FILE", "CHARSETS", "GENERATOR_VERSION", "KINDS", "SENSITIVE_DIR", "SITES",
-    "Charset", "Chunk", "Doc", "OutFile", "Site", "TermMatcher", "WordLists",
-    "build_demo_crawl", "build_manifest", "choose_compression", "count_classes", "layout_files",
-    "plan_documents", "read_word_lists", "render_files",
+    "AD_KEYWORDS_FILE",
+    "CHARSETS",
+    "GENERATOR_VERSION",
+    "KINDS",
+    "SENSITIVE_DIR",
+    "SITES",
+    "Charset",
+    "Chunk",
+    "Doc",
+    "OutFile",
+    "Site",
+    "TermMatcher",
+    "WordLists",
+    "build_demo_crawl",
+    "build_manifest",
+    "choose_compression",
+    "count_classes",
+    "layout_files",
+    "plan_documents",
+    "read_word_lists",
+    "render_files",
 ]
 
 log = logging.getLogger("zhcorpus")
 
 
-def build_demo_crawl(out_dir: str | Path, seed: int = 0, min_mb: float = 20.0,
-                     max_docs: int | None = None, big_line_mb: float = 10.0,
-                     ad_keywords_file: str | Path = AD_KEYWORDS_FILE,
-                     sensitive_dir: str | Path = SENSITIVE_DIR) -> dict:
+def build_demo_crawl(
+    out_dir: str | Path,
+    seed: int = 0,
+    min_mb: float = 20.0,
+    max_docs: int | None = None,
+    big_line_mb: float = 10.0,
+    ad_keywords_file: str | Path = AD_KEYWORDS_FILE,
+    sensitive_dir: str | Path = SENSITIVE_DIR,
+) -> dict:
     """Write the demo crawl to out_dir (replacing an earlier one) and return its manifest.
 
     max_docs caps the Chinese source pages (None: all ~8,700); min_mb (MiB) is reached by leaving
@@ -60,6 +81,11 @@ def build_demo_crawl(out_dir: str | Path, seed: int = 0, min_mb: float = 20.0,
     manifest = build_manifest(files, all_docs, lists, params)
     names = {f.chunk.stem: f.name for f in files}
     write_crawl(Path(out_dir), files, manifest, labels_tsv(all_docs, names))
-    log.info("demo crawl: %d records in %d files, %.1f MiB -> %s",
-             len(all_docs), len(files), manifest["total_bytes"] / MIB, out_dir)
+    log.info(
+        "demo crawl: %d records in %d files, %.1f MiB -> %s",
+        len(all_docs),
+        len(files),
+        manifest["total_bytes"] / MIB,
+        out_dir,
+    )
     return manifest

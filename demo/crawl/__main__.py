@@ -29,21 +29,37 @@ log = logging.getLogger("zhcorpus")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m demo.crawl", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m demo.crawl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--output", required=True, help="crawl directory to (re)create, e.g. data/demo_crawl")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default: %(default)s)")
-    p.add_argument("--min-mb", type=float, default=20.0,
-                   help="least total size in MiB, reached by leaving more WARC/JSONL files "
-                        "uncompressed, never by repeating text (default: %(default)s)")
-    p.add_argument("--max-docs", type=int, default=None,
-                   help="cap on Chinese source pages, for small test crawls (default: all, ~7,000)")
-    p.add_argument("--big-line-mb", type=float, default=10.0,
-                   help="size in MiB of the single huge JSONL line (default: %(default)s)")
-    p.add_argument("--ad-keywords", type=Path, default=AD_KEYWORDS_FILE,
-                   help="ad keyword list (default: %(default)s)")
-    p.add_argument("--sensitive-dir", type=Path, default=SENSITIVE_DIR,
-                   help="directory of sensitive-word lists *.txt (default: %(default)s)")
+    p.add_argument(
+        "--min-mb",
+        type=float,
+        default=20.0,
+        help="least total size in MiB, reached by leaving more WARC/JSONL files "
+        "uncompressed, never by repeating text (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-docs",
+        type=int,
+        default=None,
+        help="cap on Chinese source pages, for small test crawls (default: all, ~7,000)",
+    )
+    p.add_argument(
+        "--big-line-mb",
+        type=float,
+        default=10.0,
+        help="size in MiB of the single huge JSONL line (default: %(default)s)",
+    )
+    p.add_argument("--ad-keywords", type=Path, default=AD_KEYWORDS_FILE, help="ad keyword list (default: %(default)s)")
+    p.add_argument(
+        "--sensitive-dir",
+        type=Path,
+        default=SENSITIVE_DIR,
+        help="directory of sensitive-word lists *.txt (default: %(default)s)",
+    )
     return p.parse_args(argv)
 
 
@@ -51,16 +67,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging()
     start = time.perf_counter()
-    manifest = build_demo_crawl(args.output, seed=args.seed, min_mb=args.min_mb,
-                                max_docs=args.max_docs, big_line_mb=args.big_line_mb,
-                                ad_keywords_file=args.ad_keywords, sensitive_dir=args.sensitive_dir)
+    manifest = build_demo_crawl(
+        args.output,
+        seed=args.seed,
+        min_mb=args.min_mb,
+        max_docs=args.max_docs,
+        big_line_mb=args.big_line_mb,
+        ad_keywords_file=args.ad_keywords,
+        sensitive_dir=args.sensitive_dir,
+    )
     counts = manifest["counts"]
     log.info("documents per format: %s", counts["documents"])
     for group in ("content", "broken"):
         log.info("%s: %s", group, {k: v["total"] for k, v in counts[group].items()})
     log.info("charsets (WARC): %s", counts["charset"])
-    log.info("wrote %.1f MiB in %d files to %s in %.1f s", manifest["total_bytes"] / (1 << 20),
-             len(manifest["files"]), args.output, time.perf_counter() - start)
+    log.info(
+        "wrote %.1f MiB in %d files to %s in %.1f s",
+        manifest["total_bytes"] / (1 << 20),
+        len(manifest["files"]),
+        args.output,
+        time.perf_counter() - start,
+    )
     return 0
 
 

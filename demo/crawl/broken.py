@@ -11,8 +11,14 @@ import re
 
 from .model import SITES, Doc
 
-JSONL_BROKEN = ("invalid_json", "missing_text", "empty_text", "lone_surrogate", "nul_chars",
-                "nul_chars")  # planted in the first JSONL file
+JSONL_BROKEN = (
+    "invalid_json",
+    "missing_text",
+    "empty_text",
+    "lone_surrogate",
+    "nul_chars",
+    "nul_chars",
+)  # planted in the first JSONL file
 
 
 def _breakable(docs: list[Doc], k: int, rng: random.Random) -> list[Doc]:
@@ -32,10 +38,13 @@ def plant_warc(chunks: list[list[Doc]], rng: random.Random) -> None:
     (bad_length,) = _breakable(second, 1, rng)
     bad_length.kind, bad_length.defect = "malformed_warc_header", "bad_length"
     site = SITES["news"][0]
-    first.insert(rng.randint(0, len(first)), Doc("", [], "web", site, kind="empty_body",
-                                                 fmt="warc", charset="utf8_header"))
-    second.insert(rng.randint(0, len(second)), Doc("", [], "web", site, kind="binary_garbage",
-                                                   fmt="warc", charset="binary_garbage"))
+    first.insert(
+        rng.randint(0, len(first)), Doc("", [], "web", site, kind="empty_body", fmt="warc", charset="utf8_header")
+    )
+    second.insert(
+        rng.randint(0, len(second)),
+        Doc("", [], "web", site, kind="binary_garbage", fmt="warc", charset="binary_garbage"),
+    )
     (victim,) = _breakable(last, 1, rng)
     last.remove(victim)
     last.append(victim)
@@ -51,8 +60,10 @@ def data_dump_rows(rng: random.Random, target_bytes: int) -> list[str]:
     """Stock-quote rows whose JSON-escaped text reaches target_bytes (the big_line record)."""
     rows, size = [], 0
     while size < target_bytes:
-        row = (f"代码{rng.randrange(600000, 605000)} 价格{rng.uniform(2, 200):.2f} "
-               f"涨跌{rng.uniform(-10, 10):+.2f}% 成交{rng.randrange(100, 10 ** 6)}手")
+        row = (
+            f"代码{rng.randrange(600000, 605000)} 价格{rng.uniform(2, 200):.2f} "
+            f"涨跌{rng.uniform(-10, 10):+.2f}% 成交{rng.randrange(100, 10**6)}手"
+        )
         rows.append(row)
         size += len(row.encode("utf-8")) + 2  # + the escaped newline
     return rows

@@ -66,8 +66,9 @@ def choose_compression(files: list[OutFile], min_bytes: int) -> None:
     """Everything that may be compressed is, unless the crawl would fall short of min_bytes: then
     the files that gain most are left plain, one by one (never by repeating text)."""
     total = sum(len(f.data()) for f in files)
-    candidates = sorted((f for f in files if f.chunk.compress == "prefer"),
-                        key=lambda f: (len(f.gz) - f.plain_size, f.chunk.stem))
+    candidates = sorted(
+        (f for f in files if f.chunk.compress == "prefer"), key=lambda f: (len(f.gz) - f.plain_size, f.chunk.stem)
+    )
     for f in candidates:
         if total >= min_bytes:
             break
@@ -88,7 +89,6 @@ def write_crawl(out_dir: Path, files: list[OutFile], manifest: dict, labels: byt
         (tmp / f.name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / f.name).write_bytes(f.data())
     (tmp / "labels.tsv").write_bytes(labels)
-    (tmp / "MANIFEST.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n",
-                                       encoding="utf-8")
+    (tmp / "MANIFEST.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)

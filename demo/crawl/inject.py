@@ -12,20 +12,38 @@ from dataclasses import replace
 from .model import SITES, Doc
 from .words import WordLists, matcher
 
-NAV_LINES = ("首页 | 新闻 | 体育 | 娱乐 | 财经 | 科技", "当前位置：首页 > 新闻中心 > 正文",
-             "首页 >> 国内新闻", "上一页 下一页 返回顶部", "[首页] [上一页] 1 2 3 4 5 [下一页] [尾页]",
-             "您现在的位置：首页 > 资讯 > 详细内容")
-AD_TEMPLATES = ("【推广】{kws}，热线：400-{a}-{b}", "{kws}！名额有限，详见官网 www.{site}.com",
-                "{kws}，微信号：{site}{a}")
-SPAM_SERVICES = (("搬家公司", "banjia"), ("开锁换锁", "kaisuo"), ("管道疏通", "shutong"),
-                 ("空调维修", "kongtiao"), ("保洁公司", "baojie"), ("代理记账", "jizhang"),
-                 ("网站建设", "jianzhan"), ("装修公司", "zhuangxiu"), ("二手车回收", "ershouche"))
+NAV_LINES = (
+    "首页 | 新闻 | 体育 | 娱乐 | 财经 | 科技",
+    "当前位置：首页 > 新闻中心 > 正文",
+    "首页 >> 国内新闻",
+    "上一页 下一页 返回顶部",
+    "[首页] [上一页] 1 2 3 4 5 [下一页] [尾页]",
+    "您现在的位置：首页 > 资讯 > 详细内容",
+)
+AD_TEMPLATES = (
+    "【推广】{kws}，热线：400-{a}-{b}",
+    "{kws}！名额有限，详见官网 www.{site}.com",
+    "{kws}，微信号：{site}{a}",
+)
+SPAM_SERVICES = (
+    ("搬家公司", "banjia"),
+    ("开锁换锁", "kaisuo"),
+    ("管道疏通", "shutong"),
+    ("空调维修", "kongtiao"),
+    ("保洁公司", "baojie"),
+    ("代理记账", "jizhang"),
+    ("网站建设", "jianzhan"),
+    ("装修公司", "zhuangxiu"),
+    ("二手车回收", "ershouche"),
+)
 SPAM_CITIES = ("北京", "上海", "广州", "深圳", "杭州", "成都", "武汉", "南京", "西安", "重庆")
 SPAM_DISTRICTS = ("朝阳", "海淀", "东城", "西城", "丰台", "浦东", "天河", "南山", "西湖", "武侯")
-SPAM_LINES = ("{kw} {kw}电话 {kw}哪家好 {kw}价格 {phone}",
-              "{city}{district}{svc}，{kw}，专业{svc}，电话：{phone}",
-              "{kw}24小时上门服务 www.{slug}{n}.com {phone}",
-              "热门搜索：{kw} {city}{svc}电话 {city}便宜{svc} {kw}收费标准 {kw}公司")
+SPAM_LINES = (
+    "{kw} {kw}电话 {kw}哪家好 {kw}价格 {phone}",
+    "{city}{district}{svc}，{kw}，专业{svc}，电话：{phone}",
+    "{kw}24小时上门服务 www.{slug}{n}.com {phone}",
+    "热门搜索：{kw} {city}{svc}电话 {city}便宜{svc} {kw}收费标准 {kw}公司",
+)
 SYMBOL_RUN = "★☆■□◆◇●○▲△※"
 CONTROL_CHARS = ("\x07", "\x08", "\x1b", "\x7f")
 ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\ufeff")
@@ -37,8 +55,11 @@ def _make_advertisement(doc: Doc, rng: random.Random, lists: WordLists) -> None:
     cut = rng.randint(1, len(kws) - 2)
     for group in (kws[:cut], kws[cut:]):
         line = rng.choice(AD_TEMPLATES).format(
-            kws="，".join(group), a=rng.randint(100, 999), b=rng.randint(1000, 9999),
-            site=rng.choice(("vip", "shop", "tuan", "mall")) + str(rng.randint(10, 99)))
+            kws="，".join(group),
+            a=rng.randint(100, 999),
+            b=rng.randint(1000, 9999),
+            site=rng.choice(("vip", "shop", "tuan", "mall")) + str(rng.randint(10, 99)),
+        )
         doc.paras.insert(rng.randint(len(doc.paras) // 2, len(doc.paras)), line)
 
 
@@ -87,7 +108,7 @@ def _make_nav_bar(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
 
 def _make_short(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
     doc.title = doc.title[:30]
-    doc.paras = [doc.paras[0][:rng.randint(30, 100)]]
+    doc.paras = [doc.paras[0][: rng.randint(30, 100)]]
 
 
 def _make_duplicated_paragraphs(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
@@ -99,9 +120,13 @@ def _make_duplicated_paragraphs(doc: Doc, rng: random.Random, _lists: WordLists)
 
 
 def _make_special_symbols(doc: Doc, rng: random.Random, _lists: WordLists) -> None:
-    runs = ["".join(rng.choice(SYMBOL_RUN) for _ in range(rng.randint(4, 12))),
-            "".join(chr(0xE000 + rng.randrange(256)) for _ in range(rng.randint(1, 4))),
-            rng.choice(CONTROL_CHARS), rng.choice(ZERO_WIDTH), rng.choice(ZERO_WIDTH)]
+    runs = [
+        "".join(rng.choice(SYMBOL_RUN) for _ in range(rng.randint(4, 12))),
+        "".join(chr(0xE000 + rng.randrange(256)) for _ in range(rng.randint(1, 4))),
+        rng.choice(CONTROL_CHARS),
+        rng.choice(ZERO_WIDTH),
+        rng.choice(ZERO_WIDTH),
+    ]
     for run in runs:
         i = rng.randrange(len(doc.paras))
         pos = rng.randint(0, len(doc.paras[i]))
@@ -110,10 +135,15 @@ def _make_special_symbols(doc: Doc, rng: random.Random, _lists: WordLists) -> No
 
 
 INJECTORS = {
-    "advertisement": _make_advertisement, "sensitive_many": _make_sensitive_many,
-    "sensitive_borderline": _make_sensitive_borderline, "traditional": _make_traditional,
-    "nav_bar": _make_nav_bar, "title_only": _make_title_only, "short": _make_short,
-    "duplicated_paragraphs": _make_duplicated_paragraphs, "special_symbols": _make_special_symbols,
+    "advertisement": _make_advertisement,
+    "sensitive_many": _make_sensitive_many,
+    "sensitive_borderline": _make_sensitive_borderline,
+    "traditional": _make_traditional,
+    "nav_bar": _make_nav_bar,
+    "title_only": _make_title_only,
+    "short": _make_short,
+    "duplicated_paragraphs": _make_duplicated_paragraphs,
+    "special_symbols": _make_special_symbols,
 }
 ELIGIBLE = {
     "traditional": lambda d: d.source == "news",
@@ -128,7 +158,7 @@ def near_copy(doc: Doc, rng: random.Random) -> Doc:
     for _ in range(rng.randint(2, 4)):
         i = rng.choice([k for k, p in enumerate(paras) if len(p) > 20])
         pos = rng.randrange(1, len(paras[i]) - 1)
-        paras[i] = paras[i][:pos] + rng.choice(("", "的", "了", "，")) + paras[i][pos + 1:]
+        paras[i] = paras[i][:pos] + rng.choice(("", "的", "了", "，")) + paras[i][pos + 1 :]
     paras.append(f"（责任编辑：{rng.choice(EDITORS)}）")
     others = [s for s in SITES[doc.source] if s != doc.site] or [doc.site]
     return replace(doc, paras=paras, kind="near_duplicate", origin=doc, site=rng.choice(others))
@@ -137,9 +167,11 @@ def near_copy(doc: Doc, rng: random.Random) -> Doc:
 def spam_page(rng: random.Random) -> Doc:
     """A keyword-stuffed local-services page of 15-40 template lines."""
     (svc, slug), city = rng.choice(SPAM_SERVICES), rng.choice(SPAM_CITIES)
-    kw, phone = city + svc, f"1{rng.choice('3589')}{rng.randrange(10 ** 9):09d}"
-    lines = [rng.choice(SPAM_LINES).format(kw=kw, city=city, svc=svc, slug=slug, phone=phone,
-                                           district=rng.choice(SPAM_DISTRICTS), n=rng.randint(1, 99))
-             for _ in range(rng.randint(15, 40))]
-    return Doc(f"{kw}电话_{kw}哪家好_{kw}价格", lines, "web", rng.choice(SITES["spam"]),
-               kind="spam")
+    kw, phone = city + svc, f"1{rng.choice('3589')}{rng.randrange(10**9):09d}"
+    lines = [
+        rng.choice(SPAM_LINES).format(
+            kw=kw, city=city, svc=svc, slug=slug, phone=phone, district=rng.choice(SPAM_DISTRICTS), n=rng.randint(1, 99)
+        )
+        for _ in range(rng.randint(15, 40))
+    ]
+    return Doc(f"{kw}电话_{kw}哪家好_{kw}价格", lines, "web", rng.choice(SITES["spam"]), kind="spam")

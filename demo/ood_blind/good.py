@@ -72,16 +72,24 @@ def dictionary_documents(rng: random.Random) -> list[dict]:
         layout = rng.randrange(3)
         head = [f"{radical}部 第{seen[radical]}页（本页{len(rows)}字，按笔画排列）", ""]
         body = [line for char, _, d in rows for line in _entry(char, d, layout) + ([""] if layout != 1 else [])]
-        docs.append({"title": f"部首“{radical}”的汉字 - 在线字典", "text": "\n".join(head + body).strip(),
-                     "source": _source("dictionary"), "family": "dictionary"})
+        docs.append(
+            {
+                "title": f"部首“{radical}”的汉字 - 在线字典",
+                "text": "\n".join(head + body).strip(),
+                "source": _source("dictionary"),
+                "family": "dictionary",
+            }
+        )
     return docs
 
 
-SAYING_INTROS = ("歇后语是汉语里一种短小、风趣、形象的语句，由前后两部分组成：前一部分像谜面，后一部分像谜底。",
-                 "下面整理了一组常见的歇后语，前半句打比方，后半句点明意思，读来朗朗上口。",
-                 "歇后语来自群众的日常口语，说的时候往往只说前半截，听的人自然会意。本页按拼音顺序排列。",
-                 "这些歇后语多用于口头表达和写作润色，适合语文学习时积累。",
-                 None)
+SAYING_INTROS = (
+    "歇后语是汉语里一种短小、风趣、形象的语句，由前后两部分组成：前一部分像谜面，后一部分像谜底。",
+    "下面整理了一组常见的歇后语，前半句打比方，后半句点明意思，读来朗朗上口。",
+    "歇后语来自群众的日常口语，说的时候往往只说前半截，听的人自然会意。本页按拼音顺序排列。",
+    "这些歇后语多用于口头表达和写作润色，适合语文学习时积累。",
+    None,
+)
 SAYING_DASHES = ("──", "——", "—", " - ")
 
 
@@ -89,13 +97,19 @@ def sayings_documents(rng: random.Random) -> list[dict]:
     rows = [line.split("\t") for line in _read("sayings").splitlines()]
     docs = []
     for k in range(0, len(rows), SAYINGS_PER_PAGE):
-        page = rows[k:k + SAYINGS_PER_PAGE]
+        page = rows[k : k + SAYINGS_PER_PAGE]
         dash, intro = rng.choice(SAYING_DASHES), rng.choice(SAYING_INTROS)
         numbered = rng.random() < 0.4
         lines = [f"{f'{i}. ' if numbered else ''}{a}{dash}{b}" for i, (a, b) in enumerate(page, 1)]
         head = [f"歇后语大全（{page[0][0][0]}—{page[-1][0][0]}）" + (f"：{intro}" if intro else ""), ""]
-        docs.append({"title": f"歇后语大全 第{k // SAYINGS_PER_PAGE + 1}辑", "text": "\n".join(head + lines),
-                     "source": _source("sayings"), "family": "sayings"})
+        docs.append(
+            {
+                "title": f"歇后语大全 第{k // SAYINGS_PER_PAGE + 1}辑",
+                "text": "\n".join(head + lines),
+                "source": _source("sayings"),
+                "family": "sayings",
+            }
+        )
     return docs
 
 
@@ -137,15 +151,25 @@ def poetry_documents(rng: random.Random) -> list[dict]:
         i = 0
         while i < len(poems):
             n = rng.randint(*POEMS_PER_PAGE)
-            page, i = poems[i:i + n], i + n
+            page, i = poems[i : i + n], i + n
             by_clause = rng.random() < 0.5
             body = []
             for p in page:
                 body += [f"《{p['title']}》", p["author"] or "（今人新作）"] + _poem_lines(p["text"], by_clause) + [""]
-            docs.append({"title": f"古诗词选读·{topic}", "text": "\n".join([f"{topic}主题诗词", ""] + body).strip(),
-                         "source": _source("poetry"), "family": "poetry"})
+            docs.append(
+                {
+                    "title": f"古诗词选读·{topic}",
+                    "text": "\n".join([f"{topic}主题诗词", ""] + body).strip(),
+                    "source": _source("poetry"),
+                    "family": "poetry",
+                }
+            )
     return docs
 
 
-GENRES = {"dictionary": dictionary_documents, "sayings": sayings_documents, "qa": qa_documents,
-          "poetry": poetry_documents}
+GENRES = {
+    "dictionary": dictionary_documents,
+    "sayings": sayings_documents,
+    "qa": qa_documents,
+    "poetry": poetry_documents,
+}

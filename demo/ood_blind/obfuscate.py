@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 
 # Contact words and their street spellings (homophones, look-alikes, letters).
-CONTACT = {"微信": ("薇信", "威信", "VX", "vx", "V信", "徽信", "wei信", "卫星"),
-           "QQ": ("扣扣", "企鹅", "Q群", "qq"),
-           "加我": ("+我", "家我", "嘉我", "➕我"),
-           "电话": ("电话", "Tel", "☎", "电 话"),
-           "联系": ("联糸", "联係", "连系", "联xi")}
+CONTACT = {
+    "微信": ("薇信", "威信", "VX", "vx", "V信", "徽信", "wei信", "卫星"),
+    "QQ": ("扣扣", "企鹅", "Q群", "qq"),
+    "加我": ("+我", "家我", "嘉我", "➕我"),
+    "电话": ("电话", "Tel", "☎", "电 话"),
+    "联系": ("联糸", "联係", "连系", "联xi"),
+}
 SEPARATORS = ("-", "·", "|", "/", "*", "_", " ", "♥", "※", ".")
 EMOJI = "🔥💰🎁✅👉💯🚀📈⭐❤️🧧💎🎉⚡👍🈵🆓📢🔞🤑"
 FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
@@ -46,8 +48,9 @@ def contact_word(word: str, rng: random.Random) -> str:
 
 def handle(rng: random.Random) -> str:
     """A made-up messenger id: letters and digits, the digits sometimes full-width."""
-    s = rng.choice(("kf", "vip", "a", "xx", "hao", "zz", "bb", "yy", "qwe", "mm")) + \
-        "".join(rng.choice("0123456789") for _ in range(rng.randint(4, 8)))
+    s = rng.choice(("kf", "vip", "a", "xx", "hao", "zz", "bb", "yy", "qwe", "mm")) + "".join(
+        rng.choice("0123456789") for _ in range(rng.randint(4, 8))
+    )
     return fullwidth_digits(s) if rng.random() < 0.3 else s
 
 

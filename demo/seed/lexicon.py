@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-NOUN_MIN_FREQ = 300   # jieba frequency floor for a common noun (tag n): ~6,000 words (ours)
+NOUN_MIN_FREQ = 300  # jieba frequency floor for a common noun (tag n): ~6,000 words (ours)
 PLACE_MIN_FREQ = 100  # for a place name (tag ns): ~1,900 words (ours)
 MIN_LEN, MAX_LEN = 2, 4
 

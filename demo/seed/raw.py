@@ -45,8 +45,11 @@ def crawl_fingerprint(crawl_dir: str | Path) -> dict:
     if not manifest.is_file():
         return {"path": str(crawl_dir), "manifest_sha256": None}
     data = manifest.read_bytes()
-    return {"path": str(crawl_dir), "seed": json.loads(data).get("seed"),
-            "manifest_sha256": hashlib.sha256(data).hexdigest()}
+    return {
+        "path": str(crawl_dir),
+        "seed": json.loads(data).get("seed"),
+        "manifest_sha256": hashlib.sha256(data).hexdigest(),
+    }
 
 
 def load_reference(path: str | Path | None) -> tuple[list[dict], dict]:
@@ -60,8 +63,11 @@ def load_reference(path: str | Path | None) -> tuple[list[dict], dict]:
         data = Path(path).read_bytes()
         docs = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         where = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest()}
-    docs = [{"id": d.get("id", ""), "text": d["text"], "genre": d.get("genre") or d.get("source") or "unknown"}
-            for d in docs if (d.get("text") or "").strip()]
+    docs = [
+        {"id": d.get("id", ""), "text": d["text"], "genre": d.get("genre") or d.get("source") or "unknown"}
+        for d in docs
+        if (d.get("text") or "").strip()
+    ]
     if not docs:
         raise ValueError(f"reference corpus {where['path']} has no documents with text")
     genres: dict[str, int] = {}

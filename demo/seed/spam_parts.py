@@ -8,8 +8,19 @@ import random
 from collections.abc import Callable
 
 from demo.seed.lexicon import lexicon
-from demo.seed.spam_words import (CN_DIGITS, DOMAINS, GOODS, PHONE, PLACES, PRODUCTS, QQ, SURNAMES, TITLES,
-                                  TRADES, WECHAT)
+from demo.seed.spam_words import (
+    CN_DIGITS,
+    DOMAINS,
+    GOODS,
+    PHONE,
+    PLACES,
+    PRODUCTS,
+    QQ,
+    SURNAMES,
+    TITLES,
+    TRADES,
+    WECHAT,
+)
 
 FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 SEPARATORS = ("_", "-", "|", "，", " ", "、", "——", "/", "｜", "丨", "·", "◆", "▏", "  ")
@@ -28,9 +39,9 @@ def number(rng: random.Random, digits: str) -> str:
     if style == "dash" and len(digits) == 11:
         return f"{digits[:3]}-{digits[3:7]}-{digits[7:]}"
     if style == "space":
-        return " ".join(digits[i:i + 4] for i in range(0, len(digits), 4))
+        return " ".join(digits[i : i + 4] for i in range(0, len(digits), 4))
     if style == "dot":
-        return ".".join(digits[i:i + 3] for i in range(0, len(digits), 3))
+        return ".".join(digits[i : i + 3] for i in range(0, len(digits), 3))
     if style == "wide":
         return digits.translate(FULL_WIDTH)
     if style == "han":
@@ -41,12 +52,12 @@ def number(rng: random.Random, digits: str) -> str:
 
 
 def mobile(rng: random.Random) -> str:
-    return f"1{rng.choice('3456789')}{rng.randrange(10 ** 9):09d}"
+    return f"1{rng.choice('3456789')}{rng.randrange(10**9):09d}"
 
 
 def _handle(rng: random.Random) -> str:
     letters = "".join(rng.choice("abcdefghjkmnpqrstwxyz") for _ in range(rng.randint(2, 6)))
-    return rng.choice((number(rng, mobile(rng)), f"{letters}{rng.randrange(10 ** 3, 10 ** 8)}", letters + "_" + letters))
+    return rng.choice((number(rng, mobile(rng)), f"{letters}{rng.randrange(10**3, 10**8)}", letters + "_" + letters))
 
 
 def wechat_label(rng: random.Random) -> str:
@@ -63,7 +74,7 @@ def contact(rng: random.Random) -> str:
         return f"{rng.choice(PHONE)}{colon}{number(rng, mobile(rng))}"
     if roll < 0.75:
         return f"{rng.choice(('联系', '', '找我', '搜'))}{wechat_label(rng)}{colon}{_handle(rng)}"
-    return f"{rng.choice(QQ)}{colon}{number(rng, str(rng.randrange(10 ** 5, 10 ** 10)))}"
+    return f"{rng.choice(QQ)}{colon}{number(rng, str(rng.randrange(10**5, 10**10)))}"
 
 
 def domain(rng: random.Random) -> str:

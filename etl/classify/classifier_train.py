@@ -29,8 +29,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.runtime.publish import publish_dir
-from filters.classify import (META_FILE, MODEL_FILE, TrainParams, binary_metrics, preprocess_metadata,
-                              choose_threshold, fasttext_line, positive_probs, preprocess, sha256_file, train_fasttext)
+from filters.classify import (
+    META_FILE,
+    MODEL_FILE,
+    TrainParams,
+    binary_metrics,
+    choose_threshold,
+    fasttext_line,
+    positive_probs,
+    preprocess,
+    preprocess_metadata,
+    sha256_file,
+    train_fasttext,
+)
 
 log = logging.getLogger("zhcorpus")
 DEFAULT_LABELS = {"spam": ("ham", "spam"), "quality": ("lq", "hq")}
@@ -40,6 +51,7 @@ BOUNDARY = 0.5  # P(positive) where a model trained on balanced labels changes i
 @dataclass(frozen=True)
 class ClassifierTrainingConfig:
     """The ``classifier`` section of jobs.train_classifier."""
+
     kind: Literal["spam", "quality"] = "spam"
     labels: tuple[str, ...] = ()  # (negative, positive); () = ("ham", "spam") or ("lq", "hq") by kind
     valid_fraction: float = 0.2  # held out by a hash of the text (ours)
@@ -93,8 +105,9 @@ def prepared_rows(df: DataFrame, cfg: ClassifierTrainingConfig) -> DataFrame:
     def prep(batches):
         for b in batches:
             texts = [preprocess(t) if t else None for t in b.column("text").to_pylist()]
-            yield pa.RecordBatch.from_arrays([b.column("split"), b.column("label"), pa.array(texts, pa.string())],
-                                             schema=schema)
+            yield pa.RecordBatch.from_arrays(
+                [b.column("split"), b.column("label"), pa.array(texts, pa.string())], schema=schema
+            )
 
     return df.select("split", "label", "text").mapInArrow(prep, "split string, label string, text string")
 
@@ -131,8 +144,7 @@ def _collect(rows: DataFrame, neg: str, pos: str, seed: int) -> _Splits:
     return s
 
 
-def keep_reference_threshold(probs: np.ndarray, truth: np.ndarray, keep_share: float,
-                             good_is_positive: bool) -> float:
+def keep_reference_threshold(probs: np.ndarray, truth: np.ndarray, keep_share: float, good_is_positive: bool) -> float:
     """The threshold on P(positive) that keeps at least ``keep_share`` of the good documents and
     removes as many others as that allows. ``truth``: True for the positive label. Good documents
     are the positives when ``good_is_positive`` (kept iff p >= t), else the negatives (kept iff
@@ -163,13 +175,18 @@ def decide_threshold(probs: np.ndarray, truth: np.ndarray, cfg: ClassifierTraini
     pred = probs >= t
     good = truth == good_is_positive
     kept = pred[good] if good_is_positive else ~pred[good]
-    return {"threshold": t, **binary_metrics(pred, truth), "good_kept": round(float(kept.mean()), 4),
-            "rule_threshold": chosen,
-            "f1_threshold": {k: best[k] for k in ("threshold", "precision", "recall", "f1")}}
+    return {
+        "threshold": t,
+        **binary_metrics(pred, truth),
+        "good_kept": round(float(kept.mean()), 4),
+        "rule_threshold": chosen,
+        "f1_threshold": {k: best[k] for k in ("threshold", "precision", "recall", "f1")},
+    }
 
 
-def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
-                     extra_meta: dict[str, Any]) -> dict[str, Any]:
+def train_classifier(
+    df: DataFrame, cfg: ClassifierTrainingConfig, output: str, extra_meta: dict[str, Any]
+) -> dict[str, Any]:
     """Train on ``df`` (text, label) and publish ``output``; returns the metadata."""
     neg, pos = cfg.label_pair
     t0 = time.monotonic()
@@ -183,17 +200,28 @@ def train_classifier(df: DataFrame, cfg: ClassifierTrainingConfig, output: str,
     with publish_dir(output, overwrite=True) as staging:
         model.save_model(staging.path(MODEL_FILE))
         meta = {
-            "kind": cfg.kind, "labels": [neg, pos], "positive_label": pos,
+            "kind": cfg.kind,
+            "labels": [neg, pos],
+            "positive_label": pos,
             "sha256": sha256_file(staging.path(MODEL_FILE)),
             **preprocess_metadata(),  # the segmenter too: a worker loading the model skips the parity check
             "threshold": metrics["threshold"],
             "threshold_rule": cfg.threshold_rule,
             **({"keep_share": cfg.keep_share} if cfg.threshold_rule == "keep_reference" else {}),
-            "within_boundary": cfg.within_boundary, "rule_threshold": metrics["rule_threshold"],
-            "validation": {"precision": metrics["precision"], "recall": metrics["recall"], "f1": metrics["f1"],
-                           "at_threshold": metrics["threshold"], "documents": len(s.valid_truth),
-                           "good_kept": metrics["good_kept"], "f1_threshold": metrics["f1_threshold"]},
-            "counts": s.counts, "lr_used": lr_used, "train_seconds": round(time.monotonic() - t0, 1),
+            "within_boundary": cfg.within_boundary,
+            "rule_threshold": metrics["rule_threshold"],
+            "validation": {
+                "precision": metrics["precision"],
+                "recall": metrics["recall"],
+                "f1": metrics["f1"],
+                "at_threshold": metrics["threshold"],
+                "documents": len(s.valid_truth),
+                "good_kept": metrics["good_kept"],
+                "f1_threshold": metrics["f1_threshold"],
+            },
+            "counts": s.counts,
+            "lr_used": lr_used,
+            "train_seconds": round(time.monotonic() - t0, 1),
             **extra_meta,
         }
         staging.write_text(META_FILE, json.dumps(meta, indent=2, ensure_ascii=False))

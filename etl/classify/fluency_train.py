@@ -31,8 +31,20 @@ from etl.classify.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
 from filters.classify import sha256_file
-from filters.fluency import (MAX_CHARS, NEWLINE, PERCENTILES_FILE, SPECIALS, FluencyModel, batch_counts, char_counts,
-                             check_radix, choose_vocab, normalise, slices, vocab_table)
+from filters.fluency import (
+    MAX_CHARS,
+    NEWLINE,
+    PERCENTILES_FILE,
+    SPECIALS,
+    FluencyModel,
+    batch_counts,
+    char_counts,
+    check_radix,
+    choose_vocab,
+    normalise,
+    slices,
+    vocab_table,
+)
 
 log = logging.getLogger("zhcorpus")
 DOCUMENTS = -1  # pseudo code point under which the frequency pass counts documents
@@ -43,6 +55,7 @@ PERCENTILE_ACCURACY = 100_000  # percentile_approx: rank error <= documents / 10
 @dataclass(frozen=True)
 class FluencyTrainingConfig:
     """The ``fluency`` section of jobs.train_fluency."""
+
     order: int = 5  # CCNet (Wenzek et al. 2020 §3.3): 5-gram KenLM models
     # The most frequent characters of the reference are the vocabulary, the rest <unk> (ours; the
     # 4,576 distinct characters of People's Daily January 1998 all fit). n-gram keys pack
@@ -117,8 +130,9 @@ def training_lines(train: DataFrame, held: DataFrame, cfg: FluencyTrainingConfig
 def _normalised_lines(texts_df: DataFrame) -> DataFrame:
     def split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            yield pa.RecordBatch.from_arrays([pa.array([line for t in _texts(b) for line in normalise(t)], pa.string())],
-                                             names=["text"])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([line for t in _texts(b) for line in normalise(t)], pa.string())], names=["text"]
+            )
 
     return texts_df.select("text").mapInArrow(split, "text string")
 
@@ -129,18 +143,25 @@ def _texts(batch: pa.RecordBatch) -> list[str]:
 
 def char_frequencies(texts_df: DataFrame) -> DataFrame:
     """(code, count) of the normalised characters; NEWLINE counts sentences, DOCUMENTS documents."""
+
     def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             texts = _texts(b)
             for start, stop in slices(texts):
                 codes, counts = char_counts(texts[start:stop])
-                yield pa.RecordBatch.from_arrays([pa.array(codes.astype(np.int64)), pa.array(counts.astype(np.int64))],
-                                                 names=["code", "count"])
-            yield pa.RecordBatch.from_arrays([pa.array([DOCUMENTS], pa.int64()), pa.array([len(texts)], pa.int64())],
-                                             names=["code", "count"])
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(codes.astype(np.int64)), pa.array(counts.astype(np.int64))], names=["code", "count"]
+                )
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([DOCUMENTS], pa.int64()), pa.array([len(texts)], pa.int64())], names=["code", "count"]
+            )
 
-    return (texts_df.select("text").mapInArrow(count, "code long, count long")
-            .groupBy("code").agg(F.sum("count").alias("count")))
+    return (
+        texts_df.select("text")
+        .mapInArrow(count, "code long, count long")
+        .groupBy("code")
+        .agg(F.sum("count").alias("count"))
+    )
 
 
 def vocabulary(texts_df: DataFrame, max_vocab: int) -> tuple[np.ndarray, dict[str, int]]:
@@ -149,8 +170,12 @@ def vocabulary(texts_df: DataFrame, max_vocab: int) -> tuple[np.ndarray, dict[st
     t = char_frequencies(texts_df).toArrow()
     codes, counts = t.column("code").to_numpy(), t.column("count").to_numpy()
     chars = (codes != DOCUMENTS) & (codes != NEWLINE)
-    size = {"documents": int(counts[codes == DOCUMENTS].sum()), "sentences": int(counts[codes == NEWLINE].sum()),
-            "characters": int(counts[chars].sum()), "distinct_characters": int(chars.sum())}
+    size = {
+        "documents": int(counts[codes == DOCUMENTS].sum()),
+        "sentences": int(counts[codes == NEWLINE].sum()),
+        "characters": int(counts[chars].sum()),
+        "distinct_characters": int(chars.sum()),
+    }
     return choose_vocab(codes[chars], counts[chars], max_vocab), size
 
 
@@ -166,11 +191,21 @@ def count_ngrams(spark: SparkSession, texts_df: DataFrame, order: int, vocab: np
         id_of = vocab_table(shared.value)
         for b in batches:
             for n, keys, counts in batch_counts(_texts(b), id_of, order, radix):
-                yield pa.RecordBatch.from_arrays([pa.array(np.full(len(keys), n, np.int8)), pa.array(keys.view(np.int64)),
-                                                  pa.array(counts.astype(np.int64))], schema=schema)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(np.full(len(keys), n, np.int8)),
+                        pa.array(keys.view(np.int64)),
+                        pa.array(counts.astype(np.int64)),
+                    ],
+                    schema=schema,
+                )
 
-    return (texts_df.select("text").mapInArrow(count, "order byte, key long, count long")
-            .groupBy("order", "key").agg(F.sum("count").alias("count")))
+    return (
+        texts_df.select("text")
+        .mapInArrow(count, "order byte, key long, count long")
+        .groupBy("order", "key")
+        .agg(F.sum("count").alias("count"))
+    )
 
 
 def collect_counts(counts_df: DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -191,8 +226,13 @@ def reference_files(files: list[InputFile]) -> list[dict[str, Any]]:
     return [{"path": f.path, "bytes": f.size, "sha256": sha256_file(f.local) if f.local else None} for f in files]
 
 
-def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingConfig, output: str,
-                  extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def train_fluency(
+    spark: SparkSession,
+    inputs: list[str],
+    cfg: FluencyTrainingConfig,
+    output: str,
+    extra_meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Train on the reference ``inputs`` (JSONL or Parquet, column ``text``) and publish the model
     directory ``output`` (replaced atomically): model.npz, metadata.json and
     reference_percentiles.json. Returns the metadata, with the reference profile under
@@ -204,27 +244,52 @@ def train_fluency(spark: SparkSession, inputs: list[str], cfg: FluencyTrainingCo
     vocab, size = vocabulary(texts, cfg.max_vocab)
     if not size["characters"]:
         raise ValueError(f"the reference {inputs[:3]} holds no text to train on")
-    size = {"documents": train.count(), **({"distinct_lines": size.pop("documents")} if cfg.distinct_lines else {}),
-            **size}
+    size = {
+        "documents": train.count(),
+        **({"distinct_lines": size.pop("documents")} if cfg.distinct_lines else {}),
+        **size,
+    }
     log.info("reference (training part): %s; vocabulary %d characters", size, len(vocab))
     raw = collect_counts(count_ngrams(spark, texts, cfg.order, vocab))
     texts.unpersist()
     t_count = time.monotonic()
-    model = FluencyModel.from_counts(raw, vocab, cfg.order, cfg.min_count, cfg.max_chars,
-                                     reference={"files": reference_files(files), "trained_on": size},
-                                     config=asdict(cfg), **(extra_meta or {}))
+    model = FluencyModel.from_counts(
+        raw,
+        vocab,
+        cfg.order,
+        cfg.min_count,
+        cfg.max_chars,
+        reference={"files": reference_files(files), "trained_on": size},
+        config=asdict(cfg),
+        **(extra_meta or {}),
+    )
     del raw
     t_est = time.monotonic()
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     with publish_dir(output, overwrite=True) as staging:
         meta = model.save(staging.root)
-        scored = (f"the {cfg.holdout_fraction:.0%} of reference documents held out of training (xxhash64 of the "
-                  f"text, seed {cfg.split_seed})" if cfg.holdout_fraction else "the training documents")
-        described = ", ".join(Path(f.path).name for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        profile = reference_profile(read_texts(spark, files).withColumn("held", held_out(cfg)), staging.root,
-                                    meta["sha256"], f"the reference corpus ({described})", scored)
+        scored = (
+            f"the {cfg.holdout_fraction:.0%} of reference documents held out of training (xxhash64 of the "
+            f"text, seed {cfg.split_seed})"
+            if cfg.holdout_fraction
+            else "the training documents"
+        )
+        described = ", ".join(Path(f.path).name for f in files[:3]) + (
+            f" and {len(files) - 3} more" if len(files) > 3 else ""
+        )
+        profile = reference_profile(
+            read_texts(spark, files).withColumn("held", held_out(cfg)),
+            staging.root,
+            meta["sha256"],
+            f"the reference corpus ({described})",
+            scored,
+        )
         if not profile["fluency_documents"]:
             log.warning("no reference document was held out: %s has no perplexity percentiles", PERCENTILES_FILE)
-    log.info("fluency model: counting %.1f s, estimation %.1f s, reference percentiles %.1f s",
-             t_count - t0, t_est - t_count, time.monotonic() - t_est)
+    log.info(
+        "fluency model: counting %.1f s, estimation %.1f s, reference percentiles %.1f s",
+        t_count - t0,
+        t_est - t_count,
+        time.monotonic() - t_est,
+    )
     return {**meta, "reference_profile": profile}

@@ -32,9 +32,11 @@ from filters.screen import QualityConfig, Screen, derive_thresholds, signal_name
 
 QUALITY_STAGE = "quality"
 BUCKET, SAFETY, FLAGS = "fluency_bucket", "safety_scores", "quality_flags"
-_OTHER = [(BUCKET, T.StringType(), pa.string()),
-          (SAFETY, T.MapType(T.StringType(), T.IntegerType()), pa.map_(pa.string(), pa.int32())),
-          (FLAGS, T.ArrayType(T.StringType()), pa.list_(pa.string()))]
+_OTHER = [
+    (BUCKET, T.StringType(), pa.string()),
+    (SAFETY, T.MapType(T.StringType(), T.IntegerType()), pa.map_(pa.string(), pa.int32())),
+    (FLAGS, T.ArrayType(T.StringType()), pa.list_(pa.string())),
+]
 
 
 def _appended() -> list[str]:
@@ -54,6 +56,7 @@ def _fields() -> list[tuple[str, T.DataType, pa.DataType]]:
 @dataclass(frozen=True)
 class Prepared:
     """What the executors need and what report.json records."""
+
     cfg: QualityConfig
     shipped: str  # shipped profile directory name ("" = none)
     summary: dict[str, Any]  # mode, profile, thresholds with their provenance
@@ -71,9 +74,15 @@ def prepare(spark: SparkSession, cfg: QualityConfig) -> Prepared:
     FluencyModel.load(cfg.profile)  # verifies the model's checksum and version
     thresholds = derive_thresholds(cfg, profile)
     sha = sha256_file(f"{cfg.profile}/{th.PROFILE_FILE}")
-    summary.update(profile={"dir": cfg.profile, "sha256": sha, "documents": profile.get("documents"),
-                            "reference": profile.get("reference")},
-                   thresholds=th.provenance(thresholds))
+    summary.update(
+        profile={
+            "dir": cfg.profile,
+            "sha256": sha,
+            "documents": profile.get("documents"),
+            "reference": profile.get("reference"),
+        },
+        thresholds=th.provenance(thresholds),
+    )
     return Prepared(cfg, ship_directory(spark, cfg.profile, f"zhcorpus-profile-{sha[:16]}"), summary)
 
 
@@ -91,8 +100,11 @@ def _screen(cfg: QualityConfig, shipped: str) -> Screen:
 def quality_batch(batch: pa.RecordBatch, screen: Screen) -> pa.RecordBatch:
     """Screen the rows the earlier stages kept; append the signal columns (null elsewhere) and
     mark failures in ``filter`` mode. Only the live rows' texts become Python objects."""
-    live = np.flatnonzero(pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
-                          .fill_null(False).to_numpy(zero_copy_only=False))
+    live = np.flatnonzero(
+        pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False)
+    )
     n = batch.num_rows
     signals = {name: np.full(n, np.nan) for name in _appended()}
     out: dict[str, list] = {name: [None] * n for name, _, _ in _OTHER}
@@ -127,9 +139,11 @@ def keep_clean_rejections(df: DataFrame) -> DataFrame:
     reason moves to ``CLEAN_FLAG``, which the quality stage puts first in ``quality_flags``.
     Read-stage rejections (nothing to keep) are untouched."""
     failed = F.col("stage") == "clean"
-    return (df.withColumn(CLEAN_FLAG, F.when(failed, F.col("reason")))
-            .withColumn("reason", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("reason")))
-            .withColumn("stage", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("stage"))))
+    return (
+        df.withColumn(CLEAN_FLAG, F.when(failed, F.col("reason")))
+        .withColumn("reason", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("reason")))
+        .withColumn("stage", F.when(failed, F.lit(None).cast("string")).otherwise(F.col("stage")))
+    )
 
 
 def quality_stage(df: DataFrame, prepared: Prepared) -> DataFrame:
@@ -153,16 +167,21 @@ def keep_clean_rejections_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``keep_clean_rejections`` for one Arrow batch: ``CLEAN_FLAG`` appended."""
     failed = pc.fill_null(pc.equal(batch.column("stage"), "clean"), False)
     none = pa.nulls(batch.num_rows, pa.string())
-    cols = {"reason": pc.if_else(failed, none, batch.column("reason")),
-            "stage": pc.if_else(failed, none, batch.column("stage"))}
+    cols = {
+        "reason": pc.if_else(failed, none, batch.column("reason")),
+        "stage": pc.if_else(failed, none, batch.column("stage")),
+    }
     arrays = [cols.get(f.name, batch.column(f.name)) for f in batch.schema]
-    return pa.RecordBatch.from_arrays(arrays + [pc.if_else(failed, batch.column("reason"), none)],
-                                      schema=batch.schema.append(pa.field(CLEAN_FLAG, pa.string())))
+    return pa.RecordBatch.from_arrays(
+        arrays + [pc.if_else(failed, batch.column("reason"), none)],
+        schema=batch.schema.append(pa.field(CLEAN_FLAG, pa.string())),
+    )
 
 
 @dataclass(frozen=True)
 class Marking:
     """What the fused pass needs on the executors (``mark_stage``)."""
+
     rules: RulesConfig
     pii: PiiConfig
     quality: Prepared
@@ -189,9 +208,13 @@ def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
         b = b.drop_columns([CLEAN_FLAG])
     s = m.classify
     if s is not None:
-        b = classify_batch(b, loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
-                           loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine), s.cfg,
-                           drop=m.quality.cfg.mode == "filter")  # annotate mode: scores only
+        b = classify_batch(
+            b,
+            loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
+            loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine),
+            s.cfg,
+            drop=m.quality.cfg.mode == "filter",
+        )  # annotate mode: scores only
     return b
 
 

@@ -55,14 +55,17 @@ def _signals_frame(texts: DataFrame, model_dir: str, sha256: str) -> DataFrame:
                 ppl[held] = model.perplexity_batch([d for d, h in zip(docs, held) if h])
             values[FLUENCY] = ppl
             yield pa.RecordBatch.from_arrays(
-                [pa.array(np.asarray(values[n], np.float64), pa.float64(), mask=np.isnan(values[n]))
-                 for n in signal_names()], names=signal_names())
+                [
+                    pa.array(np.asarray(values[n], np.float64), pa.float64(), mask=np.isnan(values[n]))
+                    for n in signal_names()
+                ],
+                names=signal_names(),
+            )
 
     return texts.select("text", "held").mapInArrow(apply, schema)
 
 
-def reference_profile(texts: DataFrame, model_dir: str, sha256: str, description: str,
-                      scored: str) -> dict[str, Any]:
+def reference_profile(texts: DataFrame, model_dir: str, sha256: str, description: str, scored: str) -> dict[str, Any]:
     """Compute the profile of the reference ``texts`` (``text``, ``held``) under the fluency model
     in ``model_dir`` (checksum ``sha256``) and write it there atomically. Returns it."""
     frame = _signals_frame(texts, model_dir, sha256).cache()
@@ -73,12 +76,20 @@ def reference_profile(texts: DataFrame, model_dir: str, sha256: str, description
     finally:
         frame.unpersist()
     signals = {name: [round(float(v), 6) for v in q] for name, q in zip(signal_names(), quantiles)}
-    profile = {"version": th.PROFILE_VERSION, "documents": n, "fluency_documents": held,
-               "reference": {"description": description, "fluency_scored": scored},
-               "percentiles": list(th.PERCENTILES), "signals": signals}
+    profile = {
+        "version": th.PROFILE_VERSION,
+        "documents": n,
+        "fluency_documents": held,
+        "reference": {"description": description, "fluency_scored": scored},
+        "percentiles": list(th.PERCENTILES),
+        "signals": signals,
+    }
     if held:
         cut = [float(np.interp(p, th.PERCENTILES, signals[FLUENCY])) for p in (30, 60)]
-        profile["ccnet_buckets"] = {"head_below": cut[0], "tail_above": cut[1],
-                                    "source": "CCNet (Wenzek et al. 2020 §3.3): head < p30 <= middle < p60 <= tail"}
+        profile["ccnet_buckets"] = {
+            "head_below": cut[0],
+            "tail_above": cut[1],
+            "source": "CCNet (Wenzek et al. 2020 §3.3): head < p30 <= middle < p60 <= tail",
+        }
     write_atomic(Path(model_dir) / th.PROFILE_FILE, json.dumps(profile, ensure_ascii=False, indent=1))
     return profile

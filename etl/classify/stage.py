@@ -56,6 +56,7 @@ class ClassifyConfig:
 @dataclass(frozen=True)
 class ShippedModels:
     """What the executors need: the shipped directory names and the verified checksums."""
+
     spam_dir: str
     spam_sha256: str
     quality_dir: str
@@ -66,7 +67,10 @@ class ShippedModels:
 def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> ShippedModels:
     """Verify on the driver, then distribute. Raises ``filters.classify.ModelError``."""
     shipped = {}
-    for kind, path, pin in (("spam", cfg.spam_model, cfg.spam_sha256), ("quality", cfg.quality_model, cfg.quality_sha256)):
+    for kind, path, pin in (
+        ("spam", cfg.spam_model, cfg.spam_sha256),
+        ("quality", cfg.quality_model, cfg.quality_sha256),
+    ):
         if not path:
             shipped[kind] = ("", "")
             continue
@@ -92,14 +96,22 @@ def loaded_model(name: str, sha: str, engine: str) -> TextClassifier | None:
 _SCORED = ("spam_prob", "quality_score", "stage", "reason")  # the columns classification may set
 
 
-def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: TextClassifier | None,
-                   cfg: ClassifyConfig, drop: bool = True) -> pa.RecordBatch:
+def classify_batch(
+    batch: pa.RecordBatch,
+    spam: TextClassifier | None,
+    quality: TextClassifier | None,
+    cfg: ClassifyConfig,
+    drop: bool = True,
+) -> pa.RecordBatch:
     """Score the rows the earlier stages kept; mark drops (``drop=False``: score only). Other rows
     pass unchanged. Only the
     texts of those rows and the four scored columns become Python objects; every other column
     passes through as Arrow."""
-    live = np.flatnonzero(pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
-                          .fill_null(False).to_numpy(zero_copy_only=False))
+    live = np.flatnonzero(
+        pc.and_kleene(pc.equal(batch.column("kind"), rec.RECORD), pc.is_null(batch.column("reason")))
+        .fill_null(False)
+        .to_numpy(zero_copy_only=False)
+    )
     if not len(live) or not (spam or quality):
         return batch
     texts = batch.column("text").take(pa.array(live)).to_pylist()
@@ -119,18 +131,22 @@ def classify_batch(batch: pa.RecordBatch, spam: TextClassifier | None, quality: 
                 continue
         if quality_p is not None:
             cols["quality_score"][i] = score = round(float(quality_p[j]), 5)
-            keep = (pareto_keep(doc_ids[j], score, cfg.pareto_alpha, cfg.pareto_seed) if doc_ids is not None
-                    else score >= quality_t)
+            keep = (
+                pareto_keep(doc_ids[j], score, cfg.pareto_alpha, cfg.pareto_seed)
+                if doc_ids is not None
+                else score >= quality_t
+            )
             if not keep and drop:
                 cols["stage"][i], cols["reason"][i] = CLASSIFY_STAGE, LOW_QUALITY
     schema = batch.schema
     return pa.RecordBatch.from_arrays(
-        [pa.array(cols[f.name], type=f.type) if f.name in cols else batch.column(f.name) for f in schema],
-        schema=schema)
+        [pa.array(cols[f.name], type=f.type) if f.name in cols else batch.column(f.name) for f in schema], schema=schema
+    )
 
 
-def _audit(batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: list[str], segmenter: Segmenter,
-           every: int) -> None:
+def _audit(
+    batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: list[str], segmenter: Segmenter, every: int
+) -> None:
     """The audited documents' preprocessing again with the jieba engine: equal, or the job stops."""
     if not every or segmenter.engine == REFERENCE:
         return
@@ -145,6 +161,7 @@ def _audit(batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: lis
 def classify_stage(df: DataFrame, shipped: ShippedModels, drop: bool = True) -> DataFrame:
     """``df`` must already carry nullable ``spam_prob`` and ``quality_score`` columns.
     ``drop=False``: every document is scored and none is marked (annotate mode)."""
+
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         spam = loaded_model(shipped.spam_dir, shipped.spam_sha256, shipped.cfg.segment_engine)
         quality = loaded_model(shipped.quality_dir, shipped.quality_sha256, shipped.cfg.segment_engine)

@@ -70,6 +70,7 @@ class DecontaminateConfig:
 
 # --- reading the evaluation sets (driver) --------------------------------------------------
 
+
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if "://" in path:
         return pafs.FileSystem.from_uri(path)
@@ -126,8 +127,11 @@ def load_eval_sets(paths: tuple[str, ...] | list[str]) -> list[dc.EvalItem]:
             raise ValueError(f"decontaminate.eval_sets: {path} and {seen[benchmark]} are both benchmark {benchmark!r}")
         seen[benchmark] = path
         if info.type == pafs.FileType.Directory:
-            files = sorted(f.path for f in fs.get_file_info(pafs.FileSelector(local, recursive=True))
-                           if f.type == pafs.FileType.File and f.path.endswith(EVAL_SUFFIXES))
+            files = sorted(
+                f.path
+                for f in fs.get_file_info(pafs.FileSelector(local, recursive=True))
+                if f.type == pafs.FileType.File and f.path.endswith(EVAL_SUFFIXES)
+            )
             if not files:
                 raise ValueError(f"decontaminate.eval_sets: no {EVAL_SUFFIXES} files in {path}")
             for f in files:
@@ -139,9 +143,11 @@ def load_eval_sets(paths: tuple[str, ...] | list[str]) -> list[dc.EvalItem]:
 
 # --- the index, broadcast ------------------------------------------------------------------
 
+
 @dataclass
 class PreparedIndex:
     """What the stage and the summary need: the broadcast index and its per-benchmark counts."""
+
     broadcast: Broadcast | None
     fingerprint: str  # of the index (filters.decontam.EvalIndex.fingerprint); "" when off
     summary: dict[str, dict[str, int]]
@@ -159,10 +165,13 @@ def prepare(spark: SparkSession, cfg: DecontaminateConfig) -> PreparedIndex:
     index = dc.EvalIndex(load_eval_sets(cfg.eval_sets), cfg.ngram, cfg.min_chars, cfg.t2s)
     size_mb = (index.hashes.nbytes + index.owners.nbytes + index.bits.nbytes) / 2**20
     if size_mb > cfg.max_index_mb:
-        raise ValueError(f"decontamination index is {size_mb:.0f} MB, over decontaminate.max_index_mb "
-                         f"= {cfg.max_index_mb}: raise it or split the evaluation sets")
-    return PreparedIndex(spark.sparkContext.broadcast(index), index.fingerprint, index.summary(), mode, cfg.ngram,
-                         cfg.min_chars)
+        raise ValueError(
+            f"decontamination index is {size_mb:.0f} MB, over decontaminate.max_index_mb "
+            f"= {cfg.max_index_mb}: raise it or split the evaluation sets"
+        )
+    return PreparedIndex(
+        spark.sparkContext.broadcast(index), index.fingerprint, index.summary(), mode, cfg.ngram, cfg.min_chars
+    )
 
 
 _matchers: dict[int, dc.Matcher] = {}
@@ -176,6 +185,7 @@ def get_matcher(bc: Broadcast, fingerprint: str) -> dc.Matcher:
 
 
 # --- the stage -----------------------------------------------------------------------------
+
 
 def decontaminate_batch(batch: pa.RecordBatch, matcher: dc.Matcher, drop: bool) -> pa.RecordBatch:
     """Fill ``contamination`` for the documents (rows whose ``reason`` is null); in drop mode,
@@ -191,8 +201,9 @@ def decontaminate_batch(batch: pa.RecordBatch, matcher: dc.Matcher, drop: bool) 
         if drop and hits:
             marks["stage"][i], marks["reason"][i], marks["detail"][i] = DECONTAM_STAGE, CONTAMINATED, str(hits[0])
     arrays = [pa.array(marks[n], pa.string()) if n in marks else batch.column(n) for n in batch.schema.names]
-    return pa.RecordBatch.from_arrays(arrays + [pa.array(hits_col, _ARROW_HITS)],
-                                      schema=batch.schema.append(pa.field(HITS_COLUMN, _ARROW_HITS)))
+    return pa.RecordBatch.from_arrays(
+        arrays + [pa.array(hits_col, _ARROW_HITS)], schema=batch.schema.append(pa.field(HITS_COLUMN, _ARROW_HITS))
+    )
 
 
 def decontaminate_stage(docs: DataFrame, cfg: DecontaminateConfig, prepared: PreparedIndex | None = None) -> DataFrame:
@@ -223,28 +234,36 @@ def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> dict[st
     documents with at least one hit in that benchmark (in drop mode, the dropped ones);
     ``items_hit`` the distinct items hit (a lower bound when a document hits more than
     MAX_HITS_PER_DOC)."""
-    out = {"mode": prepared.mode, "ngram": prepared.ngram, "min_chars": prepared.min_chars,
-           "index_fingerprint": prepared.fingerprint,
-           "documents_hit": 0, "documents_dropped": 0,
-           "benchmarks": {b: {**s, "documents_hit": 0, "items_hit": 0} for b, s in prepared.summary.items()}}
+    out = {
+        "mode": prepared.mode,
+        "ngram": prepared.ngram,
+        "min_chars": prepared.min_chars,
+        "index_fingerprint": prepared.fingerprint,
+        "documents_hit": 0,
+        "documents_dropped": 0,
+        "benchmarks": {b: {**s, "documents_hit": 0, "items_hit": 0} for b, s in prepared.summary.items()},
+    }
     if prepared.mode == "off":
         return out
     hit = marked.where(F.size(HITS_COLUMN) > 0)
-    per = (hit.select("doc_id", F.explode(HITS_COLUMN).alias("h"))
-           .groupBy(F.col("h.benchmark").alias("benchmark"))
-           .agg(F.countDistinct("doc_id").alias("documents"), F.countDistinct("h.item_id").alias("items"))
-           .collect())
+    per = (
+        hit.select("doc_id", F.explode(HITS_COLUMN).alias("h"))
+        .groupBy(F.col("h.benchmark").alias("benchmark"))
+        .agg(F.countDistinct("doc_id").alias("documents"), F.countDistinct("h.item_id").alias("items"))
+        .collect()
+    )
     for r in per:
         out["benchmarks"][r.benchmark].update(documents_hit=r.documents, items_hit=r["items"])
-    totals = hit.agg(F.count(F.lit(1)).alias("n"),
-                     F.sum((F.col("reason") == CONTAMINATED).cast("int")).alias("dropped")).first()
+    totals = hit.agg(
+        F.count(F.lit(1)).alias("n"), F.sum((F.col("reason") == CONTAMINATED).cast("int")).alias("dropped")
+    ).first()
     out["documents_hit"], out["documents_dropped"] = totals.n, totals.dropped or 0
     return out
 
 
 def dropped_by_file(marked: DataFrame) -> dict[str, int]:
     """source_file -> documents this stage dropped, for the ledger (``add_to_ledger``)."""
-    rows = (marked.where(F.col("stage") == DECONTAM_STAGE).groupBy("source_file").count().collect())
+    rows = marked.where(F.col("stage") == DECONTAM_STAGE).groupBy("source_file").count().collect()
     return {r.source_file: r["count"] for r in rows}
 
 

@@ -82,10 +82,12 @@ def pii_batch(batch: pa.RecordBatch, scrubber: pii.PiiScrubber) -> pa.RecordBatc
         if drop:
             cols["stage"][i], cols["reason"][i] = PII_STAGE, PII_REASON
             cols["detail"][i] = ",".join(k for k in pii.KINDS if k in drop)
-    arrays = [pa.array(cols[n], batch.schema.field(n).type) if n in cols else batch.column(n)
-              for n in batch.schema.names]
-    return pa.RecordBatch.from_arrays(arrays + [pa.array(redacted, ARROW_PII)],
-                                      schema=batch.schema.append(pa.field(PII_COLUMN, ARROW_PII)))
+    arrays = [
+        pa.array(cols[n], batch.schema.field(n).type) if n in cols else batch.column(n) for n in batch.schema.names
+    ]
+    return pa.RecordBatch.from_arrays(
+        arrays + [pa.array(redacted, ARROW_PII)], schema=batch.schema.append(pa.field(PII_COLUMN, ARROW_PII))
+    )
 
 
 def pii_stage(df: DataFrame, cfg: PiiConfig) -> DataFrame:
@@ -111,13 +113,22 @@ def pii_summary(marked: DataFrame, cfg: PiiConfig) -> dict[str, Any]:
     ``{"modes": {kind: mode}, "public_ips_only", "documents_redacted", "documents_dropped",
     "kinds": {kind: {"documents", "spans", "documents_dropped"}}}``. A document counts as
     redacted when the stage changed it and did not drop it (a later stage may still drop it)."""
-    rows = (marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
-            .select(F.explode(PII_COLUMN).alias("pii_kind", "spans"),
-                    F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped"))
-            .groupBy("pii_kind", "dropped").agg(F.count(F.lit(1)).alias("documents"), F.sum("spans").alias("spans"))
-            .collect())
-    docs = (marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
-            .groupBy(F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped")).count().collect())
+    rows = (
+        marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
+        .select(
+            F.explode(PII_COLUMN).alias("pii_kind", "spans"),
+            F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped"),
+        )
+        .groupBy("pii_kind", "dropped")
+        .agg(F.count(F.lit(1)).alias("documents"), F.sum("spans").alias("spans"))
+        .collect()
+    )
+    docs = (
+        marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
+        .groupBy(F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped"))
+        .count()
+        .collect()
+    )
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"documents": 0, "spans": 0, "documents_dropped": 0})
     for r in rows:
         k = kinds[r.pii_kind]
@@ -127,6 +138,10 @@ def pii_summary(marked: DataFrame, cfg: PiiConfig) -> dict[str, Any]:
             k["documents"] += r.documents
             k["spans"] += r.spans
     by_outcome = {r.dropped: r["count"] for r in docs}
-    return {"modes": cfg.resolved(), "public_ips_only": cfg.public_ips_only,
-            "documents_redacted": by_outcome.get(False, 0), "documents_dropped": by_outcome.get(True, 0),
-            "kinds": {k: dict(kinds[k]) for k in pii.KINDS if k in kinds}}
+    return {
+        "modes": cfg.resolved(),
+        "public_ips_only": cfg.public_ips_only,
+        "documents_redacted": by_outcome.get(False, 0),
+        "documents_dropped": by_outcome.get(True, 0),
+        "kinds": {k: dict(kinds[k]) for k in pii.KINDS if k in kinds},
+    }

@@ -57,11 +57,18 @@ def clean_row(row: dict[str, Any], cleaner: Cleaner) -> dict[str, Any]:
         out["stage"] = READ_STAGE
         return out
     c = cleaner(row["text"], row["title"])
-    out.update(text=c.text, reason=c.reason, stage=None if c.keep else CLEAN_STAGE,
-               n_chars=c.stats.visible, han_ratio=round(c.stats.han_ratio, 4),
-               sensitive_hits=list(c.sensitive_hits.items()), symbols_removed=c.symbols_removed,
-               nav_lines_removed=c.nav_lines_removed, dup_paragraphs_removed=c.dup_paragraphs_removed,
-               converted=c.converted)
+    out.update(
+        text=c.text,
+        reason=c.reason,
+        stage=None if c.keep else CLEAN_STAGE,
+        n_chars=c.stats.visible,
+        han_ratio=round(c.stats.han_ratio, 4),
+        sensitive_hits=list(c.sensitive_hits.items()),
+        symbols_removed=c.symbols_removed,
+        nav_lines_removed=c.nav_lines_removed,
+        dup_paragraphs_removed=c.dup_paragraphs_removed,
+        converted=c.converted,
+    )
     return out
 
 

@@ -49,7 +49,8 @@ class Checkpoints:
             raise CheckpointConfigError(
                 f"{stage} runs on master {self.master} and needs a reliable checkpoint directory that every "
                 "executor can reach (local checkpoints are lost with their executor): set spark.checkpoint_dir, "
-                "e.g. --set spark.checkpoint_dir=hdfs:///tmp/zhcorpus-checkpoints")
+                "e.g. --set spark.checkpoint_dir=hdfs:///tmp/zhcorpus-checkpoints"
+            )
         self.stage = stage
         self.root = checkpoint_dir.rstrip("/")
         self.run_dir: str | None = None  # this run's directory under root (cluster only)

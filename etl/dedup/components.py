@@ -45,17 +45,18 @@ def components_local(a: pa.Array, b: pa.Array) -> pa.Table:
 def _large_star(edges: DataFrame) -> DataFrame:
     """Every edge (a, u) becomes (a, m_u), m_u = min of u and u's smaller neighbours."""
     mins = edges.groupBy("a").agg(F.min("b").alias("m")).withColumnRenamed("a", "u")
-    return (edges.join(mins, edges.b == mins.u, "left")
-            .select("a", F.coalesce("m", "b").alias("b")).distinct())
+    return edges.join(mins, edges.b == mins.u, "left").select("a", F.coalesce("m", "b").alias("b")).distinct()
 
 
 def _small_star(edges: DataFrame) -> DataFrame:
     """Each node u and its smaller neighbours all link to m, the smallest of them."""
     mins = edges.groupBy("a").agg(F.min("b").alias("m"))
     joined = edges.join(mins, "a")
-    return (joined.select("a", F.col("m").alias("b"))
-            .unionByName(joined.where(F.col("b") != F.col("m")).select(F.col("b").alias("a"), F.col("m").alias("b")))
-            .distinct())
+    return (
+        joined.select("a", F.col("m").alias("b"))
+        .unionByName(joined.where(F.col("b") != F.col("m")).select(F.col("b").alias("a"), F.col("m").alias("b")))
+        .distinct()
+    )
 
 
 def components_spark(edges: DataFrame, checkpoints: Checkpoints) -> tuple[DataFrame, int]:
@@ -69,8 +70,11 @@ def components_spark(edges: DataFrame, checkpoints: Checkpoints) -> tuple[DataFr
         with label_jobs(sc, f"dedup: components round {rnd}"):
             e = checkpoints.checkpoint(_small_star(_large_star(e)))
             children = e.select(F.col("a").alias("b")).distinct()
-            unfinished = (e.join(children, "b").select(F.lit(1).alias("x"))  # an edge pointing at a child
-                          .unionByName(e.groupBy("a").count().where("count > 1").select(F.lit(1).alias("x"))))
+            unfinished = (
+                e.join(children, "b")
+                .select(F.lit(1).alias("x"))  # an edge pointing at a child
+                .unionByName(e.groupBy("a").count().where("count > 1").select(F.lit(1).alias("x")))
+            )
             log.info("connected components: round %d", rnd)
             done = not unfinished.limit(1).collect()
         if done:

@@ -38,7 +38,7 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import reduce
 
 import numpy as np
@@ -73,6 +73,7 @@ LEGACY_BAND_FILE = "key bigint, doc_id string"
 @dataclass(frozen=True)
 class IndexConfig:
     """The ``dedup.index`` section: how the index's files are cut and when they are merged."""
+
     # A (band, bucket) file holds about this many MB; a batch or compaction uses more buckets
     # (powers of two, at most 2**16) as the index grows. Large files keep the file count low;
     # small ones let more tasks share a night's lookup.
@@ -142,7 +143,7 @@ def plan_compaction(docs: list[int], limit: int, ratio: float) -> list[int]:
     order = sorted(range(len(docs)), key=lambda i: (docs[i], i))
     take = order[: max(2, len(docs) - limit + 1)]
     chosen = sum(docs[i] for i in take)
-    for i in order[len(take):]:
+    for i in order[len(take) :]:
         if docs[i] > ratio * max(chosen, 1):
             break
         take.append(i)
@@ -190,12 +191,16 @@ class DedupIndex:
             stored = json.loads(self._read(path))
             self._format = stored.pop("format_version", 1)
             if self._format > FORMAT_VERSION:
-                raise IndexSettingsMismatch(f"dedup index {self.root} holds segments of layout {self._format}; this "
-                                            f"code reads layouts up to {FORMAT_VERSION}: run a newer version")
+                raise IndexSettingsMismatch(
+                    f"dedup index {self.root} holds segments of layout {self._format}; this "
+                    f"code reads layouts up to {FORMAT_VERSION}: run a newer version"
+                )
             if stored != settings:
                 diff = {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
-                raise IndexSettingsMismatch(f"dedup index {self.root} was built with other settings "
-                                            f"(index, this run): {diff}; use a new index or the same settings")
+                raise IndexSettingsMismatch(
+                    f"dedup index {self.root} was built with other settings "
+                    f"(index, this run): {diff}; use a new index or the same settings"
+                )
         else:
             self.fs.mkdirs(self.root)
             self._write_atomic(path, json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
@@ -236,8 +241,9 @@ class DedupIndex:
             docs = sum(f.rows for f in c["_files"] if f.part == EXACT)
             return Segment(c["name"], c["sequence"], "batch", 0, docs, c["_files"], layout=0)
         files = tuple(IndexFile(p, part, bucket, c["bits"], rows) for p, part, bucket, rows in c["files"])
-        return Segment(c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files,
-                       tuple(c.get("replaces", [])), c["layout"])
+        return Segment(
+            c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files, tuple(c.get("replaces", [])), c["layout"]
+        )
 
     def _legacy_files(self, run: str) -> list[IndexFile]:
         """A batch of layout 0: Spark's partitionBy("band") files of (key, doc_id), unsorted,
@@ -253,7 +259,7 @@ class DedupIndex:
                 path = it.next().getPath().toString()
                 if not path.endswith(".parquet"):
                     continue
-                rel = path[len(self.root.toString()) + 1:]
+                rel = path[len(self.root.toString()) + 1 :]
                 band = [s for s in rel.split("/") if s.startswith("band=")]
                 rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
                 out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows))
@@ -278,10 +284,15 @@ class DedupIndex:
             for (p, bits, bucket), paths in cat.files.items():
                 if p == part:
                     width = 1 << (cat.route - bits)
-                    counts[bucket * width: (bucket + 1) * width] += len(paths)
+                    counts[bucket * width : (bucket + 1) * width] += len(paths)
             per_bucket = max(per_bucket, int(counts.max()))
-        return {"segments": len(segs), "files": sum(len(s.files) for s in segs), "documents": sum(s.docs for s in segs),
-                "bucket_bits": cat.route, "max_files_per_bucket": per_bucket}
+        return {
+            "segments": len(segs),
+            "files": sum(len(s.files) for s in segs),
+            "documents": sum(s.docs for s in segs),
+            "bucket_bits": cat.route,
+            "max_files_per_bucket": per_bucket,
+        }
 
     # --- reading as tables ----------------------------------------------------------------------
 
@@ -301,9 +312,13 @@ class DedupIndex:
 
     def exact(self) -> DataFrame | None:
         """(exact_key, doc_id) of every live segment."""
-        frames = [self._legacy_frame(s, "exact") if s.legacy
-                  else self._frame(s, "exact", EXACT_FILE).select("exact_key", "doc_id")
-                  for s in self.segments() if any(f.part == EXACT for f in s.files)]
+        frames = [
+            self._legacy_frame(s, "exact")
+            if s.legacy
+            else self._frame(s, "exact", EXACT_FILE).select("exact_key", "doc_id")
+            for s in self.segments()
+            if any(f.part == EXACT for f in s.files)
+        ]
         return reduce(DataFrame.unionByName, frames) if frames else None
 
     def _frame(self, s: Segment, part: str, schema: str) -> DataFrame:
@@ -315,8 +330,11 @@ class DedupIndex:
         if s.layout == 0:
             return self.spark.read.schema(schema).option("basePath", base).parquet(base)
         want = {"exact": EXACT, "docs": DOCS}.get(part)
-        paths = [self._Path(self.root, f.path).toString() for f in s.files
-                 if (f.part == want if want is not None else f.part >= 0)]
+        paths = [
+            self._Path(self.root, f.path).toString()
+            for f in s.files
+            if (f.part == want if want is not None else f.part >= 0)
+        ]
         if not paths:
             return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
         return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
@@ -342,8 +360,9 @@ class DedupIndex:
         out, where = self._lookup_arrow(segs, parts, rows.column("key").to_numpy(), None, stats)
         out = out.rename_columns(["band", "key", "doc_id"])
         if any(s.legacy for s in segs):
-            out = pa.concat_tables([out, self._legacy_touched(segs, self.spark.createDataFrame(rows)).toArrow()
-                                    .cast(out.schema)])
+            out = pa.concat_tables(
+                [out, self._legacy_touched(segs, self.spark.createDataFrame(rows)).toArrow().cast(out.schema)]
+            )
         self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
         return out
 
@@ -351,9 +370,12 @@ class DedupIndex:
         """Indexed (exact_key, doc_id) rows whose exact key is among ``exact_keys``."""
         segs, stats, t0 = self.segments(), ScanStats(), time.perf_counter()
         keys = ixf.exact_hash(exact_keys)
-        found, where = self._lookup_arrow(segs, np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], stats)
+        found, where = self._lookup_arrow(
+            segs, np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], stats
+        )
         out = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys))).select(
-            ["exact_key", "doc_id"])
+            ["exact_key", "doc_id"]
+        )
         legacy = [s for s in segs if s.legacy]
         if legacy:
             asked = self.spark.createDataFrame(pa.table({"exact_key": exact_keys}))
@@ -362,8 +384,9 @@ class DedupIndex:
         self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
         return out
 
-    def _lookup_arrow(self, segs: list[Segment], parts: np.ndarray, keys: np.ndarray, columns: list[str] | None,
-                      stats: ScanStats) -> tuple[pa.Table, str]:
+    def _lookup_arrow(
+        self, segs: list[Segment], parts: np.ndarray, keys: np.ndarray, columns: list[str] | None, stats: ScanStats
+    ) -> tuple[pa.Table, str]:
         """Driver-held queries of one part (``columns`` None: bands, answered with doc_ids) looked
         up on the driver, or, above ``driver_max_rows`` rows of that part, in Spark tasks that each
         get a share of the (part, bucket) groups with their keys: no shuffle, the keys travel
@@ -393,8 +416,9 @@ class DedupIndex:
         return pa.concat_tables([t for t, _ in results]), "spark"
 
     @staticmethod
-    def _lookup_here(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str] | None,
-                     stats: ScanStats) -> pa.Table:
+    def _lookup_here(
+        cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str] | None, stats: ScanStats
+    ) -> pa.Table:
         if columns is None:
             return ixf.lookup_named(cat, parts, keys, stats)
         return ixf.lookup(cat, parts, keys, columns, stats)
@@ -414,11 +438,13 @@ class DedupIndex:
         segs = self.segments()
         night = keys.select(F.lit(EXACT).alias("part"), "exact_key").distinct()
         out = self._lookup_spark(segs, night, ["exact_key", "doc_id"], self._new_lookup_stats()).select(
-            "exact_key", "doc_id")
+            "exact_key", "doc_id"
+        )
         for s in segs:
             if s.legacy:
-                out = out.unionByName(self._legacy_frame(s, "exact").join(night.select("exact_key"), "exact_key",
-                                                                          "left_semi"))
+                out = out.unionByName(
+                    self._legacy_frame(s, "exact").join(night.select("exact_key"), "exact_key", "left_semi")
+                )
         return out
 
     def _new_lookup_stats(self):
@@ -478,8 +504,9 @@ class DedupIndex:
         with self._writer():
             run = self._new_name(run)
             bits = self._bits(len(exact))
-            files = ixf.write_units(self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits,
-                                    self._opts())
+            files = ixf.write_units(
+                self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts()
+            )
             failpoint("index:batch_written")
             self._commit(run, "batch", bits, len(exact), files)
         return run
@@ -489,8 +516,12 @@ class DedupIndex:
         uri = self.root.toUri()
         if uri.getScheme() == "file":  # O_EXCL: atomic, where Hadoop's local create checks then writes
             return Lock(f"{uri.getPath()}/.lock", "another writer of the dedup index", LocalFiles(), IndexLocked)
-        return Lock(self._Path(self.root, ".lock").toString(), "another writer of the dedup index",
-                    HadoopFiles(self.spark), IndexLocked)
+        return Lock(
+            self._Path(self.root, ".lock").toString(),
+            "another writer of the dedup index",
+            HadoopFiles(self.spark),
+            IndexLocked,
+        )
 
     def _new_name(self, run: str | None) -> str:
         live = {c["name"] for c in self._commits()}
@@ -511,30 +542,46 @@ class DedupIndex:
         docs = exact.count()
         bits = self._bits(docs)
         doc_hex = F.md5(F.col("doc_id"))  # etl.dedup.index_files.doc_hash's hex digits
-        parts = [bands.select(F.col("band").alias("part"), "key", doc_hex.alias("doc_hex")),
-                 exact.select(F.lit(EXACT).alias("part"), "exact_key", "doc_id"),
-                 exact.select(F.lit(DOCS).alias("part"), doc_hex.alias("doc_hex"), "doc_id")]
+        parts = [
+            bands.select(F.col("band").alias("part"), "key", doc_hex.alias("doc_hex")),
+            exact.select(F.lit(EXACT).alias("part"), "exact_key", "doc_id"),
+            exact.select(F.lit(DOCS).alias("part"), doc_hex.alias("doc_hex"), "doc_id"),
+        ]
         return docs, bits, [f for rows in parts for f in self._write_spark(segment, rows, bits)]
 
     def _write_spark(self, segment: str, rows: DataFrame, bits: int) -> list[IndexFile]:
         """Rows (part, key | exact_key | doc_hex, ...) written by Spark tasks: partitioned and
         sorted by (part, bucket) first, so each task writes one bucket at a time."""
         n = max(1, min((self.params.bands + 2) << bits, 4 * self.spark.sparkContext.defaultParallelism))
-        sorted_rows = (rows.withColumn("bucket", _bucket_col(rows.columns, bits).cast("int"))
-                       .repartition(n, "part", "bucket").sortWithinPartitions("part", "bucket"))
+        sorted_rows = (
+            rows.withColumn("bucket", _bucket_col(rows.columns, bits).cast("int"))
+            .repartition(n, "part", "bucket")
+            .sortWithinPartitions("part", "bucket")
+        )
         task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
         out = sorted_rows.mapInArrow(task, "path string, part int, bucket int, bits int, rows bigint").collect()
         return [IndexFile(**r.asDict()) for r in out]
 
-    def _commit(self, name: str, kind: str, bits: int, docs: int, files: list[IndexFile],
-                replaces: list[Segment] = ()) -> None:
+    def _commit(
+        self, name: str, kind: str, bits: int, docs: int, files: list[IndexFile], replaces: list[Segment] = ()
+    ) -> None:
         seq = self._next_sequence()
-        record = {"name": name, "run": name, "sequence": seq, "kind": kind, "layout": FORMAT_VERSION, "bits": bits,
-                  "docs": docs, "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
-                  "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces]}
+        record = {
+            "name": name,
+            "run": name,
+            "sequence": seq,
+            "kind": kind,
+            "layout": FORMAT_VERSION,
+            "bits": bits,
+            "docs": docs,
+            "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
+            "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces],
+        }
         if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
-            self._write_atomic(self._Path(self.root, "settings.json"),
-                               json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True))
+            self._write_atomic(
+                self._Path(self.root, "settings.json"),
+                json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True),
+            )
             self._format = FORMAT_VERSION
         self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
 
@@ -562,8 +609,9 @@ class DedupIndex:
         if full:
             chosen = live if len(live) > 1 else []
         else:
-            chosen = [live[i] for i in plan_compaction([s.docs for s in live], self.cfg.compact_after,
-                                                       self.cfg.tier_ratio)]
+            chosen = [
+                live[i] for i in plan_compaction([s.docs for s in live], self.cfg.compact_after, self.cfg.tier_ratio)
+            ]
         if not chosen:
             return None
         name, docs = f"compacted-{self._next_sequence():08d}", sum(s.docs for s in chosen)
@@ -581,17 +629,26 @@ class DedupIndex:
         docs, bits, files = self._write(f"compacted/{name}", bands, exact)
         return self._commit_compaction(name, bits, docs, files, legacy, "legacy rewrite", t0)
 
-    def _commit_compaction(self, name: str, bits: int, docs: int, files: list[IndexFile], chosen: list[Segment],
-                           where: str, t0: float) -> dict:
+    def _commit_compaction(
+        self, name: str, bits: int, docs: int, files: list[IndexFile], chosen: list[Segment], where: str, t0: float
+    ) -> dict:
         failpoint("index:compaction_written")
         self._commit(name, "compaction", bits, docs, files, chosen)
         failpoint("index:compaction_committed")
         self._clean_leftovers()
-        log.info("dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name,
-                 len(files))
-        return {"segment": name, "merged": [s.name for s in chosen], "documents": docs, "bucket_bits": bits,
-                "files_read": sum(len(s.files) for s in chosen), "files_written": len(files), "where": where,
-                "seconds": round(time.perf_counter() - t0, 3)}
+        log.info(
+            "dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name, len(files)
+        )
+        return {
+            "segment": name,
+            "merged": [s.name for s in chosen],
+            "documents": docs,
+            "bucket_bits": bits,
+            "files_read": sum(len(s.files) for s in chosen),
+            "files_written": len(files),
+            "where": where,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
 
     def _merge(self, units: list[tuple[int, int, list[str]]], segment: str, bits: int, where: str) -> list[IndexFile]:
         root, opts = self.root.toString(), self._opts()
@@ -632,8 +689,10 @@ class DedupIndex:
         commits = self._commits()
         merged_into = [c["name"] for c in commits if any(r["name"] == run for r in c.get("replaces", []))]
         if merged_into:
-            raise IndexCompacted(f"dedup index {self.root}: batch {run} was merged into {merged_into[0]}; "
-                                 "it cannot be retracted on its own (rebuild the index from the corpus)")
+            raise IndexCompacted(
+                f"dedup index {self.root}: batch {run} was merged into {merged_into[0]}; "
+                "it cannot be retracted on its own (rebuild the index from the corpus)"
+            )
         found = False
         for c in commits:
             if c["name"] == run and c["kind"] != "compaction":
@@ -675,5 +734,9 @@ def exact_prior_matches(prior_exact: DataFrame, keys: DataFrame) -> DataFrame:
     """New documents whose normalised text is already indexed: (doc_id, duplicate_of).
     ``prior_exact``: indexed (exact_key, doc_id) rows, all of them or those a lookup found."""
     p = prior_exact.select("exact_key", F.col("doc_id").alias("duplicate_of"))
-    return (keys.join(p, "exact_key").where(F.col("doc_id") != F.col("duplicate_of"))  # never a duplicate of itself
-            .groupBy("doc_id").agg(F.min("duplicate_of").alias("duplicate_of")))
+    return (
+        keys.join(p, "exact_key")
+        .where(F.col("doc_id") != F.col("duplicate_of"))  # never a duplicate of itself
+        .groupBy("doc_id")
+        .agg(F.min("duplicate_of").alias("duplicate_of"))
+    )

@@ -44,9 +44,11 @@ import pyarrow.parquet as pq
 LAYOUT = 2  # the layout written here (module docstring)
 EXACT, DOCS = -1, -2  # the parts of exact keys and of doc_ids; bands are 0 .. bands-1
 MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup.index)
-SCHEMAS = {"bands": pa.schema([("key", pa.int64()), ("doc", pa.int64())]),
-           EXACT: pa.schema([("key", pa.int64()), ("exact_key", pa.string()), ("doc_id", pa.string())]),
-           DOCS: pa.schema([("key", pa.int64()), ("doc_id", pa.string())])}
+SCHEMAS = {
+    "bands": pa.schema([("key", pa.int64()), ("doc", pa.int64())]),
+    EXACT: pa.schema([("key", pa.int64()), ("exact_key", pa.string()), ("doc_id", pa.string())]),
+    DOCS: pa.schema([("key", pa.int64()), ("doc_id", pa.string())]),
+}
 COLUMN_TYPES = {"doc": pa.int64(), "doc_id": pa.string(), "exact_key": pa.string()}
 _HEX = np.full(256, 255, np.uint8)
 _HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16, dtype=np.uint8)
@@ -60,6 +62,7 @@ class IndexFileError(ValueError):
 @dataclass(frozen=True)
 class IndexFile:
     """One file of a segment; ``path`` relative to the index root."""
+
     path: str
     part: int  # a band, EXACT or DOCS
     bucket: int
@@ -71,6 +74,7 @@ class IndexFile:
 class ScanStats:
     """What a lookup read: ``rows_read`` are the rows of the row groups whose key column was
     decoded, ``rows_skipped`` those of groups their statistics excluded."""
+
     files: int = 0
     row_groups_read: int = 0
     row_groups_skipped: int = 0
@@ -87,6 +91,7 @@ class ScanStats:
 @dataclass(frozen=True)
 class FileOptions:
     """How files are cut: at most ``max_rows`` rows a file, ``row_group_rows`` a row group."""
+
     max_rows: int
     row_group_rows: int = 65536
 
@@ -127,8 +132,8 @@ def exact_hash(exact_keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     arr = pc.utf8_slice_codeunits(arr.cast(pa.string()), 0, 16)
     if arr.null_count or not pc.all(pc.equal(pc.utf8_length(arr), 16)).as_py():
         raise ValueError("exact keys must be hex digests of at least 16 digits")
-    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset: arr.offset + len(arr) + 1]
-    raw = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0]: offsets[-1]].reshape(len(arr), 16)
+    offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    raw = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]].reshape(len(arr), 16)
     nibbles = _HEX[raw]
     if (nibbles == 255).any():
         raise ValueError("exact keys must be hex digests")
@@ -139,8 +144,11 @@ def exact_hash(exact_keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
 def doc_hash(doc_ids: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
     """int64 of the first 8 bytes of md5(doc_id) (Spark: the first 16 hex digits of F.md5)."""
     ids = doc_ids.to_pylist() if isinstance(doc_ids, (pa.Array, pa.ChunkedArray)) else doc_ids
-    return np.fromiter((int.from_bytes(hashlib.md5(d.encode("utf-8")).digest()[:8], "big", signed=True)
-                        for d in ids), np.int64, len(ids))
+    return np.fromiter(
+        (int.from_bytes(hashlib.md5(d.encode("utf-8")).digest()[:8], "big", signed=True) for d in ids),
+        np.int64,
+        len(ids),
+    )
 
 
 def schema_of(part: int) -> pa.Schema:
@@ -153,8 +161,9 @@ def part_dir(part: int, bucket: int) -> str:
     return f"docs/bucket={bucket}" if part == DOCS else f"bands/band={part}/bucket={bucket}"
 
 
-def write_sorted(fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, part: int, bucket: int,
-                 bits: int, opts: FileOptions) -> list[IndexFile]:
+def write_sorted(
+    fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, part: int, bucket: int, bits: int, opts: FileOptions
+) -> list[IndexFile]:
     """Sort ``table`` (the columns of ``schema_of(part)``) by key and write it as
     ``segment/<part dir>/part-NNNNN.parquet`` files of at most ``opts.max_rows`` rows. Each file
     is written under a temporary name and renamed, so a retried task never leaves half a file."""
@@ -169,9 +178,14 @@ def write_sorted(fs: pafs.FileSystem, root: str, segment: str, table: pa.Table, 
         name = f"{rel}/part-{i:05d}.parquet"
         tmp = f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
         with fs.open_output_stream(tmp) as out:
-            pq.write_table(chunk, out, row_group_size=opts.row_group_rows, use_dictionary=False,
-                           compression={c: ("NONE" if c == "key" else "ZSTD") for c in schema.names},
-                           write_statistics=["key"])
+            pq.write_table(
+                chunk,
+                out,
+                row_group_size=opts.row_group_rows,
+                use_dictionary=False,
+                compression={c: ("NONE" if c == "key" else "ZSTD") for c in schema.names},
+                write_statistics=["key"],
+            )
         fs.move(tmp, f"{root}/{name}")
         files.append(IndexFile(name, part, bucket, bits, len(chunk)))
     return files
@@ -183,10 +197,12 @@ def open_file(fs: pafs.FileSystem, path: str, columns: list[str]) -> pq.ParquetF
     pf = pq.ParquetFile(fs.open_input_file(path))
     missing = [c for c in columns if c not in pf.schema_arrow.names]
     if missing:
-        raise IndexFileError(f"dedup index file {path} has no column {', '.join(missing)} (it has "
-                             f"{', '.join(pf.schema_arrow.names)}); a file of layout {LAYOUT} has "
-                             f"{', '.join(columns)}: its segment was written in another layout than its commit "
-                             "record names")
+        raise IndexFileError(
+            f"dedup index file {path} has no column {', '.join(missing)} (it has "
+            f"{', '.join(pf.schema_arrow.names)}); a file of layout {LAYOUT} has "
+            f"{', '.join(columns)}: its segment was written in another layout than its commit "
+            "record names"
+        )
     return pf
 
 
@@ -201,8 +217,9 @@ def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return starts + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
-def lookup_file(fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: list[str],
-                stats: ScanStats) -> pa.Table | None:
+def lookup_file(
+    fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: list[str], stats: ScanStats
+) -> pa.Table | None:
     """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique).
     Reads the key column of the row groups whose min/max admit a query, then ``columns`` of
     the row groups that hold a match only."""
@@ -213,15 +230,20 @@ def lookup_file(fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: li
     groups = []
     for g in range(md.num_row_groups):
         st = md.row_group(g).column(ki).statistics
-        if st is not None and st.has_min_max and np.searchsorted(queries, st.min, "left") == \
-                np.searchsorted(queries, st.max, "right"):
+        if (
+            st is not None
+            and st.has_min_max
+            and np.searchsorted(queries, st.min, "left") == np.searchsorted(queries, st.max, "right")
+        ):
             stats.row_groups_skipped += 1
             stats.rows_skipped += md.row_group(g).num_rows
         else:
             groups.append(g)
     if not groups:
         return None
-    keys = pf.read_row_groups(groups, columns=["key"], use_threads=False).column(0).to_numpy()  # one thread: one lookup a core
+    keys = (
+        pf.read_row_groups(groups, columns=["key"], use_threads=False).column(0).to_numpy()
+    )  # one thread: one lookup a core
     stats.row_groups_read += len(groups)
     stats.rows_read += len(keys)
     rows = _matching_rows(keys, queries)
@@ -242,6 +264,7 @@ class Catalog:
     """The live files of an index, by (part, bits, bucket), and the routing bits: the largest
     ``bits`` of any segment. A routing bucket ``u`` of a part is inside bucket ``u >> (route - b)``
     of every segment of ``b`` bits."""
+
     root: str
     route: int
     files: dict[tuple[int, int, int], list[str]] = field(default_factory=dict)
@@ -258,11 +281,14 @@ class Catalog:
 
     def paths(self, part: int, bucket: int) -> list[str]:
         """Files that may hold keys of routing bucket ``bucket`` of ``part``."""
-        return [p for b in sorted(self.bits.get(part, [])) for p in self.files.get((part, b, bucket >> (self.route - b)), [])]
+        return [
+            p
+            for b in sorted(self.bits.get(part, []))
+            for p in self.files.get((part, b, bucket >> (self.route - b)), [])
+        ]
 
 
-def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str],
-           stats: ScanStats) -> pa.Table:
+def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str], stats: ScanStats) -> pa.Table:
     """Index rows (part, key, ``columns``) whose part and key are among the queries
     ``(parts[i], keys[i])``, reading for each routing bucket only the files that cover it."""
     t0 = time.process_time()
@@ -295,15 +321,18 @@ def lookup_named(cat: Catalog, parts: np.ndarray, keys: np.ndarray, stats: ScanS
     missing = np.setdiff1d(docs, named.column("key").to_numpy())
     if len(missing):
         where = cat.paths(DOCS, int(bucket_of(missing[:1], cat.route)[0]))
-        raise IndexFileError(f"dedup index {cat.root}: {len(missing)} document hash(es) of band rows have no docs "
-                             f"row (e.g. {missing[0]}, looked for in {', '.join(where) or 'no file'}): the index is "
-                             "corrupt; rebuild it from the corpus")
+        raise IndexFileError(
+            f"dedup index {cat.root}: {len(missing)} document hash(es) of band rows have no docs "
+            f"row (e.g. {missing[0]}, looked for in {', '.join(where) or 'no file'}): the index is "
+            "corrupt; rebuild it from the corpus"
+        )
     named = named.select(["key", "doc_id"]).rename_columns(["doc", "doc_id"])
     return found.join(named, "doc", join_type="inner", use_threads=False).select(["part", "key", "doc_id"])
 
 
-def merge_bucket(cat_root: str, inputs: list[str], segment: str, part: int, bucket: int, bits: int,
-                 opts: FileOptions) -> list[IndexFile]:
+def merge_bucket(
+    cat_root: str, inputs: list[str], segment: str, part: int, bucket: int, bits: int, opts: FileOptions
+) -> list[IndexFile]:
     """Compaction of one (part, bucket) of a new segment of ``bits``: the rows of ``inputs``
     (files of the merged segments that cover the bucket) whose key lies in the bucket, sorted and
     written anew. Row groups outside the bucket's key range are skipped by their statistics."""
@@ -329,8 +358,9 @@ def merge_bucket(cat_root: str, inputs: list[str], segment: str, part: int, buck
 
 # --- what a segment's writers and Spark tasks run (pure pyarrow) ---------------------------------
 
-WRITTEN = pa.schema([("path", pa.string()), ("part", pa.int32()), ("bucket", pa.int32()), ("bits", pa.int32()),
-                     ("rows", pa.int64())])
+WRITTEN = pa.schema(
+    [("path", pa.string()), ("part", pa.int32()), ("bucket", pa.int32()), ("bits", pa.int32()), ("rows", pa.int64())]
+)
 
 
 def with_keys(t: pa.Table) -> pa.Table:
@@ -360,8 +390,9 @@ def segment_tables(bands: pa.Table, exact: pa.Table) -> list[tuple[int, pa.Table
     return [(EXACT, exact), (DOCS, docs)] + parts
 
 
-def write_units(root: str, segment: str, tables: list[tuple[int, pa.Table]], bits: int,
-                opts: FileOptions) -> list[IndexFile]:
+def write_units(
+    root: str, segment: str, tables: list[tuple[int, pa.Table]], bits: int, opts: FileOptions
+) -> list[IndexFile]:
     """Write each part's rows, bucket by bucket (the driver's append)."""
     fs, base = filesystem(root)
     files = []
@@ -375,14 +406,16 @@ def write_units(root: str, segment: str, tables: list[tuple[int, pa.Table]], bit
 def write_task(root: str, segment: str, bits: int, opts: FileOptions):
     """mapInArrow body of a Spark append: rows (part, bucket, ...) arrive sorted by (part,
     bucket); each bucket is written once complete, so a task holds one bucket at a time."""
+
     def run(batches):
         fs, base = filesystem(root)
         pending: list[pa.Table] = []
         current = None
 
         def flush():
-            files = write_sorted(fs, base, segment, with_keys(pa.concat_tables(pending)), current[0], current[1],
-                                 bits, opts)
+            files = write_sorted(
+                fs, base, segment, with_keys(pa.concat_tables(pending)), current[0], current[1], bits, opts
+            )
             return pa.RecordBatch.from_pylist([vars(f) for f in files], schema=WRITTEN) if files else None
 
         for batch in batches:
@@ -399,12 +432,14 @@ def write_task(root: str, segment: str, bits: int, opts: FileOptions):
                 pending.append(t.slice(lo, hi - lo).drop_columns(["part", "bucket"]))
         if pending and (out := flush()) is not None:
             yield out
+
     return run
 
 
 def lookup_task(cat_bc, columns: list[str] | None, acc):
     """mapInArrow body of a Spark lookup: one task's share of the queries (part, key | exact_key);
     ``columns`` None: band queries answered with doc_ids (``lookup_named``)."""
+
     def run(batches):
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
@@ -412,10 +447,14 @@ def lookup_task(cat_bc, columns: list[str] | None, acc):
         night = with_keys(pa.concat_tables(tables))
         stats = ScanStats()
         parts, keys = night.column("part").to_numpy(), night.column("key").to_numpy()
-        found = lookup_named(cat_bc.value, parts, keys, stats) if columns is None else \
-            lookup(cat_bc.value, parts, keys, columns, stats)
+        found = (
+            lookup_named(cat_bc.value, parts, keys, stats)
+            if columns is None
+            else lookup(cat_bc.value, parts, keys, columns, stats)
+        )
         acc.add(stats)
         yield from found.to_batches()
+
     return run
 
 

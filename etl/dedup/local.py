@@ -35,9 +35,12 @@ def exact_local(keys: pa.Table) -> tuple[pa.Table, pa.Table]:
     keeper = df.groupby("exact_key", sort=False)["doc_id"].transform("first")
     dups = df[df["doc_id"] != keeper]
     unique = np.sort(df.loc[df["doc_id"] == keeper, "row"].to_numpy())
-    return (pa.table({"doc_id": pa.array(dups["doc_id"], pa.string()),
-                      "duplicate_of": pa.array(keeper[dups.index], pa.string())}),
-            keys.take(pa.array(unique, pa.int64())))
+    return (
+        pa.table(
+            {"doc_id": pa.array(dups["doc_id"], pa.string()), "duplicate_of": pa.array(keeper[dups.index], pa.string())}
+        ),
+        keys.take(pa.array(unique, pa.int64())),
+    )
 
 
 def exact_prior_local(unique: pa.Table, index: DedupIndex) -> pa.Table:
@@ -56,9 +59,13 @@ def band_table(keys: pa.Table, bands: int) -> pa.Table:
     if len(flat) and not pc.all(pc.equal(pc.list_value_length(flat), bands)).as_py():
         raise ValueError(f"every signature must have {bands} band keys")
     n = len(keys)
-    return pa.table({"band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)),
-                     "key": flat.flatten(),
-                     "doc_id": keys.column("doc_id").combine_chunks().take(pa.array(np.repeat(np.arange(n), bands)))})
+    return pa.table(
+        {
+            "band": pa.array(np.tile(np.arange(bands, dtype=np.int32), n)),
+            "key": flat.flatten(),
+            "doc_id": keys.column("doc_id").combine_chunks().take(pa.array(np.repeat(np.arange(n), bands))),
+        }
+    )
 
 
 def touched_prior_local(rows: pa.Table, index: DedupIndex) -> pa.Table | None:
@@ -91,11 +98,15 @@ def candidate_edges_local(rows: pa.Table, quality: pa.Table, prior: pa.Table | N
     if len(parts) > 1:
         is_prior[pc.index_in(parts[1].column("doc_id"), value_set=ids).to_numpy()] = True
     qa, qb = pa.array(q[a], pa.float64(), from_pandas=True), pa.array(q[b], pa.float64(), from_pandas=True)
-    return pa.table([ids.take(pa.array(a)), ids.take(pa.array(b)), qa, pa.array(is_prior[a]), qb,
-                     pa.array(is_prior[b])], names=EDGE_COLUMNS)
+    return pa.table(
+        [ids.take(pa.array(a)), ids.take(pa.array(b)), qa, pa.array(is_prior[a]), qb, pa.array(is_prior[b])],
+        names=EDGE_COLUMNS,
+    )
 
 
-def _bucket_pairs(band: np.ndarray, key: np.ndarray, node: np.ndarray, all_pairs_max: int) -> tuple[np.ndarray, np.ndarray]:
+def _bucket_pairs(
+    band: np.ndarray, key: np.ndarray, node: np.ndarray, all_pairs_max: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Node pairs (a > b, distinct) of every (band, key) bucket of more than one row: all pairs in
     a bucket of at most ``all_pairs_max`` rows, each member and the smallest node in a larger one."""
     order = np.lexsort((node, key, band))
@@ -128,14 +139,29 @@ def exact_duplicates(exact: pa.Table, near: pa.Table) -> pa.Table:
     near_ids, near_to = near.column("doc_id").to_pylist(), near.column("duplicate_of").to_pylist()
     final = dict(zip(near_ids, near_to))
     exact_to = [final.get(d, d) for d in exact.column("duplicate_of").to_pylist()]
-    return pa.table({"doc_id": exact.column("doc_id").to_pylist() + near_ids, "duplicate_of": exact_to + near_to,
-                     "kind": ["exact"] * len(exact) + ["near"] * len(near)}, schema=DUPLICATES_SCHEMA)
+    return pa.table(
+        {
+            "doc_id": exact.column("doc_id").to_pylist() + near_ids,
+            "duplicate_of": exact_to + near_to,
+            "kind": ["exact"] * len(exact) + ["near"] * len(near),
+        },
+        schema=DUPLICATES_SCHEMA,
+    )
 
 
 def edges_frame(spark, tbl: pa.Table) -> DataFrame:
     """(a, b, a_node, b_node) of ``candidate_edges(with_nodes=True)`` from a driver edge table."""
-    def node(x: str) -> pa.StructArray:
-        return pa.StructArray.from_arrays([tbl.column(x).combine_chunks(), tbl.column(f"q{x}").combine_chunks(),
-                                           tbl.column(f"p{x}").combine_chunks()], names=["doc_id", "quality_score", "prior"])
-    return spark.createDataFrame(pa.table({"a": tbl.column("a"), "b": tbl.column("b"), "a_node": node("a"), "b_node": node("b")}))
 
+    def node(x: str) -> pa.StructArray:
+        return pa.StructArray.from_arrays(
+            [
+                tbl.column(x).combine_chunks(),
+                tbl.column(f"q{x}").combine_chunks(),
+                tbl.column(f"p{x}").combine_chunks(),
+            ],
+            names=["doc_id", "quality_score", "prior"],
+        )
+
+    return spark.createDataFrame(
+        pa.table({"a": tbl.column("a"), "b": tbl.column("b"), "a_node": node("a"), "b_node": node("b")})
+    )

@@ -52,9 +52,8 @@ from etl.dedup import local as dl
 from etl.dedup.checkpoints import Checkpoints
 from etl.dedup.components import components_local, components_spark
 from etl.dedup.index import DedupIndex, IndexConfig, exact_prior_matches
+from etl.dedup.verify import JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local, verification_summary
 from etl.runtime.progress import label_jobs
-from etl.dedup.verify import (JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local,
-                              verification_summary)
 from filters import minhash as mh
 from filters.minhash import MinHashParams
 
@@ -66,6 +65,7 @@ VERIFY_MODES = typing.get_args(VerifyMode)  # kept for importers; DedupConfig.ve
 @dataclass(frozen=True)
 class DedupConfig:
     """The ``dedup`` section, the same in every job that deduplicates."""
+
     minhash: MinHashParams = field(default_factory=MinHashParams)
     # off | measure (exact Jaccard of every candidate edge, reported) | enforce (also drop edges
     # below minhash.threshold before the components are formed: about half the LSH candidates at
@@ -107,20 +107,30 @@ class DedupResult:
 def signatures(docs: DataFrame, params: mh.MinHashParams) -> DataFrame:
     """doc_id, exact_key, band_keys (array<long>), quality_score (null when ``docs`` has none)."""
     p = params.resolved()
-    schema = pa.schema([("doc_id", pa.string()), ("exact_key", pa.string()), ("band_keys", pa.list_(pa.int64())),
-                        ("quality_score", pa.float64())])
+    schema = pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("exact_key", pa.string()),
+            ("band_keys", pa.list_(pa.int64())),
+            ("quality_score", pa.float64()),
+        ]
+    )
     quality = F.col("quality_score").cast("double") if "quality_score" in docs.columns else F.lit(None).cast("double")
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             exact, flat = signature_columns(batch.column("text").to_pylist(), p)
-            band_keys = pa.ListArray.from_arrays(pa.array(np.arange(0, len(flat) + 1, p.bands, dtype=np.int32)),
-                                                 pa.array(flat, pa.int64()))
-            yield pa.RecordBatch.from_arrays([batch.column("doc_id"), pa.array(exact, pa.string()), band_keys,
-                                              batch.column("quality_score")], schema=schema)
+            band_keys = pa.ListArray.from_arrays(
+                pa.array(np.arange(0, len(flat) + 1, p.bands, dtype=np.int32)), pa.array(flat, pa.int64())
+            )
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("doc_id"), pa.array(exact, pa.string()), band_keys, batch.column("quality_score")],
+                schema=schema,
+            )
 
-    return (docs.select("doc_id", "text", quality.alias("quality_score"))
-            .mapInArrow(compute, "doc_id string, exact_key string, band_keys array<bigint>, quality_score double"))
+    return docs.select("doc_id", "text", quality.alias("quality_score")).mapInArrow(
+        compute, "doc_id string, exact_key string, band_keys array<bigint>, quality_score double"
+    )
 
 
 def signature_columns(texts: list[str | None], p: mh.MinHashParams) -> tuple[list[str], np.ndarray]:
@@ -160,12 +170,20 @@ def candidate_edges(rows: DataFrame, all_pairs_max: int = 8, with_nodes: bool = 
     ordered = bucket.orderBy("doc_id")
     node = F.col("node")
     prev = F.array(*[F.lag(node, k).over(ordered) for k in range(1, max(all_pairs_max, 2))])
-    r = (rows.select("band", "key", "doc_id", _node(rows).alias("node"))
-         .select("node", F.count(F.lit(1)).over(bucket).alias("n"), F.first(node).over(ordered).alias("root"),
-                 prev.alias("prev")).where(F.col("n") > 1))
+    r = (
+        rows.select("band", "key", "doc_id", _node(rows).alias("node"))
+        .select(
+            "node",
+            F.count(F.lit(1)).over(bucket).alias("n"),
+            F.first(node).over(ordered).alias("root"),
+            prev.alias("prev"),
+        )
+        .where(F.col("n") > 1)
+    )
     others = F.when(F.col("n") <= all_pairs_max, F.col("prev")).otherwise(F.array("root"))  # one branch, one window
-    edges = (r.select(node.alias("a_node"), F.explode(others).alias("b_node"))
-             .where(F.col("b_node").isNotNull() & (F.col("b_node.doc_id") != F.col("a_node.doc_id"))))
+    edges = r.select(node.alias("a_node"), F.explode(others).alias("b_node")).where(
+        F.col("b_node").isNotNull() & (F.col("b_node.doc_id") != F.col("a_node.doc_id"))
+    )
     edges = edges.distinct()  # a node's fields follow from its doc_id
     ends = [F.col("a_node.doc_id").alias("a"), F.col("b_node.doc_id").alias("b")]
     return edges.select(*ends, "a_node", "b_node") if with_nodes else edges.select(*ends)
@@ -174,12 +192,16 @@ def candidate_edges(rows: DataFrame, all_pairs_max: int = 8, with_nodes: bool = 
 def _collect_edges(edges: DataFrame, report: dict) -> pa.Table:
     """The candidate edges (``candidate_edges(with_nodes=True)``) as a driver edge table."""
     with phase(edges.sparkSession, "collect candidate edges", report["seconds"]):
-        return edges.select("a", "b", "a_node.quality_score", "a_node.prior", "b_node.quality_score",
-                            "b_node.prior").toArrow().rename_columns(dl.EDGE_COLUMNS)
+        return (
+            edges.select("a", "b", "a_node.quality_score", "a_node.prior", "b_node.quality_score", "b_node.prior")
+            .toArrow()
+            .rename_columns(dl.EDGE_COLUMNS)
+        )
 
 
-def _resolve_on_driver(docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinHashParams,
-                       report: dict) -> tuple[pa.Table, DataFrame | None]:
+def _resolve_on_driver(
+    docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinHashParams, report: dict
+) -> tuple[pa.Table, DataFrame | None]:
     """(near duplicates: doc_id, duplicate_of; verified edges or None) from the candidate edges
     ``tbl`` (``etl.dedup.local.EDGE_COLUMNS``): verification by candidate component, components
     and keepers on the driver."""
@@ -198,8 +220,9 @@ def _resolve_on_driver(docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinH
         verified = spark.createDataFrame(vt, JACCARD_SCHEMA)
         if cfg.verify == "enforce":
             tbl = tbl.join(vt, ["a", "b"])
-            tbl = tbl.filter(pc.or_kleene(pc.is_null(tbl.column("jaccard")),
-                                          pc.greater_equal(tbl.column("jaccard"), p.threshold)))
+            tbl = tbl.filter(
+                pc.or_kleene(pc.is_null(tbl.column("jaccard")), pc.greater_equal(tbl.column("jaccard"), p.threshold))
+            )
     with phase(spark, "components + keepers (driver)", seconds):
         near = _keepers_local(tbl)
     report["components"] = {"where": "driver", "edges": len(tbl)}
@@ -209,19 +232,25 @@ def _resolve_on_driver(docs: DataFrame, tbl: pa.Table, cfg: DedupConfig, p: MinH
 def _keepers_local(tbl: pa.Table) -> pa.Table:
     """(doc_id, duplicate_of) of every non-indexed node that is not its component's keeper."""
     comps = components_local(tbl.column("a"), tbl.column("b")).to_pandas()
-    ends = [tbl.select([x, f"q{x}", f"p{x}"]).rename_columns(["node", "quality_score", "prior"]).to_pandas() for x in "ab"]
+    ends = [
+        tbl.select([x, f"q{x}", f"p{x}"]).rename_columns(["node", "quality_score", "prior"]).to_pandas() for x in "ab"
+    ]
     nodes = pd.concat(ends).drop_duplicates("node")
     df = comps.merge(nodes, on="node")
     df["no_quality"] = df["quality_score"].isna()
-    df = df.sort_values(["component", "prior", "no_quality", "quality_score", "node"],
-                        ascending=[True, False, True, False, True])
+    df = df.sort_values(
+        ["component", "prior", "no_quality", "quality_score", "node"], ascending=[True, False, True, False, True]
+    )
     df["keeper"] = df.groupby("component")["node"].transform("first")
     near = df[(df["node"] != df["keeper"]) & ~df["prior"].astype(bool)].sort_values("node")
-    return pa.table({"doc_id": pa.array(near["node"], pa.string()), "duplicate_of": pa.array(near["keeper"], pa.string())})
+    return pa.table(
+        {"doc_id": pa.array(near["node"], pa.string()), "duplicate_of": pa.array(near["keeper"], pa.string())}
+    )
 
 
-def _resolve_on_spark(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: MinHashParams, cp: Checkpoints,
-                      report: dict) -> tuple[DataFrame, DataFrame | None]:
+def _resolve_on_spark(
+    docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: MinHashParams, cp: Checkpoints, report: dict
+) -> tuple[DataFrame, DataFrame | None]:
     """``_resolve_on_driver`` for a candidate graph too large to collect: every step on Spark."""
     spark, seconds = docs.sparkSession, report["seconds"]
     verified = None
@@ -237,18 +266,27 @@ def _resolve_on_spark(docs: DataFrame, edges: DataFrame, cfg: DedupConfig, p: Mi
     report["components"] = {"where": "spark", "rounds": rounds}
     nodes = edges.select(F.col("a_node").alias("n")).unionByName(edges.select(F.col("b_node").alias("n"))).distinct()
     members = comps.join(nodes.select("n.*"), comps.node == F.col("doc_id")).drop("node")
-    rank = F.struct((~F.col("prior")).alias("p"), F.col("quality_score").isNull().alias("q0"),
-                    (-F.col("quality_score")).alias("q"), F.col("doc_id"))
+    rank = F.struct(
+        (~F.col("prior")).alias("p"),
+        F.col("quality_score").isNull().alias("q0"),
+        (-F.col("quality_score")).alias("q"),
+        F.col("doc_id"),
+    )
     best = members.groupBy("component").agg(F.min(rank).getField("doc_id").alias("keeper"))
-    near = (members.join(best, "component").where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior"))
-            .select("doc_id", F.col("keeper").alias("duplicate_of")))
+    near = (
+        members.join(best, "component")
+        .where((F.col("doc_id") != F.col("keeper")) & ~F.col("prior"))
+        .select("doc_id", F.col("keeper").alias("duplicate_of"))
+    )
     return near, verified
 
 
 def largest_clusters(duplicates: DataFrame, n: int = 10) -> list[dict]:
     """The ``n`` kept documents with the most duplicates: [{duplicate_of, count}]."""
-    return [r.asDict() for r in duplicates.groupBy("duplicate_of").count()
-            .orderBy(F.desc("count"), "duplicate_of").limit(n).collect()]
+    return [
+        r.asDict()
+        for r in duplicates.groupBy("duplicate_of").count().orderBy(F.desc("count"), "duplicate_of").limit(n).collect()
+    ]
 
 
 def _ranked(df: DataFrame, group: str) -> DataFrame:
@@ -275,7 +313,8 @@ def _exact(keys: DataFrame, index: DedupIndex | None) -> tuple[DataFrame, DataFr
     """(exact duplicates: doc_id, duplicate_of, kind; the unique rest of ``keys``)."""
     exact = _ranked(keys, "exact_key")
     dups = exact.where(F.col("doc_id") != F.col("keeper")).select(
-        "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind"))
+        "doc_id", F.col("keeper").alias("duplicate_of"), F.lit("exact").alias("kind")
+    )
     unique = exact.where(F.col("doc_id") == F.col("keeper")).drop("keeper")
     if index is not None and index.committed():
         found = index.exact_found(unique.select("exact_key"))  # only the index files the night's keys fall in
@@ -285,8 +324,9 @@ def _exact(keys: DataFrame, index: DedupIndex | None) -> tuple[DataFrame, DataFr
     return dups, unique
 
 
-def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
-          checkpoints: Checkpoints | None = None) -> DedupResult:
+def dedup(
+    docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None, checkpoints: Checkpoints | None = None
+) -> DedupResult:
     """Deduplicate ``docs`` (doc_id, text[, quality_score]) within themselves and, with
     ``index``, against every indexed document. ``checkpoints``: the run's ``Checkpoints`` (the
     caller writes the result inside its with-block); None makes a local one, which refuses to
@@ -308,7 +348,8 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
     rows = band_rows(unique).select("band", "key", "doc_id", "quality_score", "prior")
     if index is not None and index.committed():
         touched = index.touched(rows).select(
-            "band", "key", "doc_id", F.lit(None).cast("double").alias("quality_score"), F.lit(True).alias("prior"))
+            "band", "key", "doc_id", F.lit(None).cast("double").alias("quality_score"), F.lit(True).alias("prior")
+        )
         rows = rows.unionByName(touched)
     edges = cp.persist(candidate_edges(rows, cfg.all_pairs_max, with_nodes=True))
     with phase(spark, "signatures + exact + candidate edges", report["seconds"]):
@@ -322,17 +363,31 @@ def dedup(docs: DataFrame, cfg: DedupConfig, index: DedupIndex | None = None,
         near, verified = _resolve_on_spark(docs, edges, cfg, p, cp, report)
     # an exact copy of a document that is itself a near duplicate points at the final keeper
     final = near.select(F.col("doc_id").alias("duplicate_of"), F.col("duplicate_of").alias("final"))
-    exact_dups = (exact_dups.join(final, "duplicate_of", "left")
-                  .select("doc_id", F.coalesce("final", "duplicate_of").alias("duplicate_of"), "kind"))
+    exact_dups = exact_dups.join(final, "duplicate_of", "left").select(
+        "doc_id", F.coalesce("final", "duplicate_of").alias("duplicate_of"), "kind"
+    )
     duplicates = cp.persist(exact_dups.unionByName(near.withColumn("kind", F.lit("near"))))
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
     kept = unique.join(near.select("doc_id"), "doc_id", "left_anti")
-    return DedupResult(survivors, duplicates, band_rows(kept).select("band", "key", "doc_id"),
-                       kept.select("exact_key", "doc_id"), verified, report)
+    return DedupResult(
+        survivors,
+        duplicates,
+        band_rows(kept).select("band", "key", "doc_id"),
+        kept.select("exact_key", "doc_id"),
+        verified,
+        report,
+    )
 
 
-def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashParams, index: DedupIndex | None,
-                 cp: Checkpoints, report: dict) -> DedupResult:
+def _dedup_local(
+    docs: DataFrame,
+    keys: DataFrame,
+    cfg: DedupConfig,
+    p: MinHashParams,
+    index: DedupIndex | None,
+    cp: Checkpoints,
+    report: dict,
+) -> DedupResult:
     """``dedup`` for an input of at most ``driver_max_docs`` documents: its keys (persisted,
     counted) collected, exact groups and candidate edges found on the driver."""
     spark = docs.sparkSession
@@ -357,11 +412,19 @@ def _dedup_local(docs: DataFrame, keys: DataFrame, cfg: DedupConfig, p: MinHashP
     else:
         near_frame, verified = _resolve_on_spark(docs, dl.edges_frame(spark, tbl), cfg, p, cp, report)
         near = near_frame.toArrow()
-    duplicates = spark.createDataFrame(dl.exact_duplicates(exact, near), "doc_id string, duplicate_of string, kind string")
+    duplicates = spark.createDataFrame(
+        dl.exact_duplicates(exact, near), "doc_id string, duplicate_of string, kind string"
+    )
     gone = F.broadcast(duplicates.select("doc_id"))
     kept = keys.join(gone, "doc_id", "left_anti")
-    return DedupResult(docs.join(gone, "doc_id", "left_anti"), duplicates, band_rows(kept).select("band", "key", "doc_id"),
-                       kept.select("exact_key", "doc_id"), verified, report)
+    return DedupResult(
+        docs.join(gone, "doc_id", "left_anti"),
+        duplicates,
+        band_rows(kept).select("band", "key", "doc_id"),
+        kept.select("exact_key", "doc_id"),
+        verified,
+        report,
+    )
 
 
 def _exact_prior_arrow(unique: pa.Table, index: DedupIndex) -> pa.Table:

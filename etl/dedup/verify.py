@@ -31,19 +31,31 @@ def _shingles(text: str, n: int) -> np.ndarray:
     return mh.shingle_hashes(mh.normalise(text), n)
 
 
-def jaccard_by_component(spark: SparkSession, docs: DataFrame, edges: pa.Table, comps: pa.Table,
-                         shingle: int) -> DataFrame:
+def jaccard_by_component(
+    spark: SparkSession, docs: DataFrame, edges: pa.Table, comps: pa.Table, shingle: int
+) -> DataFrame:
     """(a, b, jaccard) for every edge of ``edges`` (a, b). ``comps``: (node, component) of every
     node on an edge (``etl.dedup.components.components_local``). The documents' texts and the edges
     are partitioned by component (about DOCS_PER_TASK documents a partition), so both ends of an
     edge meet in one task, which reads its partition whole."""
     comp_of = spark.createDataFrame(comps.rename_columns(["doc_id", "component"]))
-    texts = (docs.select("doc_id", "text").join(F.broadcast(comp_of), "doc_id")
-             .select("component", "doc_id", "text", F.lit(None).cast("string").alias("a"),
-                     F.lit(None).cast("string").alias("b")))
+    texts = (
+        docs.select("doc_id", "text")
+        .join(F.broadcast(comp_of), "doc_id")
+        .select(
+            "component", "doc_id", "text", F.lit(None).cast("string").alias("a"), F.lit(None).cast("string").alias("b")
+        )
+    )
     index = pc.index_in(edges.column("a"), value_set=comps.column("node"))
-    edge_rows = pa.table({"component": comps.column("component").take(index), "doc_id": pa.nulls(len(edges), pa.string()),
-                          "text": pa.nulls(len(edges), pa.string()), "a": edges.column("a"), "b": edges.column("b")})
+    edge_rows = pa.table(
+        {
+            "component": comps.column("component").take(index),
+            "doc_id": pa.nulls(len(edges), pa.string()),
+            "text": pa.nulls(len(edges), pa.string()),
+            "a": edges.column("a"),
+            "b": edges.column("b"),
+        }
+    )
     rows = texts.unionByName(spark.createDataFrame(edge_rows, texts.schema))
     parts = max(spark.sparkContext.defaultParallelism, -(-len(comps) // DOCS_PER_TASK))
 
@@ -55,28 +67,46 @@ def jaccard_by_component(spark: SparkSession, docs: DataFrame, edges: pa.Table, 
         sets = dict(zip(docs_part.column("doc_id").to_pylist(), mh.shingle_sets(norms, shingle)))
         a, b = edges_part.column("a").to_pylist(), edges_part.column("b").to_pylist()
         jac = [mh.jaccard(sets[x], sets[y]) if x in sets and y in sets else None for x, y in zip(a, b)]
-        yield pa.RecordBatch.from_arrays([edges_part.column("a").combine_chunks(), edges_part.column("b").combine_chunks(),
-                                          pa.array(jac, pa.float64())], names=["a", "b", "jaccard"])
+        yield pa.RecordBatch.from_arrays(
+            [
+                edges_part.column("a").combine_chunks(),
+                edges_part.column("b").combine_chunks(),
+                pa.array(jac, pa.float64()),
+            ],
+            names=["a", "b", "jaccard"],
+        )
 
-    rows_schema = pa.schema([("component", pa.string()), ("doc_id", pa.string()), ("text", pa.string()),
-                             ("a", pa.string()), ("b", pa.string())])
+    rows_schema = pa.schema(
+        [
+            ("component", pa.string()),
+            ("doc_id", pa.string()),
+            ("text", pa.string()),
+            ("a", pa.string()),
+            ("b", pa.string()),
+        ]
+    )
     return rows.repartition(parts, "component").mapInArrow(verify, JACCARD_SCHEMA)
 
 
 def edge_jaccard(edges: DataFrame, docs: DataFrame, shingle: int) -> DataFrame:
     """(a, b, jaccard) of each edge (a, b), each joined to its two texts."""
     texts = docs.select("doc_id", "text")
-    pairs = (edges.select("a", "b")
-             .join(texts.select(F.col("doc_id").alias("a"), F.col("text").alias("text_a")), "a", "left")
-             .join(texts.select(F.col("doc_id").alias("b"), F.col("text").alias("text_b")), "b", "left"))
+    pairs = (
+        edges.select("a", "b")
+        .join(texts.select(F.col("doc_id").alias("a"), F.col("text").alias("text_a")), "a", "left")
+        .join(texts.select(F.col("doc_id").alias("b"), F.col("text").alias("text_b")), "b", "left")
+    )
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ta, tb = batch.column("text_a").to_pylist(), batch.column("text_b").to_pylist()
-            jac = [None if x is None or y is None else mh.jaccard(_shingles(x, shingle), _shingles(y, shingle))
-                   for x, y in zip(ta, tb)]
-            yield pa.RecordBatch.from_arrays([batch.column("a"), batch.column("b"), pa.array(jac, pa.float64())],
-                                             names=["a", "b", "jaccard"])
+            jac = [
+                None if x is None or y is None else mh.jaccard(_shingles(x, shingle), _shingles(y, shingle))
+                for x, y in zip(ta, tb)
+            ]
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("a"), batch.column("b"), pa.array(jac, pa.float64())], names=["a", "b", "jaccard"]
+            )
 
     return pairs.select("a", "b", "text_a", "text_b").mapInArrow(compute, JACCARD_SCHEMA)
 
@@ -84,9 +114,11 @@ def edge_jaccard(edges: DataFrame, docs: DataFrame, shingle: int) -> DataFrame:
 def verification_summary(verified: DataFrame, threshold: float) -> dict:
     """Counts and precision of the candidate edges that could be verified (a Spark job)."""
     row = verified.agg(
-        F.count(F.lit(1)).alias("edges"), F.count("jaccard").alias("verified"),
+        F.count(F.lit(1)).alias("edges"),
+        F.count("jaccard").alias("verified"),
         F.sum((F.col("jaccard") < threshold).cast("int")).alias("below_threshold"),
-        F.percentile_approx("jaccard", [0.01, 0.1, 0.5], 1000).alias("q")).first()
+        F.percentile_approx("jaccard", [0.01, 0.1, 0.5], 1000).alias("q"),
+    ).first()
     return _summary(row.edges, row.verified, row.below_threshold or 0, row.q)
 
 
@@ -98,6 +130,10 @@ def summary_local(verified: pa.Table, threshold: float) -> dict:
 
 
 def _summary(edges: int, verified: int, below: int, q) -> dict:
-    return {"candidate_edges": edges, "verified": verified, "below_threshold": below,
-            "precision": round(1 - below / verified, 4) if verified else None,
-            "jaccard_p01_p10_p50": [round(x, 4) for x in q] if q else None}
+    return {
+        "candidate_edges": edges,
+        "verified": verified,
+        "below_threshold": below,
+        "precision": round(1 - below / verified, 4) if verified else None,
+        "jaccard_p01_p10_p50": [round(x, 4) for x in q] if q else None,
+    }

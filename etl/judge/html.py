@@ -69,8 +69,14 @@ def _curves_plot(report: dict[str, Any]) -> str:
     for i, name in enumerate(names):
         for k, (seed, curve) in enumerate(report["variants"][name]["dev_curves"].items()):
             steps, losses = zip(*curve)
-            ax.plot(steps, losses, marker=".", color=COLOURS[i % len(COLOURS)], linestyle="-" if k == 0 else "--",
-                    label=name if k == 0 else None)
+            ax.plot(
+                steps,
+                losses,
+                marker=".",
+                color=COLOURS[i % len(COLOURS)],
+                linestyle="-" if k == 0 else "--",
+                label=name if k == 0 else None,
+            )
     ax.set_xlabel("step")
     ax.set_ylabel("dev loss")
     ax.legend(fontsize=8)
@@ -89,17 +95,23 @@ def _tokens_plot(report: dict[str, Any]) -> str:
 
 
 def _ranking_table(report: dict[str, Any]) -> str:
-    head = ("<tr><th>#</th><th>variant</th><th>mean dev ppl</th><th>dev SE</th><th>spread</th>"
-            "<th>paired diff vs baseline</th><th>SE</th><th>MDD</th><th>verdict</th><th>documents</th>"
-            "<th>tokens</th><th>epochs</th></tr>")
+    head = (
+        "<tr><th>#</th><th>variant</th><th>mean dev ppl</th><th>dev SE</th><th>spread</th>"
+        "<th>paired diff vs baseline</th><th>SE</th><th>MDD</th><th>verdict</th><th>documents</th>"
+        "<th>tokens</th><th>epochs</th></tr>"
+    )
     rows = []
     for i, name in enumerate(_order(report), 1):
         v = report["variants"][name]
         vs = v["vs_baseline"] or {}
         rank = str(i) if name in report["ranking"] else "–"
         cells = [_cell(f"{name}:{k}", v[k]) for k in ("mean_dev_ppl", "dev_se_ppl", "spread_dev_ppl")]
-        cells += [_cell(f"{name}:diff", vs.get("mean"), "signed"), _cell(f"{name}:se", vs.get("se")),
-                  _cell(f"{name}:mdd", vs.get("mdd")), _cell(f"{name}:verdict", vs.get("verdict"))]
+        cells += [
+            _cell(f"{name}:diff", vs.get("mean"), "signed"),
+            _cell(f"{name}:se", vs.get("se")),
+            _cell(f"{name}:mdd", vs.get("mdd")),
+            _cell(f"{name}:verdict", vs.get("verdict")),
+        ]
         cells += [_cell(f"{name}:{k}", v[k]) for k in ("documents", "tokens", "epochs")]
         rows.append(f"<tr><td>{rank}</td><td>{html.escape(name)}</td>{''.join(cells)}</tr>")
     return f'<table id="ranking">{head}{"".join(rows)}</table>'
@@ -107,11 +119,15 @@ def _ranking_table(report: dict[str, Any]) -> str:
 
 def _plan_list(plan: dict[str, Any]) -> str:
     """The plan before training and what each round decided."""
-    items = [f"<li>before training: {plan['seeds']} seeds, planned MDD {plan['planned_mdd_rel']:.1%} of the "
-             f"baseline's perplexity (prior seed sd {plan['prior_sd']:.1%}, effect {plan['effect']:.1%})</li>"]
+    items = [
+        f"<li>before training: {plan['seeds']} seeds, planned MDD {plan['planned_mdd_rel']:.1%} of the "
+        f"baseline's perplexity (prior seed sd {plan['prior_sd']:.1%}, effect {plan['effect']:.1%})</li>"
+    ]
     for i, r in enumerate(plan["rounds"], 1):
-        items.append(f"<li>round {i}: seeds {r['seeds']}, {r['budget_tokens']:,} tokens per run → "
-                     f"{html.escape(r['next']['action'])}: {html.escape(r['next']['reason'])}</li>")
+        items.append(
+            f"<li>round {i}: seeds {r['seeds']}, {r['budget_tokens']:,} tokens per run → "
+            f"{html.escape(r['next']['action'])}: {html.escape(r['next']['reason'])}</li>"
+        )
     return f'<ul id="plan">{"".join(items)}</ul>'
 
 
@@ -125,25 +141,49 @@ def _seeds_table(report: dict[str, Any]) -> str:
             s = run["seed"]
             loss, ppl = ok.get(s, (None, None))
             status = run["status"] if run["status"] == "ok" else f"failed: {run.get('error')}"
-            rows.append(f"<tr><td>{html.escape(name)}</td><td>{s}</td><td>{html.escape(status)}</td>"
-                        + _cell(f"{name}:dev_loss:{s}", loss) + _cell(f"{name}:dev_ppl:{s}", ppl) + "</tr>")
+            rows.append(
+                f"<tr><td>{html.escape(name)}</td><td>{s}</td><td>{html.escape(status)}</td>"
+                + _cell(f"{name}:dev_loss:{s}", loss)
+                + _cell(f"{name}:dev_ppl:{s}", ppl)
+                + "</tr>"
+            )
     return f'<table id="seeds">{head}{"".join(rows)}</table>'
 
 
 def _dev_table(dev: dict[str, Any]) -> str:
-    keys = ("records", "blank_dropped", "overlap_removed", "internal_duplicates_removed", "documents", "tokens",
-            "eval_tokens")
+    keys = (
+        "records",
+        "blank_dropped",
+        "overlap_removed",
+        "internal_duplicates_removed",
+        "documents",
+        "tokens",
+        "eval_tokens",
+    )
     body = "".join(f"<tr><td>{k.replace('_', ' ')}</td>{_cell(f'dev:{k}', dev.get(k))}</tr>" for k in keys)
     return f'<table id="dev"><tr><th>dev set</th><th></th></tr>{body}</table>'
 
 
 def _variant_section(name: str, v: dict[str, Any]) -> str:
-    keys = "".join(f"<li><code>{html.escape(k)} = {html.escape(json.dumps(x, ensure_ascii=False))}</code></li>"
-                   for k, x in v["overrides"].items()) or "<li>(the base config)</li>"
-    moves = "".join(f"<tr><td>{html.escape(m['from'])}</td><td>{html.escape(m['to'])}</td>"
-                    + _cell(f"{name}:move:{m['from']}>{m['to']}", m["records"]) + "</tr>" for m in v["ledger_moves"])
-    table = (f'<table id="moves-{html.escape(name, quote=True)}"><tr><th>baseline outcome</th><th>this variant</th>'
-             f"<th>records</th></tr>{moves}</table>" if moves else "")
+    keys = (
+        "".join(
+            f"<li><code>{html.escape(k)} = {html.escape(json.dumps(x, ensure_ascii=False))}</code></li>"
+            for k, x in v["overrides"].items()
+        )
+        or "<li>(the base config)</li>"
+    )
+    moves = "".join(
+        f"<tr><td>{html.escape(m['from'])}</td><td>{html.escape(m['to'])}</td>"
+        + _cell(f"{name}:move:{m['from']}>{m['to']}", m["records"])
+        + "</tr>"
+        for m in v["ledger_moves"]
+    )
+    table = (
+        f'<table id="moves-{html.escape(name, quote=True)}"><tr><th>baseline outcome</th><th>this variant</th>'
+        f"<th>records</th></tr>{moves}</table>"
+        if moves
+        else ""
+    )
     return f"<h3>{html.escape(name)}</h3><ul>{keys}</ul>{table}"
 
 
@@ -151,17 +191,28 @@ def render(report: dict[str, Any]) -> str:
     best = report["ranking"][0] if report["ranking"] else "none"
     title = f"Rule judge: {len(report['variants'])} variants, best: {best}"
     figures = [_ppl_plot(report), _curves_plot(report), _tokens_plot(report)]
-    failed = "".join(f"<li class='bad'>{html.escape(f['variant'])} seed {f['seed']}: "
-                     f"{html.escape(str(f['error']))}</li>" for f in report["failed_runs"])
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p>Proxy: {report['proxy']['parameters']:,} parameters, {report['budget']['tokens']:,} tokens per run "
-            f"({report['budget']['steps']} steps), seeds {report['seeds']}; dev perplexity after training, lower is "
-            "better (PanGu-α §3.1.3). Each variant is compared with the baseline seed by seed on the same dev "
-            "documents; a difference counts beyond its minimum detectable difference (MDD).</p>"
-            + "".join(figures) + "<h2>Ranking</h2>" + _ranking_table(report)
-            + "<h2>Plan and rounds</h2>" + _plan_list(report["plan"])
-            + (f"<h2>Failed runs</h2><ul>{failed}</ul>" if failed else "")
-            + "<h2>Runs</h2>" + _seeds_table(report) + "<h2>Dev set</h2>" + _dev_table(report["dev"])
-            + "<h2>Variants and their ledger moves against the baseline</h2>"
-            + "".join(_variant_section(n, report["variants"][n]) for n in report["variants"]) + "</body></html>")
+    failed = "".join(
+        f"<li class='bad'>{html.escape(f['variant'])} seed {f['seed']}: {html.escape(str(f['error']))}</li>"
+        for f in report["failed_runs"]
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>Proxy: {report['proxy']['parameters']:,} parameters, {report['budget']['tokens']:,} tokens per run "
+        f"({report['budget']['steps']} steps), seeds {report['seeds']}; dev perplexity after training, lower is "
+        "better (PanGu-α §3.1.3). Each variant is compared with the baseline seed by seed on the same dev "
+        "documents; a difference counts beyond its minimum detectable difference (MDD).</p>"
+        + "".join(figures)
+        + "<h2>Ranking</h2>"
+        + _ranking_table(report)
+        + "<h2>Plan and rounds</h2>"
+        + _plan_list(report["plan"])
+        + (f"<h2>Failed runs</h2><ul>{failed}</ul>" if failed else "")
+        + "<h2>Runs</h2>"
+        + _seeds_table(report)
+        + "<h2>Dev set</h2>"
+        + _dev_table(report["dev"])
+        + "<h2>Variants and their ledger moves against the baseline</h2>"
+        + "".join(_variant_section(n, report["variants"][n]) for n in report["variants"])
+        + "</body></html>"
+    )

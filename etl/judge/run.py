@@ -53,6 +53,8 @@ from etl.runtime.spark import session
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
 
 log = logging.getLogger("zhcorpus")
+
+
 def read_variants(path: str | Path) -> dict[str, dict[str, Any]]:
     """``{name: {dotted key: value}}`` from a variants TOML, baseline first (added empty when
     missing). A key may be quoted (``"rules.length.min_chars" = 300``) or nested (a
@@ -65,13 +67,17 @@ def read_variants(path: str | Path) -> dict[str, dict[str, Any]]:
     variants = {BASELINE: {}}
     for name, table in raw.items():
         if not isinstance(table, dict):
-            raise JudgeError(f"{path}: {name} = {table!r} is not a table; each variant is a [name] table of "
-                             "build-config keys")
+            raise JudgeError(
+                f"{path}: {name} = {table!r} is not a table; each variant is a [name] table of build-config keys"
+            )
         keys = _flatten(table)
         for key in keys:
             if key.split(".")[0] not in VARIANT_SECTIONS:
-                why = (f"a variant changes only {', '.join(VARIANT_SECTIONS)} keys" if not key.startswith("tokenizer.")
-                       else "one tokenizer for all variants: set tokenizer.* for all with --set")
+                why = (
+                    f"a variant changes only {', '.join(VARIANT_SECTIONS)} keys"
+                    if not key.startswith("tokenizer.")
+                    else "one tokenizer for all variants: set tokenizer.* for all with --set"
+                )
                 raise JudgeError(f"variant {name}: {key} is not allowed ({why})")
         variants[name] = keys
     return variants
@@ -112,7 +118,7 @@ def sample_files(spark: SparkSession, inputs: list[str], cfg: JudgeSection) -> l
     if cfg.sample_files <= 0 or cfg.sample_files >= len(files):
         return files
     key = lambda f: hashlib.sha256(f"{cfg.sample_seed}\0{f}".encode()).hexdigest()  # noqa: E731
-    return sorted(sorted(files, key=key)[:cfg.sample_files])
+    return sorted(sorted(files, key=key)[: cfg.sample_files])
 
 
 def _with_tokenizer(cfg: BuildConfig, model: str) -> BuildConfig:
@@ -129,16 +135,20 @@ def build_variants(spark: SparkSession, builds: dict[str, BuildConfig], files: l
         reports[name] = build_corpus(_with_tokenizer(cfg, tokenizer) if tokenizer else cfg, files, out, spark=spark)
         tokenizer = tokenizer or f"{out}/tokenizer"
         if reports[name]["documents"] == 0:
-            raise JudgeError(f"variant {name} kept no documents of {reports[name]['input']['records']:,} records: "
-                             "its corpus is empty, there is nothing to train a proxy on")
+            raise JudgeError(
+                f"variant {name} kept no documents of {reports[name]['input']['records']:,} records: "
+                "its corpus is empty, there is nothing to train a proxy on"
+            )
     return reports
 
 
 def _local(path: str) -> str:
     if "://" in path and not path.startswith("file:"):
-        raise JudgeError(f"--output {path}: the proxy runs memory-map the shards, so the output must be a local "
-                         "or shared file-system path")
-    return path[len("file:"):] if path.startswith("file:") else path
+        raise JudgeError(
+            f"--output {path}: the proxy runs memory-map the shards, so the output must be a local "
+            "or shared file-system path"
+        )
+    return path[len("file:") :] if path.startswith("file:") else path
 
 
 def rare_characters(counts: dict[str, int], chars: int) -> str:
@@ -159,11 +169,20 @@ def train_proxy_tokenizer(dev: DataFrame, base: TokenizerConfig, cfg: JudgeSecti
     text = F.translate("text", rare, " " * len(rare)) if rare else F.col("text")
     tok = dataclasses.replace(base, model="", vocab_size=cfg.vocab_size, character_coverage=1.0)
     total = sum(counts.values())
-    log.info("judge: proxy vocabulary of %d pieces trained on the dev set: %d of its %d distinct characters "
-             "(%.1f%% of its characters) get a piece, the rest are spelled in bytes", cfg.vocab_size,
-             len(counts) - len(rare), len(counts), 100 * (1 - sum(counts[c] for c in rare) / max(1, total)))
-    return train_tokenizer(dev.select("doc_id", text.alias("text")), tok, output,
-                           {"inputs": ["judge dev set"], "distinct_characters": len(counts), "blanked": len(rare)})
+    log.info(
+        "judge: proxy vocabulary of %d pieces trained on the dev set: %d of its %d distinct characters "
+        "(%.1f%% of its characters) get a piece, the rest are spelled in bytes",
+        cfg.vocab_size,
+        len(counts) - len(rare),
+        len(counts),
+        100 * (1 - sum(counts[c] for c in rare) / max(1, total)),
+    )
+    return train_tokenizer(
+        dev.select("doc_id", text.alias("text")),
+        tok,
+        output,
+        {"inputs": ["judge dev set"], "distinct_characters": len(counts), "blanked": len(rare)},
+    )
 
 
 def _seed_list(first: tuple[int, ...], k: int) -> tuple[int, ...]:
@@ -171,8 +190,9 @@ def _seed_list(first: tuple[int, ...], k: int) -> tuple[int, ...]:
     return tuple(first[:k]) + tuple(range(max(first) + 1, max(first) + 1 + k - len(first)))
 
 
-def run_rounds(cfg: JudgeSection, trainer: Trainer, manifests: dict[str, str],
-               dev_manifest: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run_rounds(
+    cfg: JudgeSection, trainer: Trainer, manifests: dict[str, str], dev_manifest: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Proxy runs in rounds: the plan (seeds from ``prior_sd`` and ``effect``, its MDD logged
     before any run starts), then after each round the paired comparisons and ``next_step``: more
     seeds, a larger budget (the earlier runs are then left out: another budget), or stop. Returns
@@ -181,10 +201,18 @@ def run_rounds(cfg: JudgeSection, trainer: Trainer, manifests: dict[str, str],
 
     p = cfg.power_spec
     k, planned = first_round(cfg.prior_sd, cfg.effect, len(cfg.seeds), max(cfg.max_seeds, len(cfg.seeds)), p)
-    log.info("judge: plan before training: %d seeds per variant, paired; with a seed-to-seed sd of %.1f%% "
-             "(judge.prior_sd) the minimum detectable difference is %.1f%% of the baseline's dev perplexity "
-             "(alpha %.2f, power %.2f; the dev set's error is measured by the first round) against an effect of "
-             "%.1f%% (judge.effect)", k, 100 * cfg.prior_sd, 100 * planned, p.alpha, p.power, 100 * cfg.effect)
+    log.info(
+        "judge: plan before training: %d seeds per variant, paired; with a seed-to-seed sd of %.1f%% "
+        "(judge.prior_sd) the minimum detectable difference is %.1f%% of the baseline's dev perplexity "
+        "(alpha %.2f, power %.2f; the dev set's error is measured by the first round) against an effect of "
+        "%.1f%% (judge.effect)",
+        k,
+        100 * cfg.prior_sd,
+        100 * planned,
+        p.alpha,
+        p.power,
+        100 * cfg.effect,
+    )
     plan = {"seeds": k, "planned_mdd_rel": planned, "prior_sd": cfg.prior_sd, "effect": cfg.effect, "rounds": []}
     factor, results = 1, []
     while True:
@@ -193,12 +221,19 @@ def run_rounds(cfg: JudgeSection, trainer: Trainer, manifests: dict[str, str],
         results += trainer.run(manifests, dev_manifest, tuple(s for s in seeds if s not in done), on_result=_progress)
         comparisons = compare(results, BASELINE, p)
         step = next_step(comparisons, k, factor, cfg.effect, cfg.max_seeds, cfg.max_token_factor, p)
-        plan["rounds"].append({"seeds": list(seeds), "budget_tokens": trainer.budget, "next": dataclasses.asdict(step),
-                               "vs_baseline": {n: brief(c) for n, c in comparisons.items()}})
+        plan["rounds"].append(
+            {
+                "seeds": list(seeds),
+                "budget_tokens": trainer.budget,
+                "next": dataclasses.asdict(step),
+                "vs_baseline": {n: brief(c) for n, c in comparisons.items()},
+            }
+        )
         for name, c in comparisons.items():
             log.info("judge: %s", comparison_line(name, c))
-        log.info("judge: after %d seeds at %s tokens per run: %s (%s)", k, f"{trainer.budget:,}", step.action,
-                 step.reason)
+        log.info(
+            "judge: after %d seeds at %s tokens per run: %s (%s)", k, f"{trainer.budget:,}", step.action, step.reason
+        )
         if step.action == "stop":
             return results, plan
         if step.action == "tokens":
@@ -207,9 +242,17 @@ def run_rounds(cfg: JudgeSection, trainer: Trainer, manifests: dict[str, str],
         k = step.seeds
 
 
-def judge_rules(cfg: JudgeSection, builds: dict[str, BuildConfig], overrides: dict[str, dict[str, Any]],
-                inputs: list[str], dev: list[str], output: str, trainer: Trainer, overwrite: bool = False,
-                spark: SparkSession | None = None) -> dict[str, Any]:
+def judge_rules(
+    cfg: JudgeSection,
+    builds: dict[str, BuildConfig],
+    overrides: dict[str, dict[str, Any]],
+    inputs: list[str],
+    dev: list[str],
+    output: str,
+    trainer: Trainer,
+    overwrite: bool = False,
+    spark: SparkSession | None = None,
+) -> dict[str, Any]:
     """Build, decontaminate the dev set, train, report; returns judge.json's content. ``builds``:
     the resolved BuildConfig per variant (baseline first), ``overrides``: each one's keys."""
     from etl.judge.dev import prepare_dev, read_dev
@@ -233,22 +276,43 @@ def judge_rules(cfg: JudgeSection, builds: dict[str, BuildConfig], overrides: di
         moves = {name: ledger_moves(spark, dirs[BASELINE], d) for name, d in dirs.items() if name != BASELINE}
         tokenizer = builds[BASELINE].tokenizer.model or f"{dirs[BASELINE]}/tokenizer"
         t_built = time.monotonic()
-        dev_summary = prepare_dev(spark, dev_docs, dev_counts, {n: f"{d}/documents" for n, d in dirs.items()},
-                                  builds[BASELINE].dedup, tokenizer, f"{root}/dev", cfg.min_dev_documents)
+        dev_summary = prepare_dev(
+            spark,
+            dev_docs,
+            dev_counts,
+            {n: f"{d}/documents" for n, d in dirs.items()},
+            builds[BASELINE].dedup,
+            tokenizer,
+            f"{root}/dev",
+            cfg.min_dev_documents,
+        )
         manifests = {n: f"{d}/shards/manifest.json" for n, d in dirs.items()}
         checked = trainer.check(manifests, f"{root}/dev/shards/manifest.json")  # refuses before any run starts
         t_dev = time.monotonic()
         results, plan = run_rounds(cfg, trainer, manifests, f"{root}/dev/shards/manifest.json")
         t_trained = time.monotonic()
         _write_runs(out, results)
-        timings = {"build_s": round(t_built - t0, 1), "dev_s": round(t_dev - t_built, 1),
-                   "train_s": round(t_trained - t_dev, 1),
-                   "runs_s": {f"{r['variant']}/{r['seed']}": round(r.get("seconds", 0.0), 1) for r in results}}
-        report = assemble(seeds=sorted({r["seed"] for r in results}), overrides=overrides, builds=reports,
-                          moves=moves, checked=checked, results=results, plan=plan, power=cfg.power_spec,
-                          dev=dev_summary, proxy=trainer.describe(), sample=files,
-                          config={"judge": dataclasses.asdict(cfg), "baseline": dataclasses.asdict(given)},
-                          timings=timings)
+        timings = {
+            "build_s": round(t_built - t0, 1),
+            "dev_s": round(t_dev - t_built, 1),
+            "train_s": round(t_trained - t_dev, 1),
+            "runs_s": {f"{r['variant']}/{r['seed']}": round(r.get("seconds", 0.0), 1) for r in results},
+        }
+        report = assemble(
+            seeds=sorted({r["seed"] for r in results}),
+            overrides=overrides,
+            builds=reports,
+            moves=moves,
+            checked=checked,
+            results=results,
+            plan=plan,
+            power=cfg.power_spec,
+            dev=dev_summary,
+            proxy=trainer.describe(),
+            sample=files,
+            config={"judge": dataclasses.asdict(cfg), "baseline": dataclasses.asdict(given)},
+            timings=timings,
+        )
         report[TIMINGS]["total_s"] = round(time.monotonic() - t0, 1)
         out.write_text("judge.json", json.dumps(report, ensure_ascii=False, indent=1))
         out.write_text("judge.html", render(report))

@@ -30,10 +30,10 @@ class JudgeSection:
     # perplexity, assumed before the first round (the plan printed before training); measured
     # from then on. 0.02: the paired sd on the OOD judge (docs/judge.md) was 0.3-1.2 %.
     prior_sd: float = 0.02
-    max_seeds: int = 6          # cap on seeds per variant
-    max_token_factor: int = 2   # cap on the budget, as a multiple of the configured tokens (1 = never more)
-    alpha: float = 0.05         # two-sided test level of the MDD
-    power: float = 0.8          # probability that a true difference of the MDD is detected
+    max_seeds: int = 6  # cap on seeds per variant
+    max_token_factor: int = 2  # cap on the budget, as a multiple of the configured tokens (1 = never more)
+    alpha: float = 0.05  # two-sided test level of the MDD
+    power: float = 0.8  # probability that a true difference of the MDD is detected
     # The proxy's own SentencePiece vocabulary, trained on the dev set (the text every variant is
     # scored on, so it favours none) and independent of the build's tokenizer: the output layer
     # of a 40,000-piece vocabulary is most of a small proxy's time on CPU. 0 = the build's
@@ -43,16 +43,18 @@ class JudgeSection:
     # rarer ones are spelled in UTF-8 bytes (3 tokens each). 0.75 of 2,000: 1,500 characters, 95 %
     # of the OOD set's characters, 96 % of the reference corpus's.
     vocab_char_share: float = 0.75
-    sample_files: int = 0      # 0 = every input file; else this many, the same for every variant
-    sample_seed: int = 0       # the sample is the files with the smallest sha256(seed, path)
+    sample_files: int = 0  # 0 = every input file; else this many, the same for every variant
+    sample_seed: int = 0  # the sample is the files with the smallest sha256(seed, path)
     min_dev_documents: int = 2  # fewer dev documents left after removing the overlap: refused
 
     def __post_init__(self):
         if len(set(self.seeds)) < 2:
             raise ValueError(f"judge.seeds needs at least 2 distinct seeds, got {list(self.seeds)}")
         if not 0 < self.effect < 1 or self.prior_sd < 0:
-            raise ValueError(f"judge.effect must be in (0, 1) and judge.prior_sd >= 0 (shares of the baseline's "
-                             f"perplexity), got {self.effect} and {self.prior_sd}")
+            raise ValueError(
+                f"judge.effect must be in (0, 1) and judge.prior_sd >= 0 (shares of the baseline's "
+                f"perplexity), got {self.effect} and {self.prior_sd}"
+            )
         if self.max_token_factor < 1 or not 0 < self.vocab_char_share < 1:
             raise ValueError("judge.max_token_factor must be >= 1 and judge.vocab_char_share in (0, 1)")
 
@@ -69,7 +71,12 @@ class Trainer(Protocol):
     budget: int  # tokens per run now
 
     def check(self, manifests: dict[str, str], dev_manifest: str) -> dict[str, Any]: ...
-    def run(self, manifests: dict[str, str], dev_manifest: str, seeds: tuple[int, ...],
-            on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]: ...
+    def run(
+        self,
+        manifests: dict[str, str],
+        dev_manifest: str,
+        seeds: tuple[int, ...],
+        on_result: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[dict[str, Any]]: ...
     def describe(self) -> dict[str, Any]: ...
     def set_budget_factor(self, factor: int) -> None: ...

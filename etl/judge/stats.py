@@ -38,14 +38,15 @@ WORSE, BETTER, WITHIN = "worse beyond MDD", "better beyond MDD", "within MDD"
 @dataclass(frozen=True)
 class Power:
     alpha: float = 0.05  # two-sided test level
-    power: float = 0.8   # probability of detecting a true difference of the MDD
+    power: float = 0.8  # probability of detecting a true difference of the MDD
 
 
 @dataclass(frozen=True)
 class DevScores:
     """One run's dev scores per document: summed loss (nats) and tokens scored, in the dev set's
     fixed order (the same documents and counts for every run)."""
-    nll: np.ndarray     # (n,) float
+
+    nll: np.ndarray  # (n,) float
     tokens: np.ndarray  # (n,) int
 
     @classmethod
@@ -68,7 +69,7 @@ def se_of_mean_influence(influences: Sequence[np.ndarray]) -> float:
     """√(Σ ē_d² / (n(n − 1))), ē the mean influence over runs: the dev-sampling standard error."""
     e = np.mean(np.stack(influences), axis=0)
     n = len(e)
-    return float(math.sqrt((e ** 2).sum() / (n * (n - 1)))) if n > 1 else math.inf
+    return float(math.sqrt((e**2).sum() / (n * (n - 1)))) if n > 1 else math.inf
 
 
 def dev_se_ppl(runs: Sequence[DevScores]) -> float:
@@ -83,8 +84,8 @@ def mdd_factor(df: float, p: Power = Power()) -> float:
 
 def satterthwaite(se_seed: float, k: int, se_dev: float, n_docs: int) -> float:
     """Degrees of freedom of se² = se_seed² + se_dev² (k − 1 and n − 1 for the parts)."""
-    num = (se_seed ** 2 + se_dev ** 2) ** 2
-    den = (se_seed ** 4 / (k - 1) if k > 1 else math.inf) + (se_dev ** 4 / (n_docs - 1) if n_docs > 1 else 0.0)
+    num = (se_seed**2 + se_dev**2) ** 2
+    den = (se_seed**4 / (k - 1) if k > 1 else math.inf) + (se_dev**4 / (n_docs - 1) if n_docs > 1 else 0.0)
     return num / den if den > 0 else math.inf
 
 
@@ -125,10 +126,24 @@ def paired(variant: dict[int, dict[str, Any]], baseline: dict[int, dict[str, Any
     base = float(np.mean([y.ppl for y in b]))
     mean = float(np.mean(diffs))
     m = mdd_factor(min(df, 1e6), p) * se
-    return {"seeds": seeds, "diffs": diffs, "mean": mean, "sd": sd, "se_seed": se_seed, "se_dev": se_dev,
-            "se": se, "df": df, "mdd": m, "baseline_ppl": base, "mean_rel": mean / base, "sd_rel": sd / base,
-            "se_dev_rel": se_dev / base, "mdd_rel": m / base, "dev_documents": n, "verdict": verdict(mean, m)}
-
+    return {
+        "seeds": seeds,
+        "diffs": diffs,
+        "mean": mean,
+        "sd": sd,
+        "se_seed": se_seed,
+        "se_dev": se_dev,
+        "se": se,
+        "df": df,
+        "mdd": m,
+        "baseline_ppl": base,
+        "mean_rel": mean / base,
+        "sd_rel": sd / base,
+        "se_dev_rel": se_dev / base,
+        "mdd_rel": m / base,
+        "dev_documents": n,
+        "verdict": verdict(mean, m),
+    }
 
 
 def finished_runs(results: Sequence[dict[str, Any]]) -> dict[str, dict[int, dict[str, Any]]]:
@@ -146,19 +161,23 @@ def compare(results: Sequence[dict[str, Any]], baseline: str, p: Power = Power()
     ok = finished_runs(results)
     return {n: paired(runs, ok.get(baseline, {}), p) for n, runs in ok.items() if n != baseline}
 
+
 # --- planning: how many seeds, how many tokens -----------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Step:
     """What the judge does after a round of proxy runs."""
-    action: str        # "stop", "seeds" (run more seeds at the same budget) or "tokens" (a larger budget)
-    seeds: int         # seeds the next round has in all
+
+    action: str  # "stop", "seeds" (run more seeds at the same budget) or "tokens" (a larger budget)
+    seeds: int  # seeds the next round has in all
     token_factor: int  # the next round's budget as a multiple of the configured one
     reason: str
 
 
-def seeds_needed(sd_rel: float, se_dev_rel: float, n_docs: int, effect: float, k_from: int, k_max: int,
-                 p: Power = Power()) -> int | None:
+def seeds_needed(
+    sd_rel: float, se_dev_rel: float, n_docs: int, effect: float, k_from: int, k_max: int, p: Power = Power()
+) -> int | None:
     """The fewest seeds in [k_from, k_max] whose MDD (relative) is at most ``effect``; None if
     none is."""
     for k in range(max(2, k_from), k_max + 1):
@@ -175,8 +194,15 @@ def first_round(prior_sd: float, effect: float, k_min: int, k_max: int, p: Power
     return k, mdd(prior_sd, k, p=p)
 
 
-def next_step(comparisons: dict[str, dict | None], seeds: int, token_factor: int, effect: float, max_seeds: int,
-              max_token_factor: int, p: Power = Power()) -> Step:
+def next_step(
+    comparisons: dict[str, dict | None],
+    seeds: int,
+    token_factor: int,
+    effect: float,
+    max_seeds: int,
+    max_token_factor: int,
+    p: Power = Power(),
+) -> Step:
     """After a round: stop when every variant is beyond its MDD or has an MDD within ``effect``;
     else the fewest more seeds (up to ``max_seeds``) that the measured spread and dev error say
     bring every undecided variant's MDD within ``effect``; else a doubled token budget (up to
@@ -184,25 +210,47 @@ def next_step(comparisons: dict[str, dict | None], seeds: int, token_factor: int
     ``effect`` stops too: no number of seeds or tokens helps, only a larger dev set."""
     open_ = {n: c for n, c in comparisons.items() if c is not None and c["verdict"] == WITHIN and c["mdd_rel"] > effect}
     if not open_:
-        return Step("stop", seeds, token_factor, f"every variant is beyond its MDD or its MDD is within the "
-                                                 f"effect ({effect:.1%})")
+        return Step(
+            "stop",
+            seeds,
+            token_factor,
+            f"every variant is beyond its MDD or its MDD is within the effect ({effect:.1%})",
+        )
     floor = {n: mdd(0.0, 10**6, c["se_dev_rel"], c["dev_documents"], p) for n, c in open_.items()}
     dev_bound = sorted(n for n, f in floor.items() if f > effect)
     if dev_bound:
-        return Step("stop", seeds, token_factor,
-                    f"the dev set's sampling error alone gives {', '.join(dev_bound)} an MDD of "
-                    f"{max(floor[n] for n in dev_bound):.1%} > the effect {effect:.1%}: give a larger dev set")
-    need = [seeds_needed(c["sd_rel"], c["se_dev_rel"], c["dev_documents"], effect, seeds + 1, max_seeds, p)
-            for c in open_.values()]
+        return Step(
+            "stop",
+            seeds,
+            token_factor,
+            f"the dev set's sampling error alone gives {', '.join(dev_bound)} an MDD of "
+            f"{max(floor[n] for n in dev_bound):.1%} > the effect {effect:.1%}: give a larger dev set",
+        )
+    need = [
+        seeds_needed(c["sd_rel"], c["se_dev_rel"], c["dev_documents"], effect, seeds + 1, max_seeds, p)
+        for c in open_.values()
+    ]
     names = ", ".join(sorted(open_))
     widest = max(c["mdd_rel"] for c in open_.values())
     if all(k is not None for k in need):
-        return Step("seeds", max(need), token_factor,
-                    f"MDD {widest:.1%} > effect {effect:.1%} for {names}: {max(need)} seeds reach it")
+        return Step(
+            "seeds",
+            max(need),
+            token_factor,
+            f"MDD {widest:.1%} > effect {effect:.1%} for {names}: {max(need)} seeds reach it",
+        )
     if token_factor * 2 <= max_token_factor:
-        return Step("tokens", seeds, token_factor * 2,
-                    f"MDD {widest:.1%} > effect {effect:.1%} for {names}, and {max_seeds} seeds (judge.max_seeds) "
-                    f"would not reach it: doubling the tokens per run")
-    return Step("stop", seeds, token_factor,
-                f"MDD {widest:.1%} > effect {effect:.1%} for {names} at the caps (judge.max_seeds = {max_seeds}, "
-                f"judge.max_token_factor = {max_token_factor}): 'within MDD' means undecided here")
+        return Step(
+            "tokens",
+            seeds,
+            token_factor * 2,
+            f"MDD {widest:.1%} > effect {effect:.1%} for {names}, and {max_seeds} seeds (judge.max_seeds) "
+            f"would not reach it: doubling the tokens per run",
+        )
+    return Step(
+        "stop",
+        seeds,
+        token_factor,
+        f"MDD {widest:.1%} > effect {effect:.1%} for {names} at the caps (judge.max_seeds = {max_seeds}, "
+        f"judge.max_token_factor = {max_token_factor}): 'within MDD' means undecided here",
+    )

@@ -25,8 +25,23 @@ from filters.text import HAN_RANGES, HAN_RUN
 UNDECODABLE = "undecodable"  # mostly U+FFFD under every candidate charset
 MOJIBAKE = "mojibake"  # decodes, but into rare ideographs / Latin-1 debris
 
-_GB_LABELS = {"gb2312", "gbk", "x-gbk", "cp936", "ms936", "windows-936", "gb_2312-80", "csgb2312", "euc-cn",
-              "x-euc-cn", "chinese", "iso-ir-58", "csiso58gb231280", "gb18030", "gb-18030"}
+_GB_LABELS = {
+    "gb2312",
+    "gbk",
+    "x-gbk",
+    "cp936",
+    "ms936",
+    "windows-936",
+    "gb_2312-80",
+    "csgb2312",
+    "euc-cn",
+    "x-euc-cn",
+    "chinese",
+    "iso-ir-58",
+    "csiso58gb231280",
+    "gb18030",
+    "gb-18030",
+}
 _BIG5_LABELS = {"big5", "big-5", "x-x-big5", "cn-big5", "csbig5", "cp950", "big5-hkscs", "big5hkscs"}
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{2,40})""", re.I)
 _LATIN1_MOJIBAKE = re.compile("[\u00c2-\u00f4][\u0080-\u00bf\u2010-\u203a\u0152-\u0192\u02c6\u02dc\u20ac\u2122]")
@@ -84,7 +99,7 @@ def han_kinds() -> np.ndarray:
     lookup per character where a set test per ideograph cost 6x more."""
     kinds = np.zeros(0x110000, np.uint8)
     for lo, hi in HAN_RANGES:
-        kinds[lo:hi + 1] = _RARE_HAN
+        kinds[lo : hi + 1] = _RARE_HAN
     kinds[np.fromiter(map(ord, common_han()), np.int64)] = _COMMON_HAN
     return kinds
 
@@ -169,6 +184,13 @@ def html_to_text(html: str, main_content: bool) -> tuple[str | None, str]:
     """(title, main text) with scripts, styles and boilerplate (nav, header, footer) dropped."""
     tree = HTMLTree.parse(html)
     title = tree.title.strip() if tree.title else None
-    text = extract_plain_text(tree, main_content=main_content, alt_texts=False, links=False,
-                              form_fields=False, noscript=False, list_bullets=False)
+    text = extract_plain_text(
+        tree,
+        main_content=main_content,
+        alt_texts=False,
+        links=False,
+        form_fields=False,
+        noscript=False,
+        list_bullets=False,
+    )
     return sanitize(title) or None, sanitize(text) or ""

@@ -24,8 +24,11 @@ def unique_ids(rows: DataFrame) -> DataFrame:
     job (the ids only); apply it to persisted rows, it reads them again."""
     records = rows.where(F.col("kind") == rec.RECORD).select("doc_id", "source_file", "offset")
     first = Window.partitionBy("doc_id").orderBy("source_file", "offset")
-    later = (records.withColumn("_n", F.row_number().over(first)).where(F.col("_n") > 1)
-             .select("source_file", "offset", F.col("doc_id").alias("renamed_from")))
+    later = (
+        records.withColumn("_n", F.row_number().over(first))
+        .where(F.col("_n") > 1)
+        .select("source_file", "offset", F.col("doc_id").alias("renamed_from"))
+    )
     n = later.count()
     if n == 0:
         return rows.withColumn("renamed_from", F.lit(None).cast("string"))

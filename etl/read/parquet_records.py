@@ -61,8 +61,9 @@ def _first_byte(rg, size: int) -> int:
     return min(max(at or 0, 0), size - 1)
 
 
-def _row_group(pf: pq.ParquetFile, k: int, rg, first_row: int, columns: list[str], bad_type: str | None,
-               state: RangeState) -> Iterator[dict[str, Any]]:
+def _row_group(
+    pf: pq.ParquetFile, k: int, rg, first_row: int, columns: list[str], bad_type: str | None, state: RangeState
+) -> Iterator[dict[str, Any]]:
     done = 0
     try:
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[k], columns=columns, use_threads=False):
@@ -74,5 +75,9 @@ def _row_group(pf: pq.ParquetFile, k: int, rg, first_row: int, columns: list[str
             done += batch.num_rows
     except _ERRORS as e:
         nbytes = sum(rg.column(c).total_compressed_size for c in range(rg.num_columns))
-        state.file_error(CORRUPT_PARQUET, f"row group {k}: {type(e).__name__}: {e}; {rg.num_rows - done} of "
-                         f"{rg.num_rows} rows unread", nbytes=nbytes, offset=_first_byte(rg, state.rng.size))
+        state.file_error(
+            CORRUPT_PARQUET,
+            f"row group {k}: {type(e).__name__}: {e}; {rg.num_rows - done} of {rg.num_rows} rows unread",
+            nbytes=nbytes,
+            offset=_first_byte(rg, state.rng.size),
+        )

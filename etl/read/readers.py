@@ -35,15 +35,21 @@ from etl.runtime.sizing import OPEN_COST
 
 log = logging.getLogger("zhcorpus")
 
-RAW_SCHEMA = T.StructType([
-    T.StructField(name, T.LongType() if name == "offset" else T.StringType()) for name in rec.RAW_FIELDS
-])
+RAW_SCHEMA = T.StructType(
+    [T.StructField(name, T.LongType() if name == "offset" else T.StringType()) for name in rec.RAW_FIELDS]
+)
 ARROW_RAW = pa.schema([pa.field(name, pa.int64() if name == "offset" else pa.string()) for name in rec.RAW_FIELDS])
-RANGE_SCHEMA = T.StructType([
-    T.StructField("path", T.StringType()), T.StructField("fmt", T.StringType()), T.StructField("size", T.LongType()),
-    T.StructField("start", T.LongType()), T.StructField("end", T.LongType()), T.StructField("local", T.StringType()),
-    T.StructField("aligned", T.BooleanType()),
-])
+RANGE_SCHEMA = T.StructType(
+    [
+        T.StructField("path", T.StringType()),
+        T.StructField("fmt", T.StringType()),
+        T.StructField("size", T.LongType()),
+        T.StructField("start", T.LongType()),
+        T.StructField("end", T.LongType()),
+        T.StructField("local", T.StringType()),
+        T.StructField("aligned", T.BooleanType()),
+    ]
+)
 BATCH_ROWS = 1024
 BATCH_BYTES = 32 << 20
 BINARY_FILE_LIMIT = (1 << 31) - 1  # Spark's binaryFile holds a file in one byte array
@@ -97,8 +103,9 @@ def list_inputs(spark: SparkSession, paths: list[str], s3: remote.S3Access | Non
             local = statuses[0].getPath().toUri().getScheme() == "file"
         visible = [(name, size) for name, size in found if not name.rsplit("/", 1)[-1].startswith(("_", "."))]
         if not visible:
-            raise NoInputFiles(f"no input files under {p} ({len(found)} hidden file(s) skipped: names starting "
-                               f"with '.' or '_')")
+            raise NoInputFiles(
+                f"no input files under {p} ({len(found)} hidden file(s) skipped: names starting with '.' or '_')"
+            )
         for name, size in visible:
             out[name] = InputFile(name, size, (name if remote.is_s3(name) else _local_path(name)) if local else None)
     return [out[k] for k in sorted(out)]
@@ -124,7 +131,7 @@ def _walk(fs, status) -> Iterator[tuple[str, int]]:
 def _local_path(name: str) -> str:
     """The OS path of a local file as Hadoop's ``Path.toString`` names it (scheme, ``//authority``
     if any, path): ``file:/x/y`` -> ``/x/y``, what ``toUri().getPath()`` gives, without its calls."""
-    rest = name[len("file:"):] if name.startswith("file:") else name
+    rest = name[len("file:") :] if name.startswith("file:") else name
     return "/" + rest[2:].partition("/")[2] if rest.startswith("//") else rest
 
 
@@ -145,17 +152,21 @@ def _python_reads(f: InputFile, cfg: rec.ReaderConfig) -> bool:
 
 
 def _splittable(f: InputFile, fmt: str | None, cfg: rec.ReaderConfig) -> bool:
-    return (_python_reads(f, cfg) and f.size > 0 and fmt is not None
-            and (fmt == rec.PARQUET_FMT or not rec.named_gzip(f.path)))
+    return (
+        _python_reads(f, cfg)
+        and f.size > 0
+        and fmt is not None
+        and (fmt == rec.PARQUET_FMT or not rec.named_gzip(f.path))
+    )
 
 
-def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int,
-         s3: remote.S3Access | None = None) -> Plan:
+def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int, s3: remote.S3Access | None = None) -> Plan:
     """Ranges, packed into tasks; what goes through binaryFile; the driver's own reader rows.
     ``s3`` opens s3 objects where a WARC file is walked for its record starts."""
     out, ranges = Plan(), []
-    out.split = split_size(cfg, sum(f.size for f in files if _splittable(f, rec.detect_format(f.path), cfg)),
-                           parallelism)
+    out.split = split_size(
+        cfg, sum(f.size for f in files if _splittable(f, rec.detect_format(f.path), cfg)), parallelism
+    )
     for f in files:
         fmt = rec.detect_format(f.path)
         if fmt is None:
@@ -165,9 +176,16 @@ def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int,
         elif _python_reads(f, cfg):
             ranges += _file_ranges(f, fmt, out.split if _splittable(f, fmt, cfg) else None, cfg, s3)
         elif f.size > BINARY_FILE_LIMIT:
-            out.driver_rows.append(rec.error_row(
-                f.path, fmt, f.size, rec.FILE_TOO_LARGE, f"{f.size} bytes: Spark's binaryFile reads at most "
-                f"{BINARY_FILE_LIMIT} from this file system; copy it to a local or mounted disk, or split it"))
+            out.driver_rows.append(
+                rec.error_row(
+                    f.path,
+                    fmt,
+                    f.size,
+                    rec.FILE_TOO_LARGE,
+                    f"{f.size} bytes: Spark's binaryFile reads at most "
+                    f"{BINARY_FILE_LIMIT} from this file system; copy it to a local or mounted disk, or split it",
+                )
+            )
         else:
             out.remote.append(f)
     out.unsplit_bytes = max((r.end - r.start for r in ranges if r.start == 0 and r.end == r.size), default=0)
@@ -186,8 +204,9 @@ def _pack_plan(out: Plan, ranges: list[rec.Range], cfg: rec.ReaderConfig, parall
         out.remote_tasks = len(sizing.pack(remote, out.capacity))
 
 
-def _file_ranges(f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig,
-                 s3: remote.S3Access | None = None) -> list[rec.Range]:
+def _file_ranges(
+    f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig, s3: remote.S3Access | None = None
+) -> list[rec.Range]:
     if split is None or f.size <= split:
         return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
     if fmt == rec.WARC_FMT:
@@ -215,7 +234,9 @@ def _costs(ranges: list[rec.Range]) -> list[int]:
     return [r.end - r.start + OPEN_COST for r in ranges]
 
 
-def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters) -> tuple[DataFrame, list[str]]:
+def read_raw(
+    spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters
+) -> tuple[DataFrame, list[str]]:
     """All records of the inputs, and the files they come from. Every file gets reader rows
     (``kind="file"``): its counts, or the file-level error that kept it from being read."""
     s3 = remote.S3Access.resolve(cfg.s3) if any(remote.is_s3(p) for p in paths) else None
@@ -225,7 +246,9 @@ def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, count
     frames: list[DataFrame] = []
     if p.tasks:
         packs = sc.parallelize([[asdict(r) for r in t] for t in p.tasks], len(p.tasks)).flatMap(lambda t: t)
-        frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters, s3), RAW_SCHEMA))
+        frames.append(
+            spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters, s3), RAW_SCHEMA)
+        )
     if p.remote:
         binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
         if p.remote_tasks:  # small files: Spark would pack 2 a task (openCostInBytes 4 MB, 8 MB a task)
@@ -242,11 +265,19 @@ def read_raw(spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, count
     if rebalance:
         df = df.repartition(max(want, n_tasks), "source_file", "offset")
     formats = Counter(rec.detect_format(f.path) or "unknown" for f in files)
-    log.info("inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s, packed up to %.2f MB), %d whole "
-             "through binaryFile%s", len(files), ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())),
-             sum(f.size for f in files) / 1e6, p.ranges, len(p.tasks), f"{p.split / 1e6:.2f} MB" if p.split else "off",
-             p.capacity / 1e6, len(p.remote),
-             f"; records spread over {max(want, n_tasks)} partitions" if rebalance else "")
+    log.info(
+        "inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s, packed up to %.2f MB), %d whole "
+        "through binaryFile%s",
+        len(files),
+        ", ".join(f"{k}: {v}" for k, v in sorted(formats.items())),
+        sum(f.size for f in files) / 1e6,
+        p.ranges,
+        len(p.tasks),
+        f"{p.split / 1e6:.2f} MB" if p.split else "off",
+        p.capacity / 1e6,
+        len(p.remote),
+        f"; records spread over {max(want, n_tasks)} partitions" if rebalance else "",
+    )
     return df, [f.path for f in files]
 
 
@@ -281,7 +312,9 @@ def _read_ranges(cfg: rec.ReaderConfig, counters: Counters, s3: remote.S3Access 
                 for r in batch.to_pylist():
                     rng = rec.Range(**r)
                     yield from _counted(rec.parse_range(rng, cfg, s3=s3), rng.end - rng.start, counters)
+
         yield from _batches(rows())
+
     return read
 
 
@@ -294,5 +327,7 @@ def _read_contents(cfg: rec.ReaderConfig, counters: Counters):
                     path, size = paths[i].as_py(), lengths[i].as_py()
                     rng = rec.Range(path, rec.detect_format(path), size, 0, size)
                     yield from _counted(rec.parse_range(rng, cfg, contents[i].as_py()), size, counters)
+
         yield from _batches(rows())
+
     return read

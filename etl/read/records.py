@@ -23,12 +23,35 @@ from collections import Counter
 from typing import Any, BinaryIO, Iterator
 
 from etl.read import decode, remote, warc
+
 # The record layout, the read reasons, ReaderConfig and RangeState live in etl.read.rows (every
 # format's parser fills them); re-exported: the readers' users name them through this module.
-from etl.read.rows import (CORRUPT_PARQUET, EMPTY_FILE, FILE, FILE_TOO_LARGE, INVALID_JSON, JSONL_FMT,  # noqa: F401
-                           MISSING_TEXT, NO_TEXT_COLUMN, NOT_GZIP, NOT_TEXT, PARQUET_FMT, RAW_FIELDS, RECORD,
-                           TOO_LARGE, UNREADABLE, UNSUPPORTED_FORMAT, UTF16, WARC_FMT, Range, RangeState,
-                           ReaderConfig, derived_doc_id, file_row, object_row)
+from etl.read.rows import (
+    CORRUPT_PARQUET,
+    EMPTY_FILE,
+    FILE,
+    FILE_TOO_LARGE,
+    INVALID_JSON,
+    JSONL_FMT,  # noqa: F401
+    MISSING_TEXT,
+    NO_TEXT_COLUMN,
+    NOT_GZIP,
+    NOT_TEXT,
+    PARQUET_FMT,
+    RAW_FIELDS,
+    RECORD,
+    TOO_LARGE,
+    UNREADABLE,
+    UNSUPPORTED_FORMAT,
+    UTF16,
+    WARC_FMT,
+    Range,
+    RangeState,
+    ReaderConfig,
+    derived_doc_id,
+    file_row,
+    object_row,
+)
 from etl.read.streams import GZIP_MAGIC, Stream, StreamBroken
 from etl.read.warc_records import EMPTY, READER_EXCEPTION, guarded, warc_rows  # noqa: F401 - re-exported reasons
 
@@ -63,6 +86,7 @@ def error_row(path: str, fmt: str | None, size: int, reason: str, detail: str) -
 
 # --- reading ------------------------------------------------------------------------------
 
+
 def parse_file(path: str, content: bytes, cfg: ReaderConfig) -> Iterator[dict[str, Any]]:
     """A file given as bytes, read as one range; the last row carries the file's merged stats."""
     rng = Range(path, detect_format(path) or "unknown", len(content), 0, len(content))
@@ -77,8 +101,9 @@ def parse_file(path: str, content: bytes, cfg: ReaderConfig) -> Iterator[dict[st
     yield file_row(path, merged)
 
 
-def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None,
-                s3: remote.S3Access | None = None) -> Iterator[dict[str, Any]]:
+def parse_range(
+    rng: Range, cfg: ReaderConfig, content: bytes | None = None, s3: remote.S3Access | None = None
+) -> Iterator[dict[str, Any]]:
     """The records of one range, then its ``kind="file"`` row. Never raises for bad input.
     ``s3`` opens ranges whose ``local`` is an s3 URI (``etl.read.remote``)."""
     state = RangeState(rng, cfg)
@@ -92,8 +117,9 @@ def parse_range(rng: Range, cfg: ReaderConfig, content: bytes | None = None,
     yield file_row(rng.path, state.stats())
 
 
-def _read_range(rng: Range, cfg: ReaderConfig, content: bytes | None, state: RangeState,
-                s3: remote.S3Access | None) -> Iterator[dict[str, Any]]:
+def _read_range(
+    rng: Range, cfg: ReaderConfig, content: bytes | None, state: RangeState, s3: remote.S3Access | None
+) -> Iterator[dict[str, Any]]:
     if rng.fmt not in (WARC_FMT, JSONL_FMT, PARQUET_FMT):
         state.file_error(UNSUPPORTED_FORMAT, rng.path)
         return
@@ -155,6 +181,7 @@ def _nul_parity(head: bytes) -> float:
 
 # --- stats --------------------------------------------------------------------------------
 
+
 def merge_stats(parts: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
     """One file's stats from its ranges' stats, and a problem if the ranges do not tile the
     file exactly (a range lost, read twice, or overlapping). A file that yields no record but
@@ -174,18 +201,25 @@ def merge_stats(parts: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None
             acc = regions.setdefault(reason, {"count": 0, "bytes": 0})
             acc["count"] += r["count"]
             acc["bytes"] += r["bytes"]
-    merged = {"format": parts[0]["format"], "bytes": sum(p["bytes"] for p in parts),
-              "records": sum(p["records"] for p in parts), "skipped": dict(sorted(skipped.items())),
-              "errors": [e for p in parts for e in p["errors"]], "regions": dict(sorted(regions.items())),
-              "ranges": len(parts)}
+    merged = {
+        "format": parts[0]["format"],
+        "bytes": sum(p["bytes"] for p in parts),
+        "records": sum(p["records"] for p in parts),
+        "skipped": dict(sorted(skipped.items())),
+        "errors": [e for p in parts for e in p["errors"]],
+        "regions": dict(sorted(regions.items())),
+        "ranges": len(parts),
+    }
     if merged["records"] == 0 and not merged["errors"] and regions:
         reason = max(sorted(regions), key=lambda k: (regions[k]["bytes"], regions[k]["count"]))
-        merged["errors"] = [{"offset": 0, "reason": reason, "detail": "no record could be read from the file",
-                             "bytes": size}]
+        merged["errors"] = [
+            {"offset": 0, "reason": reason, "detail": "no record could be read from the file", "bytes": size}
+        ]
     return merged, problem
 
 
 # --- JSONL --------------------------------------------------------------------------------
+
 
 def _jsonl_rows(stream: Stream, align: bool, end: int | None, state: RangeState) -> Iterator[dict[str, Any]]:
     """Lines whose first byte lies before ``end``; ``align``: skip the line in progress at the start."""
@@ -213,7 +247,7 @@ def _jsonl_rows(stream: Stream, align: bool, end: int | None, state: RangeState)
         if not line:
             return
         if offset == 0 and line.startswith(UTF8_BOM):
-            line = line[len(UTF8_BOM):]
+            line = line[len(UTF8_BOM) :]
         if line.strip():
             yield guarded(lambda: _jsonl_row(line, offset, state), offset, state)
 
@@ -225,6 +259,7 @@ def _jsonl_row(line: bytes, offset: int, state: RangeState) -> dict[str, Any]:
     except ValueError as e:
         return state.row(offset, reason=INVALID_JSON, detail=str(e)[:200], text=decode.sanitize(raw_text))
     if not isinstance(obj, dict):
-        return state.row(offset, reason=INVALID_JSON, detail=f"not an object: {type(obj).__name__}",
-                         text=decode.sanitize(raw_text))
+        return state.row(
+            offset, reason=INVALID_JSON, detail=f"not an object: {type(obj).__name__}", text=decode.sanitize(raw_text)
+        )
     return object_row(obj, offset, state)

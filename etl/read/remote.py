@@ -70,6 +70,7 @@ class S3BucketMissing(FileNotFoundError):
 @dataclass(frozen=True)
 class S3Access:
     """Everything an executor needs to open an object: resolved settings and credentials."""
+
     cfg: S3Config
     endpoint: str  # "" = AWS
     scheme: str
@@ -92,12 +93,18 @@ class S3Access:
         keys = _credentials(env)
         if keys is not None:
             return cls(cfg, base.endpoint, base.scheme, region, *keys)
-        if cfg.instance_credentials or env.get("AWS_WEB_IDENTITY_TOKEN_FILE") or \
-                env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        if (
+            cfg.instance_credentials
+            or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")
+            or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        ):
             return base  # the executors' own chain (IRSA, ECS task role, instance profile)
-        raise S3Refused("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE in "
-                        "~/.aws/credentials), or --set reader.s3.instance_credentials=true on EC2, or "
-                        "reader.s3.anonymous=true for a public bucket")
+        raise S3Refused(
+            "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE in "
+            "~/.aws/credentials), or --set reader.s3.instance_credentials=true on EC2, or "
+            "reader.s3.anonymous=true for a public bucket"
+        )
 
     def filesystem(self):
         return _filesystem(self)
@@ -116,8 +123,11 @@ def _credentials(env) -> tuple[str, str, str | None] | None:
         return None
     profile = env.get("AWS_PROFILE") or "default"
     if parser.has_option(profile, "aws_access_key_id") and parser.has_option(profile, "aws_secret_access_key"):
-        return (parser.get(profile, "aws_access_key_id"), parser.get(profile, "aws_secret_access_key"),
-                parser.get(profile, "aws_session_token", fallback=None))
+        return (
+            parser.get(profile, "aws_access_key_id"),
+            parser.get(profile, "aws_secret_access_key"),
+            parser.get(profile, "aws_session_token", fallback=None),
+        )
     return None
 
 
@@ -128,11 +138,18 @@ def _filesystem(access: S3Access):
 
     cfg = access.cfg
     return pafs.S3FileSystem(
-        access_key=access.access_key, secret_key=access.secret_key, session_token=access.session_token,
-        anonymous=cfg.anonymous, region=access.region, scheme=access.scheme,
-        endpoint_override=access.endpoint or None, force_virtual_addressing=cfg.virtual_addressing,
-        connect_timeout=cfg.connect_timeout_s, request_timeout=cfg.request_timeout_s,
-        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max(1, cfg.retries)))
+        access_key=access.access_key,
+        secret_key=access.secret_key,
+        session_token=access.session_token,
+        anonymous=cfg.anonymous,
+        region=access.region,
+        scheme=access.scheme,
+        endpoint_override=access.endpoint or None,
+        force_virtual_addressing=cfg.virtual_addressing,
+        connect_timeout=cfg.connect_timeout_s,
+        request_timeout=cfg.request_timeout_s,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max(1, cfg.retries)),
+    )
 
 
 def is_s3(path: str | None) -> bool:
@@ -162,7 +179,7 @@ def list_objects(uri: str, access: S3Access) -> list[tuple[str, int, int]]:
     fs = access.filesystem()
     glob = bool(_GLOB & set(key))
     root = key.split("/")
-    root = "/".join(root[:next(i for i, s in enumerate(root) if _GLOB & set(s))]) if glob else key.rstrip("/")
+    root = "/".join(root[: next(i for i, s in enumerate(root) if _GLOB & set(s))]) if glob else key.rstrip("/")
     with _refusals(uri, access):
         info = fs.get_file_info(f"{bucket}/{root}") if root else None
         if info is not None and info.type == pafs.FileType.File and not glob:
@@ -175,9 +192,12 @@ def list_objects(uri: str, access: S3Access) -> list[tuple[str, int, int]]:
                 raise S3BucketMissing(f"input bucket does not exist on {access.endpoint or 'AWS'}: {uri}")
     if glob:
         pattern = key.split("/")
-        objects = [(p, n, t) for p, n, t in objects
-                   if all(fnmatch.fnmatchcase(s, g) for s, g in zip(p.split("/")[1:], pattern))
-                   and len(p.split("/")) > len(pattern)]
+        objects = [
+            (p, n, t)
+            for p, n, t in objects
+            if all(fnmatch.fnmatchcase(s, g) for s, g in zip(p.split("/")[1:], pattern))
+            and len(p.split("/")) > len(pattern)
+        ]
     objects.sort()
     if objects:  # listing may be allowed where reading is not (s3:ListBucket without s3:GetObject)
         with _refusals(uri, access):
@@ -195,9 +215,21 @@ def _probe(fs, path: str, size: int) -> None:
 
 # How a 403 reads in pyarrow's errors: the SDK's error names (pyarrow spells them ACCESS_DENIED,
 # INVALID_ACCESS_KEY_ID, ...), S3's error codes, and the status of a response without a body.
-_DENIED = ("ACCESS_DENIED", "AccessDenied", "INVALID_ACCESS_KEY_ID", "InvalidAccessKeyId",
-           "SIGNATURE_DOES_NOT_MATCH", "SignatureDoesNotMatch", "EXPIRED_TOKEN", "ExpiredToken",
-           "INVALID_CLIENT_TOKEN_ID", "InvalidToken", "HTTP status 403", "status code: 403", "Forbidden")
+_DENIED = (
+    "ACCESS_DENIED",
+    "AccessDenied",
+    "INVALID_ACCESS_KEY_ID",
+    "InvalidAccessKeyId",
+    "SIGNATURE_DOES_NOT_MATCH",
+    "SignatureDoesNotMatch",
+    "EXPIRED_TOKEN",
+    "ExpiredToken",
+    "INVALID_CLIENT_TOKEN_ID",
+    "InvalidToken",
+    "HTTP status 403",
+    "status code: 403",
+    "Forbidden",
+)
 
 
 class _refusals:
@@ -216,8 +248,10 @@ class _refusals:
         if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
             raise S3BucketMissing(f"input bucket does not exist on {self.where}: {self.uri}") from exc
         if any(s in text for s in _DENIED):
-            raise S3Refused(f"access denied listing {self.uri} on {self.where}: check the credentials "
-                            f"and the bucket policy ({text.splitlines()[0][:200]})") from exc
+            raise S3Refused(
+                f"access denied listing {self.uri} on {self.where}: check the credentials "
+                f"and the bucket policy ({text.splitlines()[0][:200]})"
+            ) from exc
         return False
 
 
@@ -267,20 +301,20 @@ class ReadAhead(io.RawIOBase):
         if not 0 <= at or at + n > len(self._buf):
             self._fill(n)
             at = self._pos - self._buf_at
-        out = self._buf[at:at + n]
+        out = self._buf[at : at + n]
         self._pos += len(out)
         return out
 
     def readinto(self, b) -> int:
         data = self.read(len(b))
-        b[:len(data)] = data
+        b[: len(data)] = data
         return len(data)
 
     def _fill(self, n: int) -> None:
         """The buffer from ``_pos``: the unread tail kept, the rest fetched in one request."""
         sequential = self._buf_at <= self._pos <= self._buf_at + len(self._buf)
         self._window = min(self._window * 2, self._most) if sequential else self.FIRST
-        keep = self._buf[self._pos - self._buf_at:] if sequential else b""
+        keep = self._buf[self._pos - self._buf_at :] if sequential else b""
         want = max(n, self._window) - len(keep)
         fetched = self._raw.read_at(min(want, self._size - self._pos - len(keep)), self._pos + len(keep))
         self._buf, self._buf_at = keep + fetched, self._pos

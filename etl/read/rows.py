@@ -18,8 +18,21 @@ from etl.read.warc_records import EMPTY
 RECORD, FILE = "record", "file"
 WARC_FMT, JSONL_FMT, PARQUET_FMT = "warc", "jsonl", "parquet"
 
-RAW_FIELDS = ("kind", "doc_id", "source_file", "offset", "format", "source", "url", "timestamp",
-              "title", "text", "reason", "detail", "file_stats")
+RAW_FIELDS = (
+    "kind",
+    "doc_id",
+    "source_file",
+    "offset",
+    "format",
+    "source",
+    "url",
+    "timestamp",
+    "title",
+    "text",
+    "reason",
+    "detail",
+    "file_stats",
+)
 
 # read-stage record reasons (besides decode.UNDECODABLE/MOJIBAKE, the warc.* framing reasons and
 # etl.read.warc_records' HTTP reasons)
@@ -81,6 +94,7 @@ class ReaderConfig:
 @dataclass(frozen=True)
 class Range:
     """Bytes [start, end) of one file: the records whose first byte lies there."""
+
     path: str  # the file as the job names it (``source_file``)
     fmt: str
     size: int
@@ -105,18 +119,37 @@ class RangeState:
         self.errors: list[dict[str, Any]] = []
         self.regions: dict[str, dict[str, int]] = {}
 
-    def row(self, offset: int, *, doc_id: str | None = None, fmt: str | None = None, source: str | None = None,
-            url: str | None = None, timestamp: str | None = None, title: str | None = None,
-            text: str | None = None, reason: str | None = None, detail: str | None = None) -> dict[str, Any]:
+    def row(
+        self,
+        offset: int,
+        *,
+        doc_id: str | None = None,
+        fmt: str | None = None,
+        source: str | None = None,
+        url: str | None = None,
+        timestamp: str | None = None,
+        title: str | None = None,
+        text: str | None = None,
+        reason: str | None = None,
+        detail: str | None = None,
+    ) -> dict[str, Any]:
         fmt = fmt or self.fmt
         if reason is not None and text is not None:
             text = text[: self.cfg.rejected_text_max_chars]
         row = {
-            "kind": RECORD, "doc_id": decode.sanitize(doc_id) or derived_doc_id(self.path, offset),
-            "source_file": self.path, "offset": offset, "format": fmt,
+            "kind": RECORD,
+            "doc_id": decode.sanitize(doc_id) or derived_doc_id(self.path, offset),
+            "source_file": self.path,
+            "offset": offset,
+            "format": fmt,
             "source": decode.sanitize(source) or self.cfg.default_source or fmt,
-            "url": decode.sanitize(url), "timestamp": decode.sanitize(timestamp), "title": decode.sanitize(title),
-            "text": decode.sanitize(text), "reason": reason, "detail": decode.sanitize(detail), "file_stats": None,
+            "url": decode.sanitize(url),
+            "timestamp": decode.sanitize(timestamp),
+            "title": decode.sanitize(title),
+            "text": decode.sanitize(text),
+            "reason": reason,
+            "detail": decode.sanitize(detail),
+            "file_stats": None,
         }
         self.records += 1
         return row
@@ -125,8 +158,14 @@ class RangeState:
         """A file-level error; whole-file ones are reported by the range that starts the file."""
         if nbytes is None and self.rng.start != 0:
             return
-        self.errors.append({"offset": offset, "reason": reason, "detail": detail[:300],
-                            "bytes": self.rng.size if nbytes is None else nbytes})
+        self.errors.append(
+            {
+                "offset": offset,
+                "reason": reason,
+                "detail": detail[:300],
+                "bytes": self.rng.size if nbytes is None else nbytes,
+            }
+        )
 
     def region(self, reason: str, nbytes: int) -> None:
         r = self.regions.setdefault(reason, {"count": 0, "bytes": 0})
@@ -134,21 +173,36 @@ class RangeState:
         r["bytes"] += nbytes
 
     def stats(self) -> dict[str, Any]:
-        return {"format": self.fmt, "size": self.rng.size, "range": [self.rng.start, self.rng.end],
-                "bytes": self.rng.end - self.rng.start, "records": self.records,
-                "skipped": dict(sorted(self.skipped.items())), "errors": self.errors,
-                "regions": dict(sorted(self.regions.items()))}
+        return {
+            "format": self.fmt,
+            "size": self.rng.size,
+            "range": [self.rng.start, self.rng.end],
+            "bytes": self.rng.end - self.rng.start,
+            "records": self.records,
+            "skipped": dict(sorted(self.skipped.items())),
+            "errors": self.errors,
+            "regions": dict(sorted(self.regions.items())),
+        }
 
 
 def file_row(path: str, stats: dict[str, Any]) -> dict[str, Any]:
-    return {**{k: None for k in RAW_FIELDS}, "kind": FILE, "source_file": path, "format": stats["format"],
-            "file_stats": json.dumps(stats, sort_keys=True)}
+    return {
+        **{k: None for k in RAW_FIELDS},
+        "kind": FILE,
+        "source_file": path,
+        "format": stats["format"],
+        "file_stats": json.dumps(stats, sort_keys=True),
+    }
 
 
 def object_row(obj: dict[str, Any], offset: int, state: RangeState, text_type: str | None = None) -> dict[str, Any]:
     """A JSON object or Parquet row as a record; ``text_type`` names a non-string column type."""
-    meta = {"doc_id": _opt_str(obj.get("id")), "source": _opt_str(obj.get("source")),
-            "url": _opt_str(obj.get("url")), "timestamp": _opt_str(obj.get("timestamp"))}
+    meta = {
+        "doc_id": _opt_str(obj.get("id")),
+        "source": _opt_str(obj.get("source")),
+        "url": _opt_str(obj.get("url")),
+        "timestamp": _opt_str(obj.get("timestamp")),
+    }
     text = obj.get("text")
     if text_type is not None:
         return state.row(offset, **meta, reason=MISSING_TEXT, detail=f"text is {text_type}")

@@ -132,7 +132,7 @@ class Stream:
         if not chunk:
             return False
         self._base += self._i
-        self._buf = self._buf[self._i:] + chunk
+        self._buf = self._buf[self._i :] + chunk
         self._i = 0
         return True
 
@@ -197,10 +197,10 @@ class Stream:
         """The next ``n`` bytes without consuming them; an error is kept for the next read."""
         while len(self._buf) - self._i < n and self._extend_quietly():
             pass
-        return self._buf[self._i: self._i + n]
+        return self._buf[self._i : self._i + n]
 
     def _take(self, n: int) -> bytes:
-        out = self._buf[self._i: self._i + n]
+        out = self._buf[self._i : self._i + n]
         self._i += n
         return out
 
@@ -234,7 +234,7 @@ class Stream:
             self._i -= n
         else:
             self._base = self.pos - n
-            self._buf = data + self._buf[self._i:]
+            self._buf = data + self._buf[self._i :]
             self._i = 0
 
     def skip(self, n: int) -> int:

@@ -35,8 +35,16 @@ _BOUNDARY_PEEK = 64
 
 MALFORMED_HEADER = "malformed_warc_header"
 TOO_LARGE = "record_too_large"
-__all__ = ["CORRUPT_GZIP", "TRUNCATED", "MALFORMED_HEADER", "TOO_LARGE", "WarcBlock", "WarcError", "Region",
-           "iter_warc"]
+__all__ = [
+    "CORRUPT_GZIP",
+    "TRUNCATED",
+    "MALFORMED_HEADER",
+    "TOO_LARGE",
+    "WarcBlock",
+    "WarcError",
+    "Region",
+    "iter_warc",
+]
 
 
 @dataclass
@@ -49,6 +57,7 @@ class WarcBlock:
 @dataclass
 class WarcError:
     """A record that was rejected (its headers when they could be parsed)."""
+
     offset: int
     reason: str
     detail: str
@@ -58,13 +67,15 @@ class WarcError:
 @dataclass
 class Region:
     """Bytes outside any record (or a broken stream between records): counted, not a record."""
+
     offset: int
     length: int
     reason: str
 
 
-def iter_warc(stream: Stream, max_record_bytes: int, end: int | None = None,
-              read_blocks: bool = True) -> Iterator[WarcBlock | WarcError | Region]:
+def iter_warc(
+    stream: Stream, max_record_bytes: int, end: int | None = None, read_blocks: bool = True
+) -> Iterator[WarcBlock | WarcError | Region]:
     """Items whose first byte lies before ``end`` (None: to the end). With ``read_blocks=False``
     (plain files only) blocks are skipped, not read: the same decisions, for planning splits."""
     while True:
@@ -98,8 +109,9 @@ def iter_warc(stream: Stream, max_record_bytes: int, end: int | None = None,
                 return
 
 
-def _frame(stream: Stream, start: int, first: bytes, limit: int,
-           read_blocks: bool) -> tuple[WarcBlock | WarcError, int | None]:
+def _frame(
+    stream: Stream, start: int, first: bytes, limit: int, read_blocks: bool
+) -> tuple[WarcBlock | WarcError, int | None]:
     """One record from its first line; the second value is where to resynchronise from
     (None: the stream is at the next record)."""
     lines, size = [first], len(first)
@@ -122,20 +134,29 @@ def _frame(stream: Stream, start: int, first: bytes, limit: int,
     except (KeyError, ValueError, StatusAndHeadersParserException) as e:
         return WarcError(start, MALFORMED_HEADER, f"{type(e).__name__}: {e}"[:200]), header_end
     if length > limit:
-        too_large = WarcError(start, TOO_LARGE, f"declares {length} bytes, over reader.max_record_bytes={limit}",
-                              headers)
-        if not stream.compressed and stream.skip(length) == length and _at_boundary(
-                stream, lambda: _skipped_holds_record_start(stream, header_end, length)):
+        too_large = WarcError(
+            start, TOO_LARGE, f"declares {length} bytes, over reader.max_record_bytes={limit}", headers
+        )
+        if (
+            not stream.compressed
+            and stream.skip(length) == length
+            and _at_boundary(stream, lambda: _skipped_holds_record_start(stream, header_end, length))
+        ):
             return too_large, None  # a plain file: skipped by seeking, and the next record is there
         return too_large, header_end
     block = stream.read(length) if read_blocks else b""
     got = len(block) if read_blocks else stream.skip(length)
     if got < length:
         error = WarcError(start, TRUNCATED, f"declares {length} bytes, the stream ends after {got}", headers)
-    elif not _at_boundary(stream, (lambda: _holds_record_start(block)) if read_blocks
-                          else (lambda: _skipped_holds_record_start(stream, header_end, length))):
-        error = WarcError(start, MALFORMED_HEADER, f"Content-Length {length} does not end at a record boundary",
-                          headers)
+    elif not _at_boundary(
+        stream,
+        (lambda: _holds_record_start(block))
+        if read_blocks
+        else (lambda: _skipped_holds_record_start(stream, header_end, length)),
+    ):
+        error = WarcError(
+            start, MALFORMED_HEADER, f"Content-Length {length} does not end at a record boundary", headers
+        )
     else:
         return WarcBlock(start, headers, block), None
     stream.unread(block) if read_blocks else stream.seek(header_end)
@@ -166,7 +187,7 @@ def _skipped_holds_record_start(stream: Stream, start: int, length: int) -> bool
             piece = tail + stream.read(min(CHUNK, end - stream.pos))
             if _holds_record_start(piece):
                 return True
-            tail = piece[-(4 + 8):]
+            tail = piece[-(4 + 8) :]
         return False
     finally:
         stream.seek(here)

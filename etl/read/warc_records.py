@@ -25,8 +25,9 @@ def warc_rows(items: Iterator[WarcBlock | WarcError | Region], state) -> Iterato
         if isinstance(item, Region):
             state.region(item.reason, item.length)
         elif isinstance(item, WarcError):
-            yield state.row(item.offset, **(_ids(item.headers) if item.headers else {}), reason=item.reason,
-                            detail=item.detail)
+            yield state.row(
+                item.offset, **(_ids(item.headers) if item.headers else {}), reason=item.reason, detail=item.detail
+            )
         else:
             wtype = item.headers.get("warc-type", "").lower()
             if wtype == "response":
@@ -56,8 +57,9 @@ def _conversion(item: WarcBlock, state) -> dict[str, Any]:
         return state.row(item.offset, fmt="wet", **ids, reason=EMPTY)
     dec = decode.decode_bytes(item.block, ["utf-8"], state.cfg.limits, detect=True)
     if dec.reason:
-        return state.row(item.offset, fmt="wet", **ids, reason=dec.reason,
-                         text=item.block[:4096].decode("utf-8", "replace"))
+        return state.row(
+            item.offset, fmt="wet", **ids, reason=dec.reason, text=item.block[:4096].decode("utf-8", "replace")
+        )
     return state.row(item.offset, fmt="wet", **ids, text=dec.text)
 
 
@@ -90,8 +92,9 @@ def _response(item: WarcBlock, state) -> dict[str, Any]:
         return state.row(item.offset, **ids, reason=EMPTY)
     dec = decode.decode_bytes(body, [decode.http_charset(ctype), decode.meta_charset(body)], cfg.limits)
     if dec.reason:
-        return state.row(item.offset, **ids, reason=dec.reason, detail=ctype[:100],
-                         text=body[:4096].decode("utf-8", "replace"))
+        return state.row(
+            item.offset, **ids, reason=dec.reason, detail=ctype[:100], text=body[:4096].decode("utf-8", "replace")
+        )
     if "text/plain" in ctype.lower():
         title, text = None, dec.text
     else:
@@ -142,6 +145,5 @@ def _dechunk(body: bytes) -> bytes:
             return body
         if size == 0:
             return out.getvalue()
-        out.write(body[eol + 2: eol + 2 + size])
+        out.write(body[eol + 2 : eol + 2 + size])
         pos = eol + 2 + size + 2
-

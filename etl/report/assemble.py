@@ -15,6 +15,7 @@ from filters.config import RulesConfig
 @dataclass
 class DedupSummary:
     """What the dedup phase tells the report."""
+
     duplicates_by_file: dict[str, dict[str, int]]  # source_file -> {kind: count}
     documents_written: int
     minhash: dict[str, Any]
@@ -27,6 +28,7 @@ class DedupSummary:
 @dataclass
 class ShardSummary:
     """What the tokenize + shards phase tells the report."""
+
     manifest: str
     tokenizer: str
     tokenizer_sha256: str
@@ -41,6 +43,7 @@ class ShardSummary:
 @dataclass
 class Laps:
     """Seconds per phase, in order."""
+
     t0: float = field(default_factory=time.monotonic)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -57,18 +60,28 @@ def resources(rules: RulesConfig, models: dict[str, Any]) -> dict[str, Any]:
     from filters.pipeline import Cleaner
 
     cleaner = Cleaner(rules)
-    out: dict[str, Any] = {"lists": {
-        "sensitive": {"versions": cleaner.sensitive.versions, "sha256": cleaner.sensitive.fingerprint},
-        "advertisement": {"versions": cleaner.ads.versions, "sha256": cleaner.ads.fingerprint},
-    }}
+    out: dict[str, Any] = {
+        "lists": {
+            "sensitive": {"versions": cleaner.sensitive.versions, "sha256": cleaner.sensitive.fingerprint},
+            "advertisement": {"versions": cleaner.ads.versions, "sha256": cleaner.ads.fingerprint},
+        }
+    }
     if models:
         out["models"] = models
     return out
 
 
-def assemble(ledger: dict[str, Any], *, job: dict[str, Any], config: dict[str, Any], resources: dict[str, Any],
-             dedup: DedupSummary | None = None, dropped_after_dedup: dict[str, int] | None = None,
-             shards: ShardSummary | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def assemble(
+    ledger: dict[str, Any],
+    *,
+    job: dict[str, Any],
+    config: dict[str, Any],
+    resources: dict[str, Any],
+    dedup: DedupSummary | None = None,
+    dropped_after_dedup: dict[str, int] | None = None,
+    shards: ShardSummary | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The whole report; raises ``LedgerError`` when the counts do not balance.
     ``dropped_after_dedup``: source_file -> survivors of dedup that decontamination dropped."""
     from etl.clean.decontaminate import add_to_ledger
@@ -78,16 +91,22 @@ def assemble(ledger: dict[str, Any], *, job: dict[str, Any], config: dict[str, A
         dropped = dropped_after_dedup or {}
         add_duplicates(report, dedup.duplicates_by_file, dedup.documents_written + sum(dropped.values()))
         add_to_ledger(report, dropped)
-        report["dedup"] = {k: v for k, v in asdict(dedup).items()
-                           if k not in ("duplicates_by_file", "documents_written") and v is not None}
+        report["dedup"] = {
+            k: v
+            for k, v in asdict(dedup).items()
+            if k not in ("duplicates_by_file", "documents_written") and v is not None
+        }
     if shards is not None:
         report["shards"] = asdict(shards)
     report.update(extra or {})
     for kind, n in ((report.get("pii") or {}).get("kinds") or {}).items():  # redactions are transforms
         report.setdefault("transforms", {})[f"pii_{kind}_spans_redacted"] = n["spans"]
     elapsed = job.pop("elapsed_s")
-    report["job"] = {**job, "elapsed_s": round(elapsed, 2),
-                     "mb_per_s": round(report["input"]["bytes"] / 1e6 / elapsed, 3) if elapsed else None}
+    report["job"] = {
+        **job,
+        "elapsed_s": round(elapsed, 2),
+        "mb_per_s": round(report["input"]["bytes"] / 1e6 / elapsed, 3) if elapsed else None,
+    }
     report.update(resources)
     report["config"] = config
     check_balance(report)
@@ -101,8 +120,10 @@ def check_balance(report: dict[str, Any]) -> None:
     total = docs + report["rejected"] + report.get("duplicates", 0)
     report["balanced"] = inp == total
     if not report["balanced"]:
-        raise LedgerError(f"ledger does not balance: {inp} records in, {docs} documents + {report['rejected']} "
-                          f"rejected + {report.get('duplicates', 0)} duplicates = {total}")
+        raise LedgerError(
+            f"ledger does not balance: {inp} records in, {docs} documents + {report['rejected']} "
+            f"rejected + {report.get('duplicates', 0)} duplicates = {total}"
+        )
     if "shards" in report and report["shards"]["documents"] != docs:
         raise LedgerError(f"shards hold {report['shards']['documents']} documents, the ledger {docs}")
 
@@ -110,22 +131,28 @@ def check_balance(report: dict[str, Any]) -> None:
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """The ledger as a few human lines (driver log / make demo)."""
     inp = report["input"]
-    lines = [f"input  {inp['records']:>9,} records from {inp['files']} files ({inp['bytes'] / 1e6:.1f} MB)",
-             f"kept   {report['documents']:>9,} documents",
-             f"dropped{report['rejected']:>9,} records"]
+    lines = [
+        f"input  {inp['records']:>9,} records from {inp['files']} files ({inp['bytes'] / 1e6:.1f} MB)",
+        f"kept   {report['documents']:>9,} documents",
+        f"dropped{report['rejected']:>9,} records",
+    ]
     for stage, s in report["rejected_by_stage"].items():
         for reason, n in sorted(s["reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {stage:>6} {reason:<26}{n:>8,}")
     if report.get("duplicates"):
-        lines.append(f"duplicates{report['duplicates']:>6,} "
-                     f"({', '.join(f'{k} {v:,}' for k, v in report['duplicates_by_kind'].items())})")
+        lines.append(
+            f"duplicates{report['duplicates']:>6,} "
+            f"({', '.join(f'{k} {v:,}' for k, v in report['duplicates_by_kind'].items())})"
+        )
     if inp["skipped_non_document_records"]:
         lines.append(f"not documents (WARC record types): {inp['skipped_non_document_records']}")
     if inp["file_errors"]:
         lines.append(f"file-level errors: {len(inp['file_errors'])}")
     if "shards" in report:
         sh = report["shards"]
-        lines.append(f"shards {sh['num_shards']} pairs, {sh['total_tokens']:,} tokens (<eod> included), "
-                     f"per source {sh['tokens_per_source']}")
+        lines.append(
+            f"shards {sh['num_shards']} pairs, {sh['total_tokens']:,} tokens (<eod> included), "
+            f"per source {sh['tokens_per_source']}"
+        )
     lines.append(f"balanced: {report['balanced']}  ({report['job']['elapsed_s']} s, {report['job']['mb_per_s']} MB/s)")
     return lines

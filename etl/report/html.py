@@ -31,7 +31,7 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline SVG in HTML
+    return text[text.index("<svg") :]  # drop the XML prolog and doctype: inline SVG in HTML
 
 
 def _figure(plot_id: str, caption: str, body: str) -> str:
@@ -106,15 +106,18 @@ def _signals(report: dict[str, Any]) -> str:
     rows = -(-len(names) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(2.2 * cols, 1.6 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names):
-        stats = [{"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "label": g[0]}
-                 for g in groups if (q := dist[g].get(name))]
+        stats = [
+            {"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "label": g[0]}
+            for g in groups
+            if (q := dist[g].get(name))
+        ]
         if stats:
             ax.bxp(stats, showfliers=False, orientation="horizontal")
         if name in thresholds:
             ax.axvline(thresholds[name]["value"], color="#b00", linestyle="--", linewidth=1)
         ax.set_title(name, fontsize=7)
         ax.tick_params(labelsize=6)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.tight_layout()
     counts = ", ".join(f"{g} {dist[g]['documents']:,}" for g in groups)
@@ -123,16 +126,22 @@ def _signals(report: dict[str, Any]) -> str:
 
 def _ledger_table(report: dict[str, Any]) -> str:
     inp = report["input"]
-    rows = [("input records", inp["records"]), ("documents", report["documents"]),
-            ("rejected", report["rejected"]), ("duplicates", report.get("duplicates", 0))]
+    rows = [
+        ("input records", inp["records"]),
+        ("documents", report["documents"]),
+        ("rejected", report["rejected"]),
+        ("duplicates", report.get("duplicates", 0)),
+    ]
     for stage, s in report.get("rejected_by_stage", {}).items():
         rows += [(f"rejected: {stage}/{reason}", n) for reason, n in s["reasons"].items()]
     rows += [(f"duplicates: {kind}", n) for kind, n in report.get("duplicates_by_kind", {}).items()]
     body = "".join(f'<tr><td>{html.escape(k)}</td><td data-key="{html.escape(k)}">{v:,}</td></tr>' for k, v in rows)
     cls = "" if report["balanced"] else ' class="bad"'
-    return (f'<table id="ledger"><tr><th>ledger</th><th>records</th></tr>{body}'
-            f'<tr><td>balanced (input = documents + rejected + duplicates)</td><td{cls} data-key="balanced">'
-            f'{report["balanced"]}</td></tr></table>')
+    return (
+        f'<table id="ledger"><tr><th>ledger</th><th>records</th></tr>{body}'
+        f'<tr><td>balanced (input = documents + rejected + duplicates)</td><td{cls} data-key="balanced">'
+        f'{report["balanced"]}</td></tr></table>'
+    )
 
 
 def _files_table(report: dict[str, Any]) -> str:
@@ -140,7 +149,8 @@ def _files_table(report: dict[str, Any]) -> str:
     body = "".join(
         f"<tr><td>{html.escape(path)}</td><td>{html.escape(str(f.get('format')))}</td><td>{f['records']:,}</td>"
         f"<td>{f['documents']:,}</td><td>{f['rejected']:,}</td><td>{f.get('duplicates', 0):,}</td></tr>"
-        for path, f in report.get("files", {}).items())
+        for path, f in report.get("files", {}).items()
+    )
     return f'<table id="files">{head}{body}</table>'
 
 
@@ -148,11 +158,15 @@ def _pii_table(report: dict[str, Any]) -> str:
     pii = report.get("pii") or {}
     if not pii.get("kinds"):
         return "<p>No personal data found (or the stage was off).</p>"
-    head = "<tr><th>kind</th><th>mode</th><th>documents redacted</th><th>spans redacted</th><th>documents dropped</th></tr>"
+    head = (
+        "<tr><th>kind</th><th>mode</th><th>documents redacted</th><th>spans redacted</th>"
+        "<th>documents dropped</th></tr>"
+    )
     body = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(pii['modes'].get(k)))}</td><td>{v['documents']:,}</td>"
         f"<td data-key='pii.{html.escape(k)}.spans'>{v['spans']:,}</td><td>{v['documents_dropped']:,}</td></tr>"
-        for k, v in pii["kinds"].items())
+        for k, v in pii["kinds"].items()
+    )
     return f'<table id="pii">{head}{body}</table>'
 
 
@@ -160,15 +174,20 @@ def _decontamination_table(report: dict[str, Any]) -> str:
     dc = report.get("decontaminate") or {}
     if not dc.get("benchmarks"):
         return "<p>No evaluation sets given: decontamination was off.</p>"
-    head = ("<tr><th>benchmark</th><th>items</th><th>matched by n-gram</th><th>matched whole</th>"
-            "<th>too short to match</th><th>documents hit</th><th>items hit</th></tr>")
+    head = (
+        "<tr><th>benchmark</th><th>items</th><th>matched by n-gram</th><th>matched whole</th>"
+        "<th>too short to match</th><th>documents hit</th><th>items hit</th></tr>"
+    )
     body = "".join(
         f"<tr><td>{html.escape(b)}</td><td>{v['items']:,}</td><td>{v['ngram_items']:,}</td><td>{v['whole_items']:,}</td>"
         f"<td>{v['ignored_items']:,}</td><td data-key='decontaminate.{html.escape(b)}.documents_hit'>"
         f"{v['documents_hit']:,}</td><td>{v['items_hit']:,}</td></tr>"
-        for b, v in dc["benchmarks"].items())
-    return (f'<p>mode {html.escape(str(dc.get("mode")))}, character {dc.get("ngram")}-grams; '
-            f'{dc.get("documents_dropped", 0):,} documents dropped</p><table id="decontamination">{head}{body}</table>')
+        for b, v in dc["benchmarks"].items()
+    )
+    return (
+        f'<p>mode {html.escape(str(dc.get("mode")))}, character {dc.get("ngram")}-grams; '
+        f'{dc.get("documents_dropped", 0):,} documents dropped</p><table id="decontamination">{head}{body}</table>'
+    )
 
 
 def render(report: dict[str, Any]) -> str:
@@ -179,18 +198,32 @@ def render(report: dict[str, Any]) -> str:
         _dropped(report),
         _histogram("doc_chars", "Document length per source (characters)", dist.get("doc_chars"), "characters"),
         _histogram("doc_tokens", "Tokens per document per source", dist.get("doc_tokens"), "tokens"),
-        _bars("cluster_sizes", "Duplicate-cluster sizes", {int(k): v for k, v in sizes.items()} if sizes else None,
-              "documents in cluster", "clusters", log_y=True),
+        _bars(
+            "cluster_sizes",
+            "Duplicate-cluster sizes",
+            {int(k): v for k, v in sizes.items()} if sizes else None,
+            "documents in cluster",
+            "clusters",
+            log_y=True,
+        ),
         _bars("tokens_per_source", "Tokens per source", shards.get("tokens_per_source"), "source", "tokens"),
         _signals(report),
     ]
     job = report.get("job", {})
     title = f"Corpus build report: {report['documents']:,} documents"
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; "
-            f"tokens: {shards.get('total_tokens', 'n/a')}</p>"
-            + "".join(figures) + "<h2>Ledger</h2>" + _ledger_table(report)
-            + "<h2>Personal data</h2>" + _pii_table(report)
-            + "<h2>Benchmark decontamination</h2>" + _decontamination_table(report)
-            + "<h2>Files</h2>" + _files_table(report) + "</body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; "
+        f"tokens: {shards.get('total_tokens', 'n/a')}</p>"
+        + "".join(figures)
+        + "<h2>Ledger</h2>"
+        + _ledger_table(report)
+        + "<h2>Personal data</h2>"
+        + _pii_table(report)
+        + "<h2>Benchmark decontamination</h2>"
+        + _decontamination_table(report)
+        + "<h2>Files</h2>"
+        + _files_table(report)
+        + "</body></html>"
+    )

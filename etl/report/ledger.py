@@ -31,12 +31,16 @@ def build_ledger(marked: DataFrame, inputs: list[str]) -> dict[str, Any]:
     """One grouped aggregation (stage x reason x file) plus two small ones (sensitive-word
     categories, shared doc_ids). ``inputs`` are the files the job read: each must have its
     reader rows, and a file's ranges must tile it exactly."""
-    groups = (marked.groupBy("kind", "source_file", "format", "stage", "reason")
-              .agg(F.count(F.lit(1)).alias("n"),
-                   *[F.sum(c).alias(c) for c in EDIT_COLUMNS],
-                   F.sum(F.col("converted").cast("int")).alias("converted"),
-                   F.collect_list("file_stats").alias("file_stats"))
-              .collect())
+    groups = (
+        marked.groupBy("kind", "source_file", "format", "stage", "reason")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            *[F.sum(c).alias(c) for c in EDIT_COLUMNS],
+            F.sum(F.col("converted").cast("int")).alias("converted"),
+            F.collect_list("file_stats").alias("file_stats"),
+        )
+        .collect()
+    )
     files: dict[str, dict[str, Any]] = defaultdict(lambda: {"documents": 0, "rejected": 0, "reasons": Counter()})
     by_stage: dict[str, Counter[str]] = defaultdict(Counter)
     transforms: Counter[str] = Counter()
@@ -74,11 +78,19 @@ def duplicate_ids(marked: DataFrame) -> dict[str, int]:
     records = marked.where(F.col("kind") == rec.RECORD)
     renamed = {"ids": 0, "records_renamed": 0}
     if "renamed_from" in marked.columns:
-        r = records.where(F.col("renamed_from").isNotNull()).agg(
-            F.countDistinct("renamed_from").alias("ids"), F.count(F.lit(1)).alias("n")).collect()[0]
+        r = (
+            records.where(F.col("renamed_from").isNotNull())
+            .agg(F.countDistinct("renamed_from").alias("ids"), F.count(F.lit(1)).alias("n"))
+            .collect()[0]
+        )
         renamed = {"ids": r.ids, "records_renamed": r.n}
-    shared = (records.groupBy("doc_id").count().where(F.col("count") > 1)
-              .agg(F.count(F.lit(1)).alias("ids"), F.sum("count").alias("n")).collect()[0])
+    shared = (
+        records.groupBy("doc_id")
+        .count()
+        .where(F.col("count") > 1)
+        .agg(F.count(F.lit(1)).alias("ids"), F.sum("count").alias("n"))
+        .collect()[0]
+    )
     out = {"ids": renamed["ids"] + shared.ids, "records_renamed": renamed["records_renamed"]}
     if shared.ids:
         out["records_sharing"] = shared.n
@@ -86,10 +98,16 @@ def duplicate_ids(marked: DataFrame) -> dict[str, int]:
 
 
 def _sensitive_counts(marked: DataFrame) -> dict[str, dict[str, int]]:
-    rows = (marked.where(F.col("kind") == rec.RECORD)
-            .select(F.explode("sensitive_hits").alias("category", "terms"),
-                    F.when(F.col("reason").isNull(), "kept").otherwise("dropped").alias("outcome"))
-            .groupBy("category", "outcome").count().collect())
+    rows = (
+        marked.where(F.col("kind") == rec.RECORD)
+        .select(
+            F.explode("sensitive_hits").alias("category", "terms"),
+            F.when(F.col("reason").isNull(), "kept").otherwise("dropped").alias("outcome"),
+        )
+        .groupBy("category", "outcome")
+        .count()
+        .collect()
+    )
     out: dict[str, dict[str, int]] = defaultdict(dict)
     for r in rows:
         out[r.category][f"documents_{r.outcome}"] = r["count"]
@@ -108,9 +126,17 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
         out_n = f["documents"] + f["rejected"]
         if reader["records"] != out_n:
             unbalanced.append(f"{path}: reader saw {reader['records']}, stages emitted {out_n}")
-        entry = {"format": reader["format"], "records": reader["records"], "documents": f["documents"],
-                 "rejected": f["rejected"], "reasons": dict(sorted(f["reasons"].items())), "bytes": reader["bytes"],
-                 "ranges": reader["ranges"], "skipped": reader["skipped"], "errors": reader["errors"]}
+        entry = {
+            "format": reader["format"],
+            "records": reader["records"],
+            "documents": f["documents"],
+            "rejected": f["rejected"],
+            "reasons": dict(sorted(f["reasons"].items())),
+            "bytes": reader["bytes"],
+            "ranges": reader["ranges"],
+            "skipped": reader["skipped"],
+            "errors": reader["errors"],
+        }
         if reader["regions"]:
             entry["regions"] = reader["regions"]
         for reason, r in reader["regions"].items():
@@ -118,20 +144,28 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
         skipped.update(reader["skipped"])
         file_errors += [{"file": path, **e} for e in reader["errors"]]
         file_report[path] = entry
-        totals.update(bytes=reader["bytes"], records=reader["records"], documents=f["documents"],
-                      rejected=f["rejected"])
+        totals.update(
+            bytes=reader["bytes"], records=reader["records"], documents=f["documents"], rejected=f["rejected"]
+        )
     if unbalanced:
         raise LedgerError("ledger does not balance:\n  " + "\n  ".join(unbalanced))
     report = {
-        "input": {"files": len(file_report), "records": totals["records"], "bytes": totals["bytes"],
-                  "skipped_non_document_records": dict(sorted(skipped.items())), "file_errors": file_errors,
-                  "unframed_regions": {k: dict(v) for k, v in sorted(regions.items())}},
+        "input": {
+            "files": len(file_report),
+            "records": totals["records"],
+            "bytes": totals["bytes"],
+            "skipped_non_document_records": dict(sorted(skipped.items())),
+            "file_errors": file_errors,
+            "unframed_regions": {k: dict(v) for k, v in sorted(regions.items())},
+        },
         "documents": totals["documents"],
         "rejected": totals["rejected"],
         "duplicates": 0,
         "balanced": totals["records"] == totals["documents"] + totals["rejected"],
-        "rejected_by_stage": {stage: {"total": sum(c.values()), "reasons": dict(sorted(c.items()))}
-                              for stage, c in sorted(by_stage.items())},
+        "rejected_by_stage": {
+            stage: {"total": sum(c.values()), "reasons": dict(sorted(c.items()))}
+            for stage, c in sorted(by_stage.items())
+        },
         "transforms": dict(sorted(transforms.items())),
         "sensitive_categories": sensitive,
         "files": file_report,
@@ -141,7 +175,9 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
     return report
 
 
-def add_duplicates(report: dict[str, Any], duplicates_by_file: dict[str, dict[str, int]], documents_written: int) -> None:
+def add_duplicates(
+    report: dict[str, Any], duplicates_by_file: dict[str, dict[str, int]], documents_written: int
+) -> None:
     """Move the dedup stage's duplicates out of the cleaning ledger's documents, per file and in
     total, and check input = documents + rejected + duplicates against the documents written.
     ``duplicates_by_file``: source_file -> {kind: count}."""
@@ -160,8 +196,10 @@ def add_duplicates(report: dict[str, Any], duplicates_by_file: dict[str, dict[st
     inp = report["input"]["records"]
     report["balanced"] = inp == report["documents"] + report["rejected"] + total
     if not report["balanced"] or report["documents"] != documents_written:
-        raise LedgerError(f"ledger does not balance after dedup: {inp} in, {report['documents']} documents "
-                          f"({documents_written} written), {report['rejected']} rejected, {total} duplicates")
+        raise LedgerError(
+            f"ledger does not balance after dedup: {inp} in, {report['documents']} documents "
+            f"({documents_written} written), {report['rejected']} rejected, {total} duplicates"
+        )
 
 
 EXIT_OK, EXIT_FILE_ERRORS, EXIT_NOTHING_READ = 0, 1, 4
@@ -175,9 +213,13 @@ def run_outcome(report: dict[str, Any]) -> tuple[int, str]:
     bad = sorted({e["file"] for e in errors})
     reasons = ", ".join(f"{r} {n}" for r, n in sorted(Counter(e["reason"] for e in errors).items()))
     if inp["files"] and inp["records"] == 0 and len(bad) == inp["files"]:
-        return EXIT_NOTHING_READ, (f"no input file could be read: {len(bad)} files, every one a file-level error "
-                                   f"({reasons}); see input.file_errors in report.json")
+        return EXIT_NOTHING_READ, (
+            f"no input file could be read: {len(bad)} files, every one a file-level error "
+            f"({reasons}); see input.file_errors in report.json"
+        )
     if bad:
-        return EXIT_FILE_ERRORS, (f"done with file errors: {len(bad)} of {inp['files']} input files could not be "
-                                  f"read in full ({reasons}); {inp['records']:,} records read from the rest")
+        return EXIT_FILE_ERRORS, (
+            f"done with file errors: {len(bad)} of {inp['files']} input files could not be "
+            f"read in full ({reasons}); {inp['records']:,} records read from the rest"
+        )
     return EXIT_OK, f"done: {inp['records']:,} records from {inp['files']} files"

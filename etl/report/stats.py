@@ -14,21 +14,27 @@ BINS_PER_DECADE = 10  # log10 bins: 1-10 chars is one decade, so 10^(k/10) .. 10
 def log_histogram(df: DataFrame, column: str, by: str = "source") -> dict[str, Any]:
     """{"bins_per_decade", "by_source": {source: {bin: count}}} where bin k holds values in
     [10^(k/B), 10^((k+1)/B)); zero and negative values go to bin -1."""
-    b = (F.when(F.col(column) > 0, F.floor(F.log10(F.col(column)) * BINS_PER_DECADE)).otherwise(F.lit(-1))
-         .cast("int"))
-    rows = (df.select(F.coalesce(F.col(by), F.lit("unknown")).alias("group"), b.alias("bin"))
-            .groupBy("group", "bin").count().collect())
+    b = F.when(F.col(column) > 0, F.floor(F.log10(F.col(column)) * BINS_PER_DECADE)).otherwise(F.lit(-1)).cast("int")
+    rows = (
+        df.select(F.coalesce(F.col(by), F.lit("unknown")).alias("group"), b.alias("bin"))
+        .groupBy("group", "bin")
+        .count()
+        .collect()
+    )
     out: dict[str, dict[int, int]] = {}
     for r in rows:
         out.setdefault(r.group, {})[r.bin] = r["count"]
-    return {"bins_per_decade": BINS_PER_DECADE,
-            "by_source": {g: dict(sorted(c.items())) for g, c in sorted(out.items())}}
+    return {
+        "bins_per_decade": BINS_PER_DECADE,
+        "by_source": {g: dict(sorted(c.items())) for g, c in sorted(out.items())},
+    }
 
 
 def cluster_sizes(duplicates: DataFrame) -> dict[int, int]:
     """Cluster size (kept document + its duplicates) -> number of clusters of that size."""
-    rows = (duplicates.groupBy("duplicate_of").agg((F.count(F.lit(1)) + 1).alias("size"))
-            .groupBy("size").count().collect())
+    rows = (
+        duplicates.groupBy("duplicate_of").agg((F.count(F.lit(1)) + 1).alias("size")).groupBy("size").count().collect()
+    )
     return {r.size: r["count"] for r in sorted(rows, key=lambda r: r.size)}
 
 
@@ -42,8 +48,11 @@ def signal_distributions(records: DataFrame, signals: list[str]) -> dict[str, An
     signals (rejected before the quality stage, file rows) are left out."""
     screened = records.where(F.col(signals[0]).isNotNull() | F.col("quality_flags").isNotNull())
     aggs = [F.percentile_approx(s, list(QUANTILES), 1000).alias(s) for s in signals]
-    rows = (screened.groupBy(F.col("reason").isNull().alias("kept"))
-            .agg(F.count(F.lit(1)).alias("documents"), *aggs).collect())
+    rows = (
+        screened.groupBy(F.col("reason").isNull().alias("kept"))
+        .agg(F.count(F.lit(1)).alias("documents"), *aggs)
+        .collect()
+    )
     out: dict[str, Any] = {"quantiles": list(QUANTILES)}
     for r in rows:
         group = {"documents": r["documents"]}

@@ -97,8 +97,7 @@ class Lock:
     """``path`` created exclusively while the with-block runs. ``holder`` words the refusal
     ("another refresh holds PATH: ..."); ``error`` is the ``Locked`` subclass it raises."""
 
-    def __init__(self, path: str | Path, holder: str, files: LockFiles | None = None,
-                 error: type[Locked] = Locked):
+    def __init__(self, path: str | Path, holder: str, files: LockFiles | None = None, error: type[Locked] = Locked):
         self.path = str(path)
         self.holder = holder
         self.files = files or LocalFiles()
@@ -116,8 +115,10 @@ class Lock:
                     holder = self.files.read(self.path)
                 except OSError:
                     holder = "(gone since)"
-                raise self.error(f"{self.holder} holds {self.path}: {holder}; "
-                                 "wait for it, or remove the file if that process is gone") from None
+                raise self.error(
+                    f"{self.holder} holds {self.path}: {holder}; "
+                    "wait for it, or remove the file if that process is gone"
+                ) from None
             log.warning("removing stale lock %s", self.path)
             self.files.remove(self.path)
         raise self.error(f"could not take {self.path}")

@@ -42,7 +42,7 @@ def normalise(path: str | os.PathLike) -> tuple[str, str]:
     s = os.fspath(path)
     parts = urlsplit(s)
     if parts.scheme in ("", "file") or len(parts.scheme) == 1:  # a Windows drive letter is local too
-        local = s[len("file:"):] if parts.scheme == "file" else s
+        local = s[len("file:") :] if parts.scheme == "file" else s
         if local.startswith("//"):
             local = urlsplit("file:" + local).path
         return "", os.path.realpath(_glob_root(local))
@@ -79,8 +79,10 @@ def check_output(output: str | os.PathLike, inputs: list[str | os.PathLike], wha
             relation = "contains"
         else:
             continue
-        raise OutputOverlapsInput(f"refusing {what} {os.fspath(output)}: it {relation} the input {os.fspath(inp)} "
-                                  f"(inputs are never written or deleted; choose a {what} outside every input)")
+        raise OutputOverlapsInput(
+            f"refusing {what} {os.fspath(output)}: it {relation} the input {os.fspath(inp)} "
+            f"(inputs are never written or deleted; choose a {what} outside every input)"
+        )
     if fs == "":
         check_writable(out, what)
 
@@ -95,8 +97,9 @@ def check_writable(path: str, what: str = "output") -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".zhcorpus-probe-", dir=parent))
     except OSError as e:
-        raise OutputNotWritable(f"{what} {path} is not writable: cannot create anything in {parent} "
-                                f"({e.strerror or e})") from None
+        raise OutputNotWritable(
+            f"{what} {path} is not writable: cannot create anything in {parent} ({e.strerror or e})"
+        ) from None
 
 
 def check_job_paths(inputs: list[str], output: str, *also_written: str | None) -> None:

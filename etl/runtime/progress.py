@@ -69,8 +69,17 @@ def report_progress(sc: SparkContext, counters: Counters, label: str, every_s: f
             dt = time.monotonic() - t0
             recs, mb = counters.records.value, counters.bytes.value / 1e6
             ranges = f"{counters.ranges.value}/{counters.ranges_total} ranges, " if counters.ranges_total else ""
-            log.info("%s | %s | %s%s records read, %.1f MB (%.0f rec/s, %.2f MB/s) | %.0fs",
-                     label, tasks, ranges, f"{recs:,}", mb, recs / dt, mb / dt, dt)
+            log.info(
+                "%s | %s | %s%s records read, %.1f MB (%.0f rec/s, %.2f MB/s) | %.0fs",
+                label,
+                tasks,
+                ranges,
+                f"{recs:,}",
+                mb,
+                recs / dt,
+                mb / dt,
+                dt,
+            )
 
     thread = threading.Thread(target=loop, name="progress", daemon=True)
     thread.start()

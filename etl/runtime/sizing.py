@@ -34,6 +34,7 @@ OPEN_COST = 64 << 10
 class OutputConfig:
     """The ``output`` section: the size of the Parquet files a corpus job writes (documents/,
     rejected/, duplicates/ of the dedup job)."""
+
     # Bytes of text per output file. 256 MiB: Hive's hive.merge.size.per.task (256 MB) and what
     # Databricks' file-size autotuning picks for tables under 2.56 TB; large enough that a TB of
     # text is a few thousand files, small enough that a reader splits the table over many cores.

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 @dataclass(frozen=True)
 class SparkConfig:
     """The ``spark`` section, the same in every Spark job."""
+
     master: str = ""  # "" = spark-submit's master, or local[*] when run with python -m
     # Bytes of input files packed into one read task. Compressed WARC/JSONL files are never
     # split, so this only decides how many small files share a task; Spark's 128 MB default
@@ -23,6 +24,7 @@ class SparkConfig:
     # on a file system every executor reaches (hdfs://, a shared mount). "" = local checkpoints
     # (executor-local blocks, not fault tolerant), which is only right for local[*] masters.
     checkpoint_dir: str = ""
+
 
 # Applied to every session we create; a cluster's spark-defaults or --conf can still override.
 SECURE_DEFAULTS = {

@@ -55,19 +55,33 @@ from filters.tokenizer import ZhTokenizer, presegment
 log = logging.getLogger("zhcorpus")
 
 UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
-TOKENS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
-                           ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())])
-SHARD_ROW_SCHEMA = pa.schema([("shard", pa.int32()), ("documents", pa.int64()), ("tokens", pa.int64()),
-                              ("bin_sha256", pa.string()), ("idx_sha256", pa.string()),
-                              ("bin_bytes", pa.int64()), ("idx_bytes", pa.int64()), ("tokens_per_source", pa.string()),
-                              ("src_sha256", pa.string()), ("src_bytes", pa.int64())])
-SHARD_ROW_DDL = ("shard int, documents long, tokens long, bin_sha256 string, idx_sha256 string, "
-                 "bin_bytes long, idx_bytes long, tokens_per_source string, src_sha256 string, src_bytes long")
+TOKENS_SCHEMA = pa.schema(
+    [("doc_id", pa.string()), ("source", pa.string()), ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())]
+)
+SHARD_ROW_SCHEMA = pa.schema(
+    [
+        ("shard", pa.int32()),
+        ("documents", pa.int64()),
+        ("tokens", pa.int64()),
+        ("bin_sha256", pa.string()),
+        ("idx_sha256", pa.string()),
+        ("bin_bytes", pa.int64()),
+        ("idx_bytes", pa.int64()),
+        ("tokens_per_source", pa.string()),
+        ("src_sha256", pa.string()),
+        ("src_bytes", pa.int64()),
+    ]
+)
+SHARD_ROW_DDL = (
+    "shard int, documents long, tokens long, bin_sha256 string, idx_sha256 string, "
+    "bin_bytes long, idx_bytes long, tokens_per_source string, src_sha256 string, src_bytes long"
+)
 
 
 @dataclass(frozen=True)
 class ShardsConfig:
     """The ``shards`` section of a corpus build."""
+
     num_shards: int = 0  # 0 = about one shard per target_mb of token data
     # ~1.3 characters per token and 2 bytes per token (uint16) -> ~1.5 bytes of .bin per character
     target_mb: int = 256
@@ -76,6 +90,7 @@ class ShardsConfig:
 @dataclass(frozen=True)
 class ShippedTokenizer:
     """What executors need to load the tokenizer: the addFile name and the verified sha256."""
+
     name: str
     sha256: str
     vocab_size: int
@@ -86,8 +101,9 @@ class ShippedTokenizer:
     audit_every: int = 1000
 
 
-def ship_tokenizer(spark: SparkSession, tokenizer_dir: str, engine: str | None = None,
-                   audit_every: int = 1000) -> ShippedTokenizer:
+def ship_tokenizer(
+    spark: SparkSession, tokenizer_dir: str, engine: str | None = None, audit_every: int = 1000
+) -> ShippedTokenizer:
     """Verify on the driver (``filters.classify.ModelError`` if wrong, or if ``engine`` is not
     the one the tokenizer records and fails the parity check), then distribute under a name that
     carries the sha256 (``etl.runtime.ship``)."""
@@ -110,8 +126,11 @@ def _tokenizer(shipped: ShippedTokenizer) -> ZhTokenizer:
 def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> DataFrame:
     """``docs`` (doc_id, text, [source]) -> (doc_id, source, tokens array<int>, n_tokens int).
     ``tokens`` is ``encode(text)``, without ``<eod>``; a null text gives no tokens."""
-    shipped = (tokenizer_dir if isinstance(tokenizer_dir, ShippedTokenizer)
-               else ship_tokenizer(docs.sparkSession, tokenizer_dir))
+    shipped = (
+        tokenizer_dir
+        if isinstance(tokenizer_dir, ShippedTokenizer)
+        else ship_tokenizer(docs.sparkSession, tokenizer_dir)
+    )
     source = F.col("source") if "source" in docs.columns else F.lit(None).cast("string")
     docs = docs.select("doc_id", F.coalesce(source, F.lit(UNKNOWN_SOURCE)).alias("source"), "text")
 
@@ -122,8 +141,9 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
             audit_presegmentation(tok, b.column("doc_id").to_pylist(), texts, shipped.audit_every)
             ids = tok.encode_batch(texts)
             tokens, n_tokens = token_arrays(ids)
-            yield pa.RecordBatch.from_arrays([b.column("doc_id"), b.column("source"), tokens, n_tokens],
-                                             schema=TOKENS_SCHEMA)
+            yield pa.RecordBatch.from_arrays(
+                [b.column("doc_id"), b.column("source"), tokens, n_tokens], schema=TOKENS_SCHEMA
+            )
 
     return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
 
@@ -169,8 +189,9 @@ def distinct_sources(df: DataFrame) -> list[str]:
     return sources
 
 
-def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int,
-                       sources: list[str] | None = None) -> dict[str, Any]:
+def write_token_shards(
+    tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int, sources: list[str] | None = None
+) -> dict[str, Any]:
     """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs, ``.src`` sidecars and
     ``manifest.json``. ``sources``: every source name in ``tokens``, sorted (computed from
     ``tokens`` when None; cheap when ``tokens`` is persisted)."""
@@ -185,9 +206,11 @@ def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: st
     shard = F.pmod(F.xxhash64("doc_id"), F.lit(num_shards)).cast("int").alias("shard")
     sources = distinct_sources(tokens) if sources is None else sorted(sources)
     source_index = {name: i for i, name in enumerate(sources)}  # small: shipped in the closure
-    ordered = (tokens.select(shard, "doc_id", F.coalesce("source", F.lit(UNKNOWN_SOURCE)).alias("source"), "tokens")
-               .repartition(num_shards, "shard")
-               .sortWithinPartitions("shard", "doc_id", "tokens"))
+    ordered = (
+        tokens.select(shard, "doc_id", F.coalesce("source", F.lit(UNKNOWN_SOURCE)).alias("source"), "tokens")
+        .repartition(num_shards, "shard")
+        .sortWithinPartitions("shard", "doc_id", "tokens")
+    )
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id, source_index)
@@ -199,14 +222,22 @@ def write_token_shards(tokens: DataFrame, shipped: ShippedTokenizer, out_dir: st
     manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype, sources)
     with fs.open_output_stream(f"{root}/{MANIFEST_FILE}") as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
-    log.info("shards: %d pairs, %d documents, %d tokens (%s) -> %s", num_shards,
-             manifest["totals"]["documents"], manifest["totals"]["tokens"], dtype.name, out_dir)
+    log.info(
+        "shards: %d pairs, %d documents, %d tokens (%s) -> %s",
+        num_shards,
+        manifest["totals"]["documents"],
+        manifest["totals"]["tokens"],
+        dtype.name,
+        out_dir,
+    )
     return manifest
 
 
-def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str, eod_id: int,
-                     source_index: dict[str, int]) -> Iterator[pa.RecordBatch]:
+def _write_partition(
+    batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str, eod_id: int, source_index: dict[str, int]
+) -> Iterator[pa.RecordBatch]:
     """Rows arrive sorted by (shard, doc_id); one output row per shard seen."""
+
     def docs() -> Iterator[tuple[int, str, np.ndarray]]:
         for b in batches:
             shards = b.column("shard").to_numpy()
@@ -214,7 +245,7 @@ def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str
             col = b.column("tokens")
             offsets, values = col.offsets.to_numpy(), col.values.to_numpy()
             for j in range(b.num_rows):
-                yield int(shards[j]), sources[j], values[offsets[j]:offsets[j + 1]]
+                yield int(shards[j]), sources[j], values[offsets[j] : offsets[j + 1]]
 
     stream = _Peekable(docs())
     while stream.peek() is not None:
@@ -223,8 +254,14 @@ def _write_partition(batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str
         yield pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
 
 
-def _write_shard_files(shard: int, docs: Iterator[tuple[int, str, np.ndarray]], out_dir: str, dtype: str,
-                       eod_id: int, source_index: dict[str, int]) -> dict[str, Any]:
+def _write_shard_files(
+    shard: int,
+    docs: Iterator[tuple[int, str, np.ndarray]],
+    out_dir: str,
+    dtype: str,
+    eod_id: int,
+    source_index: dict[str, int],
+) -> dict[str, Any]:
     """Write one shard (``.bin``, ``.idx``, ``.src``) locally, hash it, publish it to ``out_dir``;
     returns its manifest row."""
     name = SHARD_NAME.format(shard)
@@ -241,8 +278,12 @@ def _write_shard_files(shard: int, docs: Iterator[tuple[int, str, np.ndarray]], 
                 n = writer.add_document(np.concatenate([tokens, eod]))
                 per_source[source] = per_source.get(source, 0) + n
         np.asarray(doc_sources, dtype=SOURCE_DTYPE).tofile(tmp / f"{name}.src")
-        row = {"shard": shard, "documents": writer.documents, "tokens": writer.tokens,
-               "tokens_per_source": json.dumps(dict(sorted(per_source.items())))}
+        row = {
+            "shard": shard,
+            "documents": writer.documents,
+            "tokens": writer.tokens,
+            "tokens_per_source": json.dumps(dict(sorted(per_source.items()))),
+        }
         for kind in ("bin", "idx", "src"):
             local = tmp / f"{name}.{kind}"
             row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
@@ -256,7 +297,7 @@ def _absolute(uri: str) -> str:
     """A plain path becomes absolute (executors may run elsewhere); Hadoop's ``file:/x`` becomes
     ``file:///x`` (pyarrow reads the former as a relative path); any other URI stays as it is."""
     if uri.startswith("file:") and not uri.startswith("file://"):
-        return "file://" + uri[len("file:"):]
+        return "file://" + uri[len("file:") :]
     return uri if "://" in uri else str(Path(uri).resolve())
 
 

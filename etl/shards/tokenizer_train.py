@@ -38,6 +38,7 @@ class SampleConfig:
 class TokenizerConfig(TokenizerParams):
     """The ``tokenizer`` section of every job that trains or uses a tokenizer: the SentencePiece
     parameters (``filters.tokenizer.TokenizerParams``), where a trained model is, and the sample."""
+
     # A directory from jobs.train_tokenizer (verified by sha256). In build_corpus, "" = train one
     # on the build's documents into OUT/tokenizer/ (local or shared-disk OUT only).
     model: str = ""
@@ -56,8 +57,12 @@ def sample_cutoff(docs: DataFrame, cfg: SampleConfig) -> tuple[int, str, int, in
     """(key, doc_id) of the last sampled document in (key, doc_id) order, with the sample's
     document and character counts; None for an empty input. Only (key, doc_id, length) of at
     most ``max_docs`` documents reach the driver."""
-    head = (docs.select(_sample_key(cfg.seed).alias("key"), "doc_id", F.length("text").alias("chars"))
-            .orderBy("key", "doc_id").limit(cfg.max_docs).collect())
+    head = (
+        docs.select(_sample_key(cfg.seed).alias("key"), "doc_id", F.length("text").alias("chars"))
+        .orderBy("key", "doc_id")
+        .limit(cfg.max_docs)
+        .collect()
+    )
     cutoff, n_docs, n_chars = None, 0, 0
     for row in head:
         if n_docs and n_chars + row.chars > cfg.max_chars:
@@ -71,8 +76,11 @@ def segmented_lines(docs: DataFrame, cfg: TokenizerConfig, key: int, doc_id: str
     The documents are sorted before segmentation runs: sorting its output instead would segment
     twice (once more for the sort's range sampling)."""
     k = _sample_key(cfg.sample.seed)
-    sampled = (docs.where((k < key) | ((k == key) & (F.col("doc_id") <= doc_id)))
-               .select(k.alias("key"), "doc_id", "text").orderBy("key", "doc_id"))
+    sampled = (
+        docs.where((k < key) | ((k == key) & (F.col("doc_id") <= doc_id)))
+        .select(k.alias("key"), "doc_id", "text")
+        .orderBy("key", "doc_id")
+    )
     hmm = cfg.jieba_hmm
     schema = pa.schema([("line", pa.string())])
 
@@ -91,8 +99,9 @@ def documents_with_text(docs: DataFrame, where: str) -> DataFrame:
     return docs.select("doc_id", "text").where(F.col("text").isNotNull() & (F.length("text") > 0))
 
 
-def train_tokenizer(docs: DataFrame, cfg: TokenizerConfig, output: str, extra_meta: dict[str, Any],
-                    overwrite: bool = True) -> dict[str, Any]:
+def train_tokenizer(
+    docs: DataFrame, cfg: TokenizerConfig, output: str, extra_meta: dict[str, Any], overwrite: bool = True
+) -> dict[str, Any]:
     """Sample ``docs`` (doc_id, text), pre-segment, train, publish ``output`` (a local or shared-disk
     directory) atomically; returns the tokenizer's metadata (plus ``train_seconds``)."""
     t0 = time.monotonic()
@@ -108,8 +117,13 @@ def train_tokenizer(docs: DataFrame, cfg: TokenizerConfig, output: str, extra_me
         with open(lines_file, "w", encoding="utf-8", newline="\n") as f:
             for row in segmented_lines(docs, cfg, key, last_id).toLocalIterator(prefetchPartitions=True):
                 f.write(row.line + "\n")
-        sample = {"documents": n_docs, "chars": n_chars, "seed": cfg.sample.seed,
-                  "max_docs": cfg.sample.max_docs, "max_chars": cfg.sample.max_chars}
+        sample = {
+            "documents": n_docs,
+            "chars": n_chars,
+            "seed": cfg.sample.seed,
+            "max_docs": cfg.sample.max_docs,
+            "max_chars": cfg.sample.max_chars,
+        }
         meta = train_sentencepiece(lines_file, staging.root, cfg.params, sample, extra_meta)
         lines_file.unlink()
     meta["train_seconds"] = round(time.monotonic() - t0, 1)  # not in metadata.json: varies per run

@@ -6,7 +6,15 @@ recomputation, ``torch.compile``, bf16);
 """
 
 from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, layout_problems, validate
-from train.parallel.step import Trainer, TrainConfig
+from train.parallel.step import TrainConfig, Trainer
 
-__all__ = ["LayoutError", "ParallelConfig", "TrainConfig", "Trainer", "at_world_size", "elastic_problems",
-           "layout_problems", "validate"]
+__all__ = [
+    "LayoutError",
+    "ParallelConfig",
+    "TrainConfig",
+    "Trainer",
+    "at_world_size",
+    "elastic_problems",
+    "layout_problems",
+    "validate",
+]

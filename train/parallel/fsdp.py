@@ -78,8 +78,9 @@ class ShardAdamW:
     layout loads into the other.
     """
 
-    def __init__(self, params: list[tuple[str, nn.Parameter, float, float]], *, lr: float,
-                 betas: tuple[float, float], eps: float):
+    def __init__(
+        self, params: list[tuple[str, nn.Parameter, float, float]], *, lr: float, betas: tuple[float, float], eps: float
+    ):
         self.params = [p for _, p, _, _ in params]
         self.names = {id(p): name for name, p, _, _ in params}
         self.norm_weights = [w for _, _, _, w in params]
@@ -88,12 +89,16 @@ class ShardAdamW:
         groups: dict[float, list[nn.Parameter]] = {}
         for (_, _, wd, _), local in zip(params, self.locals):
             groups.setdefault(wd, []).append(local)
-        self.adam = torch.optim.AdamW([{"params": ps, "weight_decay": wd} for wd, ps in groups.items()],
-                                      lr=lr, betas=betas, eps=eps, fused=True)
+        self.adam = torch.optim.AdamW(
+            [{"params": ps, "weight_decay": wd} for wd, ps in groups.items()], lr=lr, betas=betas, eps=eps, fused=True
+        )
         for local in self.locals:  # state up front: a checkpoint loads into it before the first step
             # fused AdamW keeps ``step`` on the parameter's device
-            self.adam.state[local] = {"step": torch.zeros((), dtype=torch.float32, device=local.device),
-                                      "exp_avg": torch.zeros_like(local), "exp_avg_sq": torch.zeros_like(local)}
+            self.adam.state[local] = {
+                "step": torch.zeros((), dtype=torch.float32, device=local.device),
+                "exp_avg": torch.zeros_like(local),
+                "exp_avg_sq": torch.zeros_like(local),
+            }
 
     def set_lr(self, lr: float) -> None:
         for g in self.adam.param_groups:

@@ -16,8 +16,8 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
-from train.model import GPT, ModelConfig
 from train.layout import Schedule
+from train.model import GPT, ModelConfig
 from train.parallel.zero import like_param, local_grad
 
 _SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "interleaved_1f1b": ScheduleInterleaved1F1B}
@@ -55,8 +55,16 @@ def materialize(model: GPT, seed: int, device: torch.device) -> GPT:
     return model
 
 
-def build_schedule(parts: list[nn.Module], stages: list[int], num_stages: int, n_microbatches: int,
-                   schedule: Schedule, loss_fn, pp_group, device: torch.device):
+def build_schedule(
+    parts: list[nn.Module],
+    stages: list[int],
+    num_stages: int,
+    n_microbatches: int,
+    schedule: Schedule,
+    loss_fn,
+    pp_group,
+    device: torch.device,
+):
     """A schedule whose ``step`` runs forward + backward of all micro-batches on this rank's stages.
 
     ``scale_grads`` stays True: the schedule divides the summed micro-batch gradients by their
@@ -103,4 +111,3 @@ class TiedEmbeddingSync:
         g = local_grad(self.weight).clone()
         dist.all_reduce(g, group=self.group)
         self.weight.grad = like_param(self.weight, g)
-

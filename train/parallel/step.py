@@ -31,10 +31,10 @@ import torch.nn.functional as F
 from torch.distributed.tensor import DTensor, Shard
 from torch.distributed.tensor.parallel import loss_parallel
 
+from train.layout import ParallelConfig, num_microbatches, validate
 from train.model import GPT, ModelConfig
 from train.parallel.ac import apply_ac
 from train.parallel.compile import CompileBackend, apply_compile
-from train.layout import ParallelConfig, num_microbatches, validate
 from train.parallel.dims import MESH_DIMS, build_mesh
 from train.parallel.fsdp import ShardAdamW, apply_fsdp, copies
 from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, stage_ids, stage_model
@@ -50,17 +50,17 @@ log = logging.getLogger("zhcorpus")  # the project's logger: the training loop k
 
 @dataclass(frozen=True)
 class TrainConfig:
-    global_batch: int = 8       # sequences per optimizer step, all dp replicas together
-    micro_batch: int = 2        # sequences per forward/backward on one replica
-    lr: float = 3e-4            # AdamW learning rate (``train_step(lr=…)`` overrides it per step)
+    global_batch: int = 8  # sequences per optimizer step, all dp replicas together
+    micro_batch: int = 2  # sequences per forward/backward on one replica
+    lr: float = 3e-4  # AdamW learning rate (``train_step(lr=…)`` overrides it per step)
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8
-    weight_decay: float = 0.1   # on matrices and embeddings; never on biases or LayerNorm
-    grad_clip: float = 1.0      # max global gradient L2 norm (all parameters, all ranks); 0: off
-    seed: int = 0               # initial weights: identical for every layout
+    weight_decay: float = 0.1  # on matrices and embeddings; never on biases or LayerNorm
+    grad_clip: float = 1.0  # max global gradient L2 norm (all parameters, all ranks); 0: off
+    seed: int = 0  # initial weights: identical for every layout
     precision: Precision = "fp32"  # fp32 | bf16 compute with fp32 master weights, reductions, optimizer
-    compile: bool = False       # torch.compile each transformer block (train.parallel.compile)
+    compile: bool = False  # torch.compile each transformer block (train.parallel.compile)
     compile_backend: CompileBackend = "inductor"  # torch.compile backend; the tests use aot_eager (no C++ build)
 
 
@@ -76,8 +76,13 @@ def _plain(t: torch.Tensor) -> torch.Tensor:
 class Trainer:
     """One rank's share of the model and optimizer, and the step that trains them."""
 
-    def __init__(self, model_cfg: ModelConfig, par: ParallelConfig, train_cfg: TrainConfig,
-                 device: torch.device | str | None = None):
+    def __init__(
+        self,
+        model_cfg: ModelConfig,
+        par: ParallelConfig,
+        train_cfg: TrainConfig,
+        device: torch.device | str | None = None,
+    ):
         if train_cfg.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {train_cfg.precision!r}")
         validate(par, model_cfg, dist.get_world_size(), train_cfg.global_batch, train_cfg.micro_batch)
@@ -93,18 +98,36 @@ class Trainer:
         self.tied = TiedEmbeddingSync(self.mesh, self.parts)
         self.schedule = None
         if par.pp > 1:
-            self.schedule = build_schedule(self.parts, self.stages, par.num_stages, self.n_microbatches,
-                                           par.schedule, cross_entropy, self.mesh.get_group("pp"), self.device)
+            self.schedule = build_schedule(
+                self.parts,
+                self.stages,
+                par.num_stages,
+                self.n_microbatches,
+                par.schedule,
+                cross_entropy,
+                self.mesh.get_group("pp"),
+                self.device,
+            )
         self.optimizer = self._build_optimizer()
         self.grad_norm: float = 0.0  # global gradient norm of the last step, before clipping
         self.compile_seconds: float | None = None  # wall time of the first (compiling) step
         if dist.get_rank() == 0:
-            log.info("layout tp=%d pp=%d dp=%d (%s%s, %s, %d stages), %d micro-batches of %d per replica, "
-                     "%d parameters on rank 0, %s%s", par.tp, par.pp, par.dp, par.dp_shard,
-                     f" x{par.dp_replicate} replicas" if par.dp_replicate > 1 else "",
-                     par.schedule if par.pp > 1 else "no pipeline", par.num_stages, self.n_microbatches,
-                     train_cfg.micro_batch, sum(local_tensor(p).numel() for _, p in self.named_parameters()),
-                     train_cfg.precision, f", compiled ({train_cfg.compile_backend})" if train_cfg.compile else "")
+            log.info(
+                "layout tp=%d pp=%d dp=%d (%s%s, %s, %d stages), %d micro-batches of %d per replica, "
+                "%d parameters on rank 0, %s%s",
+                par.tp,
+                par.pp,
+                par.dp,
+                par.dp_shard,
+                f" x{par.dp_replicate} replicas" if par.dp_replicate > 1 else "",
+                par.schedule if par.pp > 1 else "no pipeline",
+                par.num_stages,
+                self.n_microbatches,
+                train_cfg.micro_batch,
+                sum(local_tensor(p).numel() for _, p in self.named_parameters()),
+                train_cfg.precision,
+                f", compiled ({train_cfg.compile_backend})" if train_cfg.compile else "",
+            )
 
     def _build_part(self, stage: int) -> GPT:
         """One stage's model, parallelised in torchtitan's order: TP, recomputation, compile, FSDP."""
@@ -179,9 +202,11 @@ class Trainer:
         """This dp replica's rows of the global batch, as (inputs, targets)."""
         B = self.train_cfg.global_batch
         if tokens.ndim != 2 or tokens.shape[0] != B or tokens.shape[1] > self.model_cfg.seq_len + 1:
-            raise ValueError(f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"expected tokens of shape ({B}, <= {self.model_cfg.seq_len + 1}), got {tuple(tokens.shape)}"
+            )
         rows = B // self.par.dp
-        local = tokens[self.dp_rank * rows:(self.dp_rank + 1) * rows].to(self.device)
+        local = tokens[self.dp_rank * rows : (self.dp_rank + 1) * rows].to(self.device)
         return local[:, :-1], local[:, 1:]
 
     def train_step(self, tokens: torch.Tensor, lr: float | None = None) -> float:
@@ -202,8 +227,11 @@ class Trainer:
         if self.train_cfg.compile and self.compile_seconds is None:
             self.compile_seconds = time.perf_counter() - t0
             if dist.get_rank() == 0:
-                log.info("first step with torch.compile (%s): %.1f s, compilation included",
-                         self.train_cfg.compile_backend, self.compile_seconds)
+                log.info(
+                    "first step with torch.compile (%s): %.1f s, compilation included",
+                    self.train_cfg.compile_backend,
+                    self.compile_seconds,
+                )
         return mean
 
     @torch.no_grad()
@@ -226,14 +254,16 @@ class Trainer:
     def _forward_only(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         m = self.n_microbatches
         if self.schedule is None:
-            losses = [_plain(cross_entropy(self.parts[0](x), y)) for x, y in
-                      zip(inputs.tensor_split(m), targets.tensor_split(m))]
+            losses = [
+                _plain(cross_entropy(self.parts[0](x), y))
+                for x, y in zip(inputs.tensor_split(m), targets.tensor_split(m))
+            ]
         else:
             losses = []
             self.schedule.eval(*((inputs,) if 0 in self.stages else ()), target=targets, losses=losses)
             if not self.has_last_stage:
                 return torch.zeros((), device=self.device)
-            losses = [_plain(l) for l in losses]
+            losses = [_plain(loss) for loss in losses]
         return torch.stack(losses).mean()
 
     def _forward_backward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -252,7 +282,7 @@ class Trainer:
         self.schedule.step(*args, target=targets, losses=losses, return_outputs=False)
         if not self.has_last_stage:
             return torch.zeros((), device=self.device)
-        return torch.stack([_plain(l.detach()) for l in losses]).mean()
+        return torch.stack([_plain(loss.detach()) for loss in losses]).mean()
 
     def _fsdp_accumulate(self, last: bool) -> None:
         """Under ``fsdp_grad_sync = "last"``: before the last micro-batch, no reduce-scatter and

@@ -54,10 +54,10 @@ def like_param(p: torch.Tensor, local: torch.Tensor) -> torch.Tensor:
 @dataclass
 class _Bucket:
     params: list[nn.Parameter]
-    norm_weight: float        # how much one rank's copy counts in the global gradient norm
-    numel: int                # local elements, before padding to a multiple of dp
-    shard: nn.Parameter       # this rank's fp32 slice, what AdamW steps
-    flat_grad: torch.Tensor   # reused buffer: the local gradients, flattened and padded
+    norm_weight: float  # how much one rank's copy counts in the global gradient norm
+    numel: int  # local elements, before padding to a multiple of dp
+    shard: nn.Parameter  # this rank's fp32 slice, what AdamW steps
+    flat_grad: torch.Tensor  # reused buffer: the local gradients, flattened and padded
 
 
 class ZeroAdamW:
@@ -69,8 +69,15 @@ class ZeroAdamW:
     second copy on the last pipeline stage).
     """
 
-    def __init__(self, params: list[tuple[str, nn.Parameter, float, float]], dp_group, *, lr: float,
-                 betas: tuple[float, float], eps: float):
+    def __init__(
+        self,
+        params: list[tuple[str, nn.Parameter, float, float]],
+        dp_group,
+        *,
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+    ):
         self.dp_group = dp_group
         self.dp = dist.get_world_size(dp_group)
         self.dp_rank = dist.get_rank(dp_group)
@@ -90,7 +97,7 @@ class ZeroAdamW:
         numel = sum(local_tensor(p).numel() for p in params)
         flat = self._flatten([local_tensor(p).detach() for p in params], numel)
         size = flat.numel() // self.dp
-        shard = nn.Parameter(flat[self.dp_rank * size:(self.dp_rank + 1) * size].float().clone())
+        shard = nn.Parameter(flat[self.dp_rank * size : (self.dp_rank + 1) * size].float().clone())
         return _Bucket(params, norm_weight, numel, shard, torch.zeros_like(flat))
 
     def _flatten(self, tensors: list[torch.Tensor], numel: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -181,7 +188,7 @@ class ZeroAdamW:
 
     def _my_slice(self, flat: torch.Tensor) -> torch.Tensor:
         size = flat.numel() // self.dp
-        return flat[self.dp_rank * size:(self.dp_rank + 1) * size]
+        return flat[self.dp_rank * size : (self.dp_rank + 1) * size]
 
     def _gather(self, shard: torch.Tensor) -> torch.Tensor:
         if self.dp == 1:
@@ -195,7 +202,7 @@ class ZeroAdamW:
         out, offset = [], 0
         for p in params:
             local = local_tensor(p)
-            out.append(flat[offset:offset + local.numel()].view_as(local))
+            out.append(flat[offset : offset + local.numel()].view_as(local))
             offset += local.numel()
         return out
 
