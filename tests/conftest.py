@@ -4,8 +4,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent  # importable as the project root: pythonpath in pyproject.toml
 
 
 @pytest.fixture(scope="session")
