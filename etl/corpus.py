@@ -86,9 +86,10 @@ def clean_corpus(
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "clean"):
-            marked = read_clean_classify(
-                spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
-            )
+            with label_jobs(spark.sparkContext, "read, clean, classify"):
+                marked = read_clean_classify(
+                    spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
+                )
             try:
                 with label_jobs(spark.sparkContext, "read, clean, classify"):
                     _write_marked(marked, out, cfg.output)
@@ -139,9 +140,10 @@ def build_corpus(
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
         with report_progress(spark.sparkContext, counters, "build"):
-            marked = read_clean_classify(
-                spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
-            )
+            with label_jobs(spark.sparkContext, "read, clean, classify"):
+                marked = read_clean_classify(
+                    spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
+                )
             try:
                 parts = _build_phases(cfg, marked, index, evals, out, laps)
             finally:
