@@ -50,7 +50,7 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     from etl.read.readers import ARROW_RAW
     from filters import decontam as dc
     from filters.classify import TextClassifier
-    from filters.screen import Screen
+    from filters.screen import Screen, resolve_profile
     from filters.tokenizer import ZhTokenizer
 
     cleaner = get_cleaner(cfg.rules)
@@ -59,7 +59,8 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     params = cfg.dedup.minhash.resolved()
     tok = ZhTokenizer.load(tokenizer_dir)
     scrubber = get_scrubber(cfg.pii.resolved(), cfg.pii.public_ips_only) if cfg.pii.enabled else None
-    screen = Screen(cfg.quality, cfg.quality.profile or None) if cfg.quality.enabled else None
+    profile = resolve_profile(cfg.quality.profile).dir if cfg.quality.enabled else ""  # "auto" as the job resolves it
+    screen = Screen(cfg.quality, profile or None) if cfg.quality.enabled else None
     dcfg = cfg.decontaminate
     matcher = (
         dc.Matcher(dc.EvalIndex(load_eval_sets(dcfg.eval_sets), dcfg.ngram, dcfg.min_chars, dcfg.t2s))

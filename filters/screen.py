@@ -13,13 +13,15 @@ FineWeb-Edu users do, read the columns).
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
 from filters import thresholds as th
+from filters.crawl_repeat import CrawlRepeatConfig
 from filters.quality import SIGNALS, signals_batch
 from filters.safety import SafetyConfig, SafetyScorer
 
@@ -32,6 +34,9 @@ BUCKET_PERCENTILES = (30.0, 60.0)  # CCNet (Wenzek et al. 2020) §3.3
 # latin_ratio its complement (a rule on it removed pinyin-glossed glossaries), punct_ratio and
 # function_word_distinct describe; the others decide.
 NOT_RULES = ("han_ratio", "latin_ratio", "punct_ratio", "function_word_distinct")
+AUTO = "auto"  # quality.profile's default: the profile make demo trains, when there is a valid one
+AUTO_PROFILE_DIR = "out/demo/models/fluency"  # where make demo trains it, relative to the working directory
+AUTO_PROFILE_ENV = "ZHCORPUS_AUTO_PROFILE"  # where "auto" looks instead ("" = nowhere: the test suite sets it)
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,10 @@ class QualityConfig:
     mode: Literal["filter", "annotate"] = "filter"
     # Reference profile directory from jobs.train_fluency: the fluency model and the percentiles of
     # every signal over the reference corpus. "" = signals and safety only, no statistical rule
-    # (there is nothing to derive thresholds from).
-    profile: str = ""
+    # (there is nothing to derive thresholds from). "auto": make demo's profile (AUTO_PROFILE_DIR
+    # under the working directory) if it is there and verifies, else none, with a warning and
+    # the reason in report.json (``resolve_profile``).
+    profile: str = AUTO
     # FineWeb-2-style removal budget: each rule may remove at most this share of the reference's
     # documents (ours: 0.2 %; twenty rules then remove at most 4 % of the reference together, in
     # practice far less since they overlap).
@@ -58,6 +65,9 @@ class QualityConfig:
     # prose says nothing about their structure.
     off: tuple[str, ...] = (FLUENCY, "short_line_frac")
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    # Crawl-level template repetition (filters.crawl_repeat): a document most of whose sampled
+    # 10-character spans are held by >= 5 other texts of the same crawl is a template page.
+    template: CrawlRepeatConfig = field(default_factory=CrawlRepeatConfig)
 
     def rules(self) -> list[tuple[str, str]]:
         """(signal, bad_when) of every rule, in the order they are tried."""
@@ -71,6 +81,45 @@ class QualityConfig:
 def signal_names() -> list[str]:
     """The signal columns, in order: the statistics, then the fluency model's perplexity."""
     return [s.name for s in SIGNALS] + [FLUENCY]
+
+
+@dataclass(frozen=True)
+class ResolvedProfile:
+    """What ``quality.profile`` names, read and verified."""
+
+    dir: str  # the profile directory the rules use; "" = none: no statistical rule
+    profile: dict[str, Any] | None  # its reference_percentiles.json (None without one)
+    why_off: str = ""  # why there is none ("" when there is one)
+
+
+def resolve_profile(requested: str, environ: Mapping[str, str] | None = None) -> ResolvedProfile:
+    """The profile directory ``requested`` names, its percentiles read and its fluency model's
+    checksum verified. A named directory that fails raises ``ProfileError``/``ModelError`` (the
+    user asked for it); "auto" takes ``AUTO_PROFILE_DIR`` (or ``$ZHCORPUS_AUTO_PROFILE``),
+    absolute, when it holds a valid profile, and otherwise no profile with the reason."""
+    from filters.classify import ModelError
+    from filters.fluency import FluencyModel
+
+    if requested != AUTO:
+        if not requested:
+            return ResolvedProfile("", None, "quality.profile is empty")
+        profile = th.read_profile(requested)
+        FluencyModel.load(requested)  # verifies the model's checksum and version
+        return ResolvedProfile(requested, profile)
+    environ = os.environ if environ is None else environ
+    where = environ.get(AUTO_PROFILE_ENV, AUTO_PROFILE_DIR)
+    if not where:
+        return ResolvedProfile("", None, f"quality.profile=auto and {AUTO_PROFILE_ENV} is empty")
+    path = Path(where).resolve()
+    hint = "make demo trains one; or --set quality.profile=DIR"
+    if not path.is_dir():
+        return ResolvedProfile("", None, f"quality.profile=auto: no reference profile at {path} ({hint})")
+    try:
+        profile = th.read_profile(path)
+        FluencyModel.load(path)
+    except (th.ProfileError, ModelError) as e:
+        return ResolvedProfile("", None, f"quality.profile=auto: {path} is not a valid profile ({e}; {hint})")
+    return ResolvedProfile(str(path), profile)
 
 
 def derive_thresholds(cfg: QualityConfig, profile: dict[str, Any] | None) -> list[th.Threshold]:

@@ -33,6 +33,8 @@ def test_defaults_toml_and_overrides(tmp_path):
     cfg = load_config(CleanConfig, DEFAULT_CONFIG)
     assert cfg.rules.length.min_chars == 150 and cfg.rules.length.min_han_ratio == 0.6
     assert cfg.rules.sensitive.max_distinct_hits == 3
+    # with or without the file, every job that runs the quality stage looks for make demo's profile
+    assert cfg.quality.profile == "auto" and all(load_config(j).quality.profile == "auto" for j in SPARK_JOBS[:3])
     path = tmp_path / "c.toml"
     path.write_text("[rules.length]\nmin_chars = 200\n")
     cfg = load_config(

@@ -6,6 +6,7 @@ its flags (annotate), report.html's signal plots."""
 from __future__ import annotations
 
 import json
+import logging
 import random
 
 import pytest
@@ -104,6 +105,32 @@ def test_filter_mode_rejects_spam_with_reasons_and_keeps_news(spark, tmp_path, p
     assert "fluency_ppl" not in q["thresholds"]  # off by default (filters/screen.py)
     assert q["profile"]["documents"] > 500 and q["distributions"]["kept"]["documents"] == len(docs)
     assert report["rejected_by_stage"]["quality"]["reasons"]["unsafe_gambling"] == 1
+
+
+def test_default_profile_is_make_demos_when_there_is_one(spark, tmp_path, profile, monkeypatch, caplog):
+    """quality.profile's default "auto" (issue 32, item 4): make demo's profile, resolved on the driver
+    and recorded with its path and checksum; without one, a WARNING and the reason in report.json."""
+    from filters.classify import sha256_file
+
+    model, news = profile
+    inputs = [_inputs(tmp_path, news)]
+    monkeypatch.setenv("ZHCORPUS_AUTO_PROFILE", str(model))
+    report = clean_corpus(CleanConfig(), inputs, str(tmp_path / "auto"), spark=spark)
+    q = report["quality"]
+    assert q["statistical_rules"] == "on" and q["profile"]["requested"] == "auto"
+    assert q["profile"]["dir"] == str(model.resolve())
+    assert q["profile"]["sha256"] == sha256_file(model / "reference_percentiles.json")
+    assert report["rejected_by_stage"]["quality"]["reasons"]["date_line_frac_high"] == 1
+    monkeypatch.setenv("ZHCORPUS_AUTO_PROFILE", str(tmp_path / "nowhere"))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="zhcorpus"):
+        report = clean_corpus(CleanConfig(), inputs, str(tmp_path / "none"), spark=spark)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "zhcorpus" and r.levelno >= logging.WARNING]
+    q = report["quality"]
+    assert q["statistical_rules"] == "off" and q["profile"] is None and q["thresholds"] == {}
+    assert f"no reference profile at {tmp_path / 'nowhere'}" in q["statistical_rules_reason"]
+    assert warnings == [f"quality: the statistical rules are off: {q['statistical_rules_reason']}"]
+    assert set(report["rejected_by_stage"]["quality"]["reasons"]) == {"unsafe_gambling"}  # safety needs no profile
 
 
 def test_annotate_mode_keeps_every_document_with_its_flags(spark, tmp_path, profile):

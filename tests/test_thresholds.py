@@ -60,3 +60,54 @@ def test_profile_errors_are_clear(tmp_path):
         th.derive(_profile({"y": _linear(0, 1)}), "x", "high", 0.01)
     with pytest.raises(ValueError, match="budget"):
         th.derive(_profile({"y": _linear(0, 1)}), "y", "high", 0.7)
+
+
+# ---------------------------------------------------------------- quality.profile = "auto" (issue 32, item 4)
+
+
+@pytest.fixture(scope="module")
+def saved_profile(tmp_path_factory):
+    """A valid profile directory: a tiny fluency model and a reference profile beside it."""
+    from demo.sources import news_pages
+    from filters import fluency as fl
+
+    root = tmp_path_factory.mktemp("profile") / "out" / "demo" / "models" / "fluency"
+    root.mkdir(parents=True)
+    fl.train_local(["\n".join([t, *p]) for t, p, _ in news_pages()[:20]], order=3).save(root)
+    (root / th.PROFILE_FILE).write_text(json.dumps(_profile({"fluency_ppl": _linear(100.0, 1100.0)})))
+    return root
+
+
+def test_auto_takes_make_demos_profile_under_the_working_directory(saved_profile, monkeypatch):
+    from filters.screen import AUTO, resolve_profile
+
+    monkeypatch.chdir(saved_profile.parents[3])  # out/demo/models/fluency is relative to it
+    got = resolve_profile(AUTO, environ={})
+    assert got.dir == str(saved_profile.resolve()) and not got.why_off
+    assert got.profile["signals"]["fluency_ppl"] == _linear(100.0, 1100.0)
+    assert resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(saved_profile)}).dir == got.dir
+
+
+def test_auto_without_a_valid_profile_says_why_the_rules_are_off(saved_profile, tmp_path):
+    from filters.classify import ModelError
+    from filters.fluency import MODEL_FILE
+    from filters.screen import AUTO, resolve_profile
+
+    missing = resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(tmp_path / "none")})
+    assert (missing.dir, missing.profile) == ("", None)
+    assert f"no reference profile at {tmp_path / 'none'}" in missing.why_off and "make demo" in missing.why_off
+    assert "ZHCORPUS_AUTO_PROFILE is empty" in resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": ""}).why_off
+    assert resolve_profile("").why_off == "quality.profile is empty"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in saved_profile.iterdir():
+        broken.joinpath(f.name).write_bytes(f.read_bytes())
+    data = bytearray((broken / MODEL_FILE).read_bytes())
+    data[-10] ^= 1
+    (broken / MODEL_FILE).write_bytes(bytes(data))
+    bad = resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(broken)})
+    assert bad.dir == "" and "is not a valid profile" in bad.why_off and "checksum mismatch" in bad.why_off
+    with pytest.raises(ModelError, match="checksum mismatch"):  # a profile the user named is an error
+        resolve_profile(str(broken))
+    (broken / th.PROFILE_FILE).write_text(json.dumps({"version": -1}))
+    assert "profile version -1" in resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(broken)}).why_off

@@ -9,7 +9,8 @@ the executors like the classifier models and loaded once per Python worker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -28,7 +29,9 @@ from etl.runtime.ship import ship_directory
 from filters import thresholds as th
 from filters.classify import sha256_file
 from filters.config import RulesConfig
-from filters.screen import QualityConfig, Screen, derive_thresholds, signal_names
+from filters.screen import QualityConfig, Screen, derive_thresholds, resolve_profile, signal_names
+
+log = logging.getLogger("zhcorpus")
 
 QUALITY_STAGE = "quality"
 BUCKET, SAFETY, FLAGS = "fluency_bucket", "safety_scores", "quality_flags"
@@ -63,27 +66,35 @@ class Prepared:
 
 
 def prepare(spark: SparkSession, cfg: QualityConfig) -> Prepared:
-    """Read the profile and derive the thresholds on the driver (``ProfileError``/``ModelError`` up
-    front), ship the profile."""
+    """Resolve the profile (``quality.profile = "auto"``: make demo's, if valid), read it and
+    derive the thresholds on the driver (``ProfileError``/``ModelError`` up front for a named
+    profile), ship it. Without one the statistical rules are off: a WARNING line, and
+    ``statistical_rules: "off"`` with the reason in the summary."""
     summary: dict[str, Any] = {"mode": cfg.mode, "profile": None, "thresholds": {}}
-    if not cfg.profile:
+    if not cfg.enabled:
+        summary.update(statistical_rules="off", statistical_rules_reason="quality.enabled is false")
         return Prepared(cfg, "", summary)
-    from filters.fluency import FluencyModel
-
-    profile = th.read_profile(cfg.profile)
-    FluencyModel.load(cfg.profile)  # verifies the model's checksum and version
-    thresholds = derive_thresholds(cfg, profile)
-    sha = sha256_file(f"{cfg.profile}/{th.PROFILE_FILE}")
+    requested, resolved = cfg.profile, resolve_profile(cfg.profile)
+    cfg = replace(cfg, profile=resolved.dir)
+    if resolved.profile is None:
+        log.warning("quality: the statistical rules are off: %s", resolved.why_off)
+        summary.update(statistical_rules="off", statistical_rules_reason=resolved.why_off)
+        return Prepared(cfg, "", summary)
+    thresholds = derive_thresholds(cfg, resolved.profile)
+    sha = sha256_file(f"{resolved.dir}/{th.PROFILE_FILE}")
     summary.update(
+        statistical_rules="on",
         profile={
-            "dir": cfg.profile,
+            "dir": resolved.dir,
+            "requested": requested,
             "sha256": sha,
-            "documents": profile.get("documents"),
-            "reference": profile.get("reference"),
+            "documents": resolved.profile.get("documents"),
+            "reference": resolved.profile.get("reference"),
         },
         thresholds=th.provenance(thresholds),
     )
-    return Prepared(cfg, ship_directory(spark, cfg.profile, f"zhcorpus-profile-{sha[:16]}"), summary)
+    log.info("quality: profile %s (sha256 %s…), %d statistical rules", resolved.dir, sha[:12], len(thresholds))
+    return Prepared(cfg, ship_directory(spark, resolved.dir, f"zhcorpus-profile-{sha[:16]}"), summary)
 
 
 _screens: dict[tuple[str, str], Screen] = {}
