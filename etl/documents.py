@@ -15,13 +15,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl.classify.crawl_repeat import SHARE as TEMPLATE_SHARE
+from etl.classify.crawl_repeat import crawl_repeat_stage
 from etl.classify.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
 from etl.classify.stage import ClassifyConfig, ship_models
 from etl.clean.pii import PiiConfig
 from etl.read import records as rec
 from etl.read.ids import unique_ids
 from etl.read.readers import read_raw
-from etl.runtime.progress import Counters
+from etl.runtime.progress import Counters, label_jobs
 from filters.config import RulesConfig
 
 _SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column
@@ -39,6 +41,7 @@ DOCUMENT_COLUMNS = (
     "spam_prob",
     "quality_score",
     *_SIGNALS,
+    TEMPLATE_SHARE,
     "source_file",
     "renamed_from",
 )
@@ -54,6 +57,7 @@ REJECTED_COLUMNS = (
     "quality_score",
     "han_ratio",
     *_SIGNALS,
+    TEMPLATE_SHARE,
     "source_file",
     "offset",
     "renamed_from",
@@ -127,6 +131,15 @@ def read_clean_classify(
         }
     )
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    if quality.enabled and quality.template.enabled:
+        # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
+        repeated = crawl_repeat_stage(cached, quality.template, quality.mode).persist(StorageLevel.MEMORY_AND_DISK)
+        with label_jobs(spark.sparkContext, "quality: template repetition"):
+            repeated.count()  # materialised before the per-document pass's rows are let go
+        cached.unpersist()
+        cached = repeated
+    else:
+        cached = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double"))
     return Marked(
         unique_ids(cached), files, models, screened.summary, cached
     )  # repeated input ids made unique (etl/read/ids.py)

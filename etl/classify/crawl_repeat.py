@@ -1,0 +1,115 @@
+"""Crawl-level template repetition (``filters.crawl_repeat``) as one Spark aggregation over the
+whole input, after read → clean → quality → classify.
+
+1. Each live document (a record no stage has rejected) gives its distinct sampled n-gram keys,
+   tagged with an identity of its span text, so exact copies of one text count once.
+2. ``groupBy(key)`` counts the distinct texts holding each key; the keys held by at least
+   ``min_docs`` are the template spans (less any span of the reference corpus, when the profile
+   ships its spans: natural text is not a template, however often a crawl quotes it).
+3. Each document's share of template spans is joined back by (source_file, offset), the record's
+   identity before doc_ids are made unique, as the ``template_share`` column; a document at or
+   over ``max_share`` is marked ``stage="quality"``, ``reason="template_share_high"``
+   (``annotate`` mode: a flag).
+
+Two shuffles of 8 bytes per ``modulus`` characters of kept text, no per-row Python on the driver.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from etl.read import records as rec
+from filters.crawl_repeat import CrawlRepeatConfig, sampled_keys, span_codes
+
+SHARE = "template_share"
+REASON = "template_share_high"
+QUALITY_STAGE = "quality"
+_KEYS = T.StructType(
+    [
+        T.StructField("source_file", T.StringType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("ident", T.LongType()),
+        T.StructField("key", T.LongType()),
+    ]
+)
+_IDENT_MASK = (1 << 63) - 1
+
+
+def _text_ident(text: str) -> int:
+    """A 63-bit identity of a text's span characters (exact copies, re-punctuated or not, agree)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(span_codes(text).tobytes(), digest_size=8).digest(), "little") & _IDENT_MASK
+
+
+def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
+    """(source_file, offset, ident, key) for every distinct sampled key of every text in ``batch``."""
+    rows, idents, keys = [], [], []
+    for i, text in enumerate(batch.column("text").to_pylist()):
+        k = sampled_keys(text, cfg) if text else np.zeros(0, dtype=np.int64)
+        if len(k):
+            rows.append(i)
+            idents.append(_text_ident(text))
+            keys.append(k)
+    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+    take = pa.array(np.repeat(np.asarray(rows, dtype=np.int64), lengths))
+    return pa.RecordBatch.from_arrays(
+        [
+            batch.column("source_file").take(take),
+            batch.column("offset").cast(pa.int64()).take(take),
+            pa.array(np.repeat(np.asarray(idents, dtype=np.int64), lengths)),
+            pa.array(np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)),
+        ],
+        names=_KEYS.names,
+    )
+
+
+def template_shares(live: DataFrame, cfg: CrawlRepeatConfig, reference_keys: DataFrame | None = None) -> DataFrame:
+    """(source_file, offset, template_share, template_keys) of every live document with at least
+    one sampled key. ``live``: rows with source_file, offset, text."""
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            yield keys_batch(b, cfg)
+
+    keys = live.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
+    held = keys.select("ident", "key").distinct().groupBy("key").count().where(F.col("count") >= cfg.min_docs)
+    if reference_keys is not None:
+        held = held.join(reference_keys, "key", "left_anti")
+    held = held.select("key", F.lit(1).alias("_t"))
+    return (
+        keys.join(held, "key", "left")
+        .groupBy("source_file", "offset")
+        .agg(F.count("*").alias("template_keys"), F.count("_t").alias("_hits"))
+        .select("source_file", "offset", (F.col("_hits") / F.col("template_keys")).alias(SHARE), "template_keys")
+    )
+
+
+def crawl_repeat_stage(
+    rows: DataFrame, cfg: CrawlRepeatConfig, mode: str = "filter", reference_keys: DataFrame | None = None
+) -> DataFrame:
+    """``rows``: the marked rows (kind, source_file, offset, text, stage, reason, quality_flags).
+    Returns them with ``template_share`` (null where not measured) and, for documents over the
+    threshold, the quality stage's mark (``filter``) or flag (``annotate``)."""
+    if not cfg.enabled:
+        return rows.withColumn(SHARE, F.lit(None).cast("double"))
+    live = rows.where((F.col("kind") == rec.RECORD) & F.col("reason").isNull())
+    shares = template_shares(live, cfg, reference_keys)
+    out = rows.join(shares, ["source_file", "offset"], "left")
+    live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
+    hit = live_row & (F.col("template_keys") >= cfg.min_keys) & (F.col(SHARE) >= cfg.max_share)
+    flags = F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), F.array(F.lit(REASON))))
+    cols = {
+        "quality_flags": flags.otherwise(F.col("quality_flags")),
+        SHARE: F.when(live_row, F.round(F.col(SHARE), 6)),
+    }
+    if mode == "filter":
+        cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
+        cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
+    return out.withColumns(cols).select(*rows.columns, SHARE)

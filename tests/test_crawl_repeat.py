@@ -1,0 +1,125 @@
+"""Crawl-level template repetition: the per-document keys (filters.crawl_repeat), the one-process
+reference of the crawl aggregation, and the Spark stage held to that reference."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from filters.crawl_repeat import CrawlRepeatConfig, crawl_template_shares, is_template, sampled_keys, span_codes
+
+ALL = CrawlRepeatConfig(modulus=1)  # every n-gram: exact, for the small cases
+
+# A template with slots, as a spam farm fills it (no word of any keyword list).
+FRAME = (
+    "{city}的朋友们注意了，最近{city}新开了一家{shop}，听说很多人去过以后都说效果非常明显，"
+    "而且价格也比其他地方便宜不少，想要了解详细情况的朋友可以直接到店里咨询工作人员，"
+    "现在预约还可以享受{n}折优惠，名额有限，先到先得，{city}{shop}期待您的光临。"
+)
+CITIES = ("杭州", "苏州", "南京", "合肥", "武汉", "长沙", "成都", "西安", "郑州", "济南", "福州", "南昌")
+SHOPS = ("养生馆", "美容院", "健身房", "推拿店", "理发店", "茶馆")
+PROSE = (
+    "秋天的早晨，山里起了薄雾，村口的老槐树只露出半截树冠，像是浮在一片白色的湖面上。",
+    "他把旧自行车推进院子，仔细擦去链条上的泥，又给车铃上了一点油，听它清脆地响了两声。",
+    "会议讨论了明年的预算安排，代表们对教育和医疗两项支出提出了不同意见，最后决定分两次表决。",
+    "这座桥建于清代中期，全长八十多米，由青石砌成，桥墩上的石狮子大多已经风化得看不清面目。",
+    "实验表明，在温度较低的情况下，这种材料的导电性能会明显下降，需要加入少量的添加剂来改善。",
+    "她在信里写道，北方的冬天虽然寒冷，但屋里有暖气，窗外的雪景也比想象中要好看得多。",
+)
+
+
+def _template_pages(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [FRAME.format(city=rng.choice(CITIES), shop=rng.choice(SHOPS), n=rng.randint(5, 9)) for _ in range(n)]
+
+
+def _prose_pages(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.sample(PROSE, 3)) + f"第{i}页。" for i in range(n)]
+
+
+def test_keys_ignore_punctuation_width_whitespace_and_digits():
+    a = "今天上午，市政府召开了第3次新闻发布会，介绍全市春季植树造林的进展情况。"
+    b = "今天上午 市政府召开了第７次新闻发布会!介绍全市春季植树造林的进展情况"
+    assert np.array_equal(sampled_keys(a, ALL), sampled_keys(b, ALL))
+    assert span_codes("Ａ1，b").tobytes() == span_codes("a0b").tobytes()
+    c = "今天上午，市政府召开了第3次新闻发布会，介绍全省春季植树造林的进展情况。"  # one character differs
+    assert not np.array_equal(sampled_keys(a, ALL), sampled_keys(c, ALL))
+
+
+def test_sampling_keeps_the_same_spans_everywhere():
+    cfg = CrawlRepeatConfig(modulus=4)
+    page = _template_pages(1)[0]
+    every, some = set(sampled_keys(page, ALL).tolist()), set(sampled_keys(page, cfg).tolist())
+    assert some < every and 0.1 < len(some) / len(every) < 0.45
+    assert len(sampled_keys("短短的一句话", ALL)) == 0  # fewer span characters than the n-gram
+
+
+def test_template_pages_are_templates_and_prose_is_not():
+    cfg = CrawlRepeatConfig(modulus=2)
+    pages, prose = _template_pages(40), [p + "。" + q for p, q in zip(PROSE, reversed(PROSE))]
+    shares, n_keys = crawl_template_shares(pages + prose, cfg)
+    assert all(is_template(s, n, cfg) for s, n in zip(shares[:40], n_keys[:40]))
+    assert not any(is_template(s, n, cfg) for s, n in zip(shares[40:], n_keys[40:]))
+
+
+def test_exact_copies_count_once():
+    """A text posted many times (re-punctuated or not) is dedup's business, not a template."""
+    cfg = CrawlRepeatConfig(modulus=2)
+    one = _template_pages(1)[0]
+    copies = [one, one.replace("，", ","), one.replace("，", " ")] * 4
+    shares, _ = crawl_template_shares(copies + _prose_pages(3), cfg)
+    assert np.all(shares[:12] == 0.0)
+    # made different by one slot word each, the same pages are a template
+    varied = [c + CITIES[i] + "分店" for i, c in enumerate(copies)]
+    shares, _ = crawl_template_shares(varied, cfg)
+    assert np.all(shares[:12] > 0.9)
+
+
+def test_min_docs_is_the_count_of_other_texts():
+    cfg = CrawlRepeatConfig(modulus=1, min_docs=5)
+    pages = _template_pages(4)
+    shares, _ = crawl_template_shares(pages + _prose_pages(2), cfg)
+    assert np.all(shares[:4] == 0.0)  # four holders: under min_docs
+    shares, _ = crawl_template_shares(_template_pages(5) + _prose_pages(2), cfg)
+    assert np.all(shares[:5] > 0.5)
+
+
+@pytest.mark.slow
+def test_spark_stage_matches_the_reference(spark):
+    import pyarrow as pa
+
+    from etl.classify.crawl_repeat import REASON, SHARE, crawl_repeat_stage
+    from etl.read import records as rec
+
+    cfg = CrawlRepeatConfig(modulus=2)
+    texts = _template_pages(30) + _prose_pages(6) + [PROSE[0]] * 3 + ["太短"]
+    rows = [
+        {
+            "kind": rec.RECORD,
+            "source_file": f"f{i % 3}",
+            "offset": i,
+            "text": t,
+            "stage": None,
+            "reason": None,
+            "quality_flags": None,
+        }
+        for i, t in enumerate(texts)
+    ]
+    rows.append(dict(rows[0], offset=999, stage="clean", reason="too_short"))  # rejected: not counted
+    rows.append(dict(rows[0], kind=rec.FILE, offset=None, text=None))
+    df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
+    out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg).collect()}
+    want, n_keys = crawl_template_shares(texts, cfg)
+    for i, t in enumerate(texts):
+        r = out[(f"f{i % 3}", i)]
+        if n_keys[i] == 0:
+            assert r[SHARE] is None and r.reason is None
+            continue
+        assert r[SHARE] == pytest.approx(want[i], abs=1e-6)
+        assert (r.reason == REASON) == is_template(want[i], n_keys[i], cfg)
+        assert (r.reason == REASON) == (REASON in (r.quality_flags or []))
+    assert out[("f0", 999)].reason == "too_short" and out[("f0", 999)][SHARE] is None
+    assert all(out[(f"f{i % 3}", i)].reason == REASON for i in range(30))  # the template pages
