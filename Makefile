@@ -161,6 +161,16 @@ bench-ood-blind: demo-models data/ood_blind/MANIFEST.json
 	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency \
 	    --output out/bench-ood-blind
 
+# The third set (demo/ood_web: technical docs with code, Q&A, poetry, lists, forum threads; good
+# pages only): what the rules wrongly remove from real text of web genres (issue 32, item 3).
+data/ood_web/MANIFEST.json: | $(STAMP)
+	$(PY) -m demo.ood_web --output data/ood_web
+
+bench-ood-web: demo-models data/ood_web/MANIFEST.json
+	$(PY) -m bench.bench_ood --ood data/ood_web/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
+	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency \
+	    --output out/bench-ood-web
+
 # Issue 32: leave-one-family-out. Every spam family of the seed and of the evaluation sets that exist
 # (data/ood, data/ood_blind, data/ood_web when built) scored by a spam model that never saw it: one
 # run with the whole seed's model, one retrain and run per seed family (~20 min; BENCH_ARGS=--only-full

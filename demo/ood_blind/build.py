@@ -31,10 +31,13 @@ class BlindConfig:
     good_limit: int | None = None  # pages per genre at most (None: all the sample gives); tests use a few
 
 
-def good_documents(rng: random.Random, cfg: BlindConfig) -> list[dict]:
+def good_documents(rng: random.Random, cfg: BlindConfig, genres: dict | None = None) -> list[dict]:
+    """Each genre's pages (``genres``: family -> ``make(rng)``, by default this set's), at most
+    ``cfg.good_limit`` a genre, a ``cfg.traditional_share`` of each converted with OpenCC s2t.
+    Also the third set's (``demo.ood_web``)."""
     s2t = opencc.OpenCC("s2t")
     docs = []
-    for genre, make in good.GENRES.items():
+    for genre, make in (good.GENRES if genres is None else genres).items():
         items = make(rng)[: cfg.good_limit]
         traditional = set(rng.sample(range(len(items)), round(cfg.traditional_share * len(items))))
         for i, d in enumerate(items):
@@ -59,13 +62,20 @@ def blind_documents(cfg: BlindConfig = BlindConfig()) -> list[dict]:
     chromes = [
         {**d, "label": "chrome", "script": "simplified"} for d in chrome.chrome_documents(rng, cfg.chrome_per_kind)
     ]
+    records = with_ids(goods + spams + chromes, "oodb")
+    rng.shuffle(records)
+    return records
+
+
+def with_ids(docs: list[dict], prefix: str) -> list[dict]:
+    """The records' shape: ids ``{prefix}-{label}-{family}-{n:04d}``, numbered per (label, family)."""
     records, seen = [], Counter()
-    for d in goods + spams + chromes:
+    for d in docs:
         key = (d["label"], d["family"])
         seen[key] += 1
         records.append(
             {
-                "id": f"oodb-{d['label']}-{d['family']}-{seen[key]:04d}",
+                "id": f"{prefix}-{d['label']}-{d['family']}-{seen[key]:04d}",
                 "text": d["text"],
                 "title": d["title"],
                 "source": d["source"],
@@ -74,7 +84,6 @@ def blind_documents(cfg: BlindConfig = BlindConfig()) -> list[dict]:
                 "script": d["script"],
             }
         )
-    rng.shuffle(records)
     return records
 
 
@@ -106,19 +115,23 @@ def sources() -> list[dict]:
 
 def write(output: Path, cfg: BlindConfig = BlindConfig()) -> dict:
     """Write ``ood.jsonl`` and ``MANIFEST.json`` under ``output``; returns the manifest."""
-    records = blind_documents(cfg)
+    return write_set(output, "ood_blind", blind_documents(cfg), asdict(cfg), sources())
+
+
+def write_set(output: Path, name: str, records: list[dict], config: dict, sources: list[dict]) -> dict:
+    """``ood.jsonl`` (one JSON object a line) and ``MANIFEST.json`` under ``output``; the manifest."""
     data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records).encode("utf-8")
     output.mkdir(parents=True, exist_ok=True)
     (output / "ood.jsonl").write_bytes(data)
     man = {
-        "name": "ood_blind",
+        "name": name,
         "file": "ood.jsonl",
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "records": len(records),
         "counts": counts(records),
-        "config": asdict(cfg),
-        "sources": sources(),
+        "config": config,
+        "sources": sources,
     }
     (output / "MANIFEST.json").write_text(json.dumps(man, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return man
