@@ -9,14 +9,14 @@ with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from etl.classify.crawl_repeat import SHARE as TEMPLATE_SHARE
-from etl.classify.crawl_repeat import crawl_repeat_stage
+from etl.classify.crawl_repeat import crawl_repeat_stage, reference_spans
 from etl.classify.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
 from etl.classify.stage import ClassifyConfig, ship_models
 from etl.clean.pii import PiiConfig
@@ -133,8 +133,11 @@ def read_clean_classify(
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
     if quality.enabled and quality.template.enabled:
         # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
-        repeated = crawl_repeat_stage(cached, quality.template, quality.mode).persist(StorageLevel.MEMORY_AND_DISK)
-        with label_jobs(spark.sparkContext, "quality: template repetition"):
+        reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
+        screened.summary["template"] = {**asdict(quality.template), **spans}
+        repeated = crawl_repeat_stage(cached, quality.template, quality.mode, reference)
+        repeated = repeated.persist(StorageLevel.MEMORY_AND_DISK)
+        with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):
             repeated.count()  # materialised before the per-document pass's rows are let go
         cached.unpersist()
         cached = repeated

@@ -94,7 +94,7 @@ def test_spark_stage_matches_the_reference(spark):
     from etl.classify.crawl_repeat import REASON, SHARE, crawl_repeat_stage
     from etl.read import records as rec
 
-    cfg = CrawlRepeatConfig(modulus=2)
+    cfg = CrawlRepeatConfig(modulus=2, min_docs=20, max_share=0.5)  # 15 kept template pages: not enough alone
     texts = _template_pages(30) + _prose_pages(6) + [PROSE[0]] * 3 + ["太短"]
     rows = [
         {
@@ -102,13 +102,13 @@ def test_spark_stage_matches_the_reference(spark):
             "source_file": f"f{i % 3}",
             "offset": i,
             "text": t,
-            "stage": None,
-            "reason": None,
+            "stage": "quality" if i < 30 and i % 2 else None,  # half the template pages rejected by another rule:
+            "reason": "other_rule" if i < 30 and i % 2 else None,  # still evidence of the template
             "quality_flags": None,
         }
         for i, t in enumerate(texts)
     ]
-    rows.append(dict(rows[0], offset=999, stage="clean", reason="too_short"))  # rejected: not counted
+    rows.append(dict(rows[0], offset=999, text=None, stage="read", reason="unreadable"))  # no text: not counted
     rows.append(dict(rows[0], kind=rec.FILE, offset=None, text=None))
     df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
     out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg).collect()}
@@ -119,7 +119,60 @@ def test_spark_stage_matches_the_reference(spark):
             assert r[SHARE] is None and r.reason is None
             continue
         assert r[SHARE] == pytest.approx(want[i], abs=1e-6)
+        if i < 30 and i % 2:
+            assert r.reason == "other_rule" and r.stage == "quality"
+            continue
         assert (r.reason == REASON) == is_template(want[i], n_keys[i], cfg)
         assert (r.reason == REASON) == (REASON in (r.quality_flags or []))
-    assert out[("f0", 999)].reason == "too_short" and out[("f0", 999)][SHARE] is None
-    assert all(out[(f"f{i % 3}", i)].reason == REASON for i in range(30))  # the template pages
+    assert out[("f0", 999)].reason == "unreadable" and out[("f0", 999)][SHARE] is None
+    assert all(out[(f"f{i % 3}", i)].reason == REASON for i in range(0, 30, 2))  # the template pages left
+
+
+@pytest.mark.slow
+def test_reference_spans_are_never_template_spans(spark, tmp_path):
+    """Spans the reference corpus holds are natural text (legal formulae, set phrases), however
+    many pages of a crawl repeat them; the file is verified before use, and spans of other
+    settings are not used."""
+    import json
+
+    import pandas as pd
+
+    from etl.classify.crawl_repeat import (
+        REASON,
+        SPANS_FILE,
+        SPANS_META,
+        crawl_repeat_stage,
+        reference_spans,
+        write_reference_spans,
+    )
+    from etl.read import records as rec
+    from filters.classify import ModelError
+
+    cfg = CrawlRepeatConfig(modulus=2)
+    pages = _template_pages(20)
+    meta = write_reference_spans(spark.createDataFrame(pd.DataFrame({"text": [FRAME]})), tmp_path, cfg)
+    assert meta["keys"] > 10 and (tmp_path / SPANS_FILE).is_file()
+    rows = spark.createDataFrame(
+        pd.DataFrame(
+            {
+                "kind": rec.RECORD,
+                "source_file": "f",
+                "offset": range(len(pages)),
+                "text": pages,
+                "stage": None,
+                "reason": None,
+                "quality_flags": None,
+            }
+        )
+    )
+    reference, summary = reference_spans(spark, str(tmp_path), cfg)
+    assert summary["reference_spans"]["keys"] == meta["keys"]
+    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference).collect())
+    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg).collect())
+    assert reference_spans(spark, str(tmp_path), CrawlRepeatConfig(modulus=4))[0] is None  # other settings
+    data = bytearray((tmp_path / SPANS_FILE).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / SPANS_FILE).write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="checksum"):
+        reference_spans(spark, str(tmp_path), cfg)
+    assert json.loads((tmp_path / SPANS_META).read_text())["ngram"] == cfg.ngram

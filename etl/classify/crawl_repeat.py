@@ -1,8 +1,9 @@
 """Crawl-level template repetition (``filters.crawl_repeat``) as one Spark aggregation over the
 whole input, after read → clean → quality → classify.
 
-1. Each live document (a record no stage has rejected) gives its distinct sampled n-gram keys,
-   tagged with an identity of its span text, so exact copies of one text count once.
+1. Each record with text (kept or already rejected by another rule: both are evidence of a
+   template) gives its distinct sampled n-gram keys, tagged with an identity of its span text,
+   so exact copies of one text count once.
 2. ``groupBy(key)`` counts the distinct texts holding each key; the keys held by at least
    ``min_docs`` are the template spans (less any span of the reference corpus, when the profile
    ships its spans: natural text is not a template, however often a crawl quotes it).
@@ -16,16 +17,23 @@ Two shuffles of 8 bytes per ``modulus`` characters of kept text, no per-row Pyth
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl.read import records as rec
+from filters.classify import require_sha256, sha256_file
 from filters.crawl_repeat import CrawlRepeatConfig, sampled_keys, span_codes
+
+log = logging.getLogger("zhcorpus")
 
 SHARE = "template_share"
 REASON = "template_share_high"
@@ -99,17 +107,65 @@ def crawl_repeat_stage(
     threshold, the quality stage's mark (``filter``) or flag (``annotate``)."""
     if not cfg.enabled:
         return rows.withColumn(SHARE, F.lit(None).cast("double"))
-    live = rows.where((F.col("kind") == rec.RECORD) & F.col("reason").isNull())
-    shares = template_shares(live, cfg, reference_keys)
+    # every record with text is evidence of a template, the ones an earlier rule removed too (a
+    # farm's pages caught by another rule still show the frame its other pages share)
+    texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
+    shares = template_shares(texts, cfg, reference_keys)
     out = rows.join(shares, ["source_file", "offset"], "left")
     live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
     hit = live_row & (F.col("template_keys") >= cfg.min_keys) & (F.col(SHARE) >= cfg.max_share)
     flags = F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), F.array(F.lit(REASON))))
     cols = {
         "quality_flags": flags.otherwise(F.col("quality_flags")),
-        SHARE: F.when(live_row, F.round(F.col(SHARE), 6)),
+        SHARE: F.round(F.col(SHARE), 6),
     }
     if mode == "filter":
         cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
         cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
     return out.withColumns(cols).select(*rows.columns, SHARE)
+
+
+SPANS_FILE = "reference_spans.parquet"  # beside the fluency model: the reference's sampled span keys
+SPANS_META = "reference_spans.json"  # their settings, count and sha256
+
+
+def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepeatConfig) -> dict:
+    """The distinct sampled span keys of the reference corpus ``texts`` (column ``text``) into
+    ``out_dir`` (a profile being staged): natural text a crawl may quote as often as it likes."""
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            keys = [sampled_keys(t, cfg) for t in b.column("text").to_pylist() if t]
+            yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(keys) if keys else [], pa.int64())], ["key"])
+
+    rows = texts.select("text").mapInArrow(apply, "key long").distinct().toArrow()
+    keys = np.sort(rows.column("key").to_numpy())
+    path = Path(out_dir) / SPANS_FILE
+    pq.write_table(pa.table({"key": keys}), path)
+    meta = {"ngram": cfg.ngram, "modulus": cfg.modulus, "keys": int(len(keys)), "sha256": sha256_file(path)}
+    (Path(out_dir) / SPANS_META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
+    return meta
+
+
+def reference_spans(spark, profile_dir: str, cfg: CrawlRepeatConfig) -> tuple[DataFrame | None, dict]:
+    """The profile's reference span keys as a one-column frame, verified against their recorded
+    checksum, and what report.json says of them. None when the profile has none or was built with
+    other span settings (a warning: the rule then runs without them)."""
+    meta_path = Path(profile_dir) / SPANS_META if profile_dir else None
+    if meta_path is None or not meta_path.exists():
+        return None, {"reference_spans": None}
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if (meta.get("ngram"), meta.get("modulus")) != (cfg.ngram, cfg.modulus):
+        log.warning(
+            "quality.template: the profile's reference spans are %s-grams mod %s, the rule's %s mod %s: not used",
+            meta.get("ngram"),
+            meta.get("modulus"),
+            cfg.ngram,
+            cfg.modulus,
+        )
+        return None, {"reference_spans": None}
+    path = Path(profile_dir) / SPANS_FILE
+    require_sha256(path, meta.get("sha256"), None)  # ModelError on a damaged file
+    keys = pq.read_table(path).column("key").to_numpy()
+    frame = spark.createDataFrame(pa.table({"key": keys}).to_pandas())
+    return frame, {"reference_spans": {"file": str(path), "keys": int(len(keys)), "sha256": meta["sha256"]}}

@@ -27,10 +27,12 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl.classify.crawl_repeat import write_reference_spans
 from etl.classify.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
 from filters.classify import sha256_file
+from filters.crawl_repeat import CrawlRepeatConfig
 from filters.fluency import (
     MAX_CHARS,
     NEWLINE,
@@ -284,6 +286,8 @@ def train_fluency(
             f"the reference corpus ({described})",
             scored,
         )
+        # the reference's span keys: what the template rule never counts as a template (etl.classify.crawl_repeat)
+        profile["reference_spans"] = write_reference_spans(read_texts(spark, files), staging.root, CrawlRepeatConfig())
         if not profile["fluency_documents"]:
             log.warning("no reference document was held out: %s has no perplexity percentiles", PERCENTILES_FILE)
     log.info(
