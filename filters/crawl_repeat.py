@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from filters.quality_repeat import prefix_hashes, substring_keys
-from filters.text import HAN, char_table, nfkc_lower
+from filters.text import HAN, char_table, nfkc_lower, nfkc_lower_batch
 
 # Characters a span is made of: Han and letters/digits (NFKC, lower case, every digit -> "0").
 # Punctuation, symbols and whitespace are dropped, so a template re-punctuated is the same template.
@@ -96,6 +96,68 @@ def sampled_keys(text: str, cfg: CrawlRepeatConfig) -> np.ndarray:
     if cfg.modulus > 1:
         keys = keys[(keys >> np.uint64(40)) % np.uint64(cfg.modulus) == 0]  # high bits: the low ones mix little
     return np.unique(keys).view(np.int64)
+
+
+CHUNK_CHARS = 1 << 20  # texts are hashed together in chunks of about this many span characters
+
+
+@dataclass
+class BatchKeys:
+    """The sampled keys of a batch of texts, back to back: ``keys[i]`` belongs to text
+    ``doc[i]`` (distinct within each text, sorted); ``ident[j]``: a 63-bit identity of text
+    ``j``'s span characters (exact copies agree); ``n_keys[j]``: how many keys it has."""
+
+    doc: np.ndarray
+    keys: np.ndarray
+    ident: np.ndarray
+    n_keys: np.ndarray
+
+
+def batch_keys(texts: list[str], cfg: CrawlRepeatConfig) -> BatchKeys:
+    """``sampled_keys`` of every text at once (``nfkc_lower_batch``, one mask, one prefix hash per
+    chunk of texts): the same keys, several times faster than text by text."""
+    norm = nfkc_lower_batch([t or "" for t in texts])
+    docs, keys, ident = [], [], np.zeros(len(texts), dtype=np.int64)
+    start = 0
+    while start < len(norm):
+        stop, size = start, 0
+        while stop < len(norm) and (size == 0 or size + len(norm[stop]) <= CHUNK_CHARS):
+            size += len(norm[stop])
+            stop += 1
+        d, k, ident[start:stop] = _chunk_keys(norm[start:stop], cfg)
+        docs.append(d + start)
+        keys.append(k)
+        start = stop
+    doc = np.concatenate(docs) if docs else np.zeros(0, dtype=np.int64)
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    return BatchKeys(doc, key, ident, np.bincount(doc, minlength=len(texts)))
+
+
+def _chunk_keys(norm: list[str], cfg: CrawlRepeatConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, norm), dtype=np.int64, count=len(norm))
+    codes = np.frombuffer("".join(norm).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    owner = np.repeat(np.arange(len(norm)), lengths)
+    keep = _alnum_mask(codes)
+    codes, owner = codes[keep], owner[keep]
+    codes = np.where((codes >= 0x30) & (codes <= 0x39), np.uint32(0x30), codes)
+    ends = np.cumsum(np.bincount(owner, minlength=len(norm)))
+    begins = ends - np.bincount(owner, minlength=len(norm))
+    prefix = prefix_hashes(codes)
+    ident = (substring_keys(prefix, begins, ends) >> np.uint64(1)).view(np.int64)
+    n = cfg.ngram
+    if len(codes) < n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), ident
+    starts = np.flatnonzero(owner[: len(codes) - n + 1] == owner[n - 1 :])  # windows inside one text
+    keys = substring_keys(prefix, starts, starts + n)
+    if cfg.modulus > 1:
+        sampled = (keys >> np.uint64(40)) % np.uint64(cfg.modulus) == 0
+        keys, starts = keys[sampled], starts[sampled]
+    doc = owner[starts]
+    order = np.lexsort((keys, doc))
+    doc, keys = doc[order], keys[order]
+    fresh = np.ones(len(keys), dtype=bool)
+    fresh[1:] = (keys[1:] != keys[:-1]) | (doc[1:] != doc[:-1])
+    return doc[fresh], keys[fresh].view(np.int64), ident
 
 
 def template_share(keys: np.ndarray, repeated: set[int] | np.ndarray) -> float:

@@ -31,7 +31,7 @@ from pyspark.sql import types as T
 
 from etl.read import records as rec
 from filters.classify import require_sha256, sha256_file
-from filters.crawl_repeat import CrawlRepeatConfig, sampled_keys, span_codes
+from filters.crawl_repeat import CrawlRepeatConfig, batch_keys
 
 log = logging.getLogger("zhcorpus")
 
@@ -46,33 +46,18 @@ _KEYS = T.StructType(
         T.StructField("key", T.LongType()),
     ]
 )
-_IDENT_MASK = (1 << 63) - 1
-
-
-def _text_ident(text: str) -> int:
-    """A 63-bit identity of a text's span characters (exact copies, re-punctuated or not, agree)."""
-    import hashlib
-
-    return int.from_bytes(hashlib.blake2b(span_codes(text).tobytes(), digest_size=8).digest(), "little") & _IDENT_MASK
 
 
 def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
     """(source_file, offset, ident, key) for every distinct sampled key of every text in ``batch``."""
-    rows, idents, keys = [], [], []
-    for i, text in enumerate(batch.column("text").to_pylist()):
-        k = sampled_keys(text, cfg) if text else np.zeros(0, dtype=np.int64)
-        if len(k):
-            rows.append(i)
-            idents.append(_text_ident(text))
-            keys.append(k)
-    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-    take = pa.array(np.repeat(np.asarray(rows, dtype=np.int64), lengths))
+    got = batch_keys(batch.column("text").to_pylist(), cfg)
+    take = pa.array(got.doc)
     return pa.RecordBatch.from_arrays(
         [
             batch.column("source_file").take(take),
             batch.column("offset").cast(pa.int64()).take(take),
-            pa.array(np.repeat(np.asarray(idents, dtype=np.int64), lengths)),
-            pa.array(np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)),
+            pa.array(got.ident[got.doc]),
+            pa.array(got.keys),
         ],
         names=_KEYS.names,
     )
@@ -135,8 +120,7 @@ def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepea
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            keys = [sampled_keys(t, cfg) for t in b.column("text").to_pylist() if t]
-            yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(keys) if keys else [], pa.int64())], ["key"])
+            yield pa.RecordBatch.from_arrays([pa.array(batch_keys(b.column("text").to_pylist(), cfg).keys)], ["key"])
 
     rows = texts.select("text").mapInArrow(apply, "key long").distinct().toArrow()
     keys = np.sort(rows.column("key").to_numpy())
