@@ -4,13 +4,14 @@ outputs of the cleaning job. No Spark."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from bench.bench_lofo import FULL, TRAIN_FLAGS, lofo_report, pick_families, run_of
+from bench.bench_lofo import FULL, TRAIN_FLAGS, lofo_report, pick_families, run_of, trained_model
 from bench.lofo_data import heldout_pages, hold_out, merge_sets, page_body, seed_families, seed_family
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,6 +146,8 @@ def test_lofo_report_takes_each_family_from_its_own_run():
         "good kept, worst genre": False,
         "good lines removed, worst genre": False,
     }
+    where = {t["target"]: t["where"] for t in report["targets"]}
+    assert list(where.values()) == [None, "seed/a", "ood/poetry", "ood/statute"]
     assert report["unaccounted"] == []
 
 
@@ -176,3 +179,12 @@ def test_the_retrains_use_make_demos_flags():
     rule = re.search(r"^\$\(DEMO_OUT\)/models/%/metadata\.json:.*?\n\n", makefile, re.S | re.M)
     assert rule, "the Makefile's rule for make demo's classifiers moved"
     assert sorted(re.findall(r"--set (classifier\.\S+)", rule.group(0))) == sorted(TRAIN_FLAGS)
+
+
+def test_a_model_is_cached_by_the_sha256_of_its_training_data(tmp_path, monkeypatch):
+    monkeypatch.setattr("bench.bench_lofo._run", lambda cmd, log: pytest.fail(f"trained: {cmd}"))
+    data = "".join(f"{line}\n" for line in SEED_LINES).encode()
+    model = tmp_path / f"spam-{hashlib.sha256(data).hexdigest()[:16]}"
+    model.mkdir()
+    (model / "metadata.json").write_text("{}")
+    assert trained_model(data, tmp_path, tmp_path / "train.log") == (model, hashlib.sha256(data).hexdigest())
