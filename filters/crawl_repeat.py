@@ -12,11 +12,20 @@ character n-gram after normalisation, so a template survives none of: changed sl
 punctuation, whitespace, full/half width, digits, script variants already converted by the
 cleaning stage.
 
-This module is the per-document part (no Spark): ``sampled_keys`` gives a document's sampled
-n-gram keys; the crawl aggregation (``etl.classify.crawl_repeat``) counts, for each key, the
-distinct texts that hold it, and ``template_share`` is the share of a document's keys held by at
-least ``min_docs`` distinct texts. Exact copies of one text count once (dedup's job, not this
-rule's): a text posted ten times is not a template.
+Two units, one share each, the larger one the document's ``template_share``:
+- spans: the share of a document's sampled 10-character n-grams held by at least ``min_docs``
+  distinct texts (a template's fixed stretches between slots);
+- clauses: the share of its characters in clauses (runs of letters and digits between two
+  punctuation marks, at least ``min_clause`` long) held by as many texts: a farm that assembles
+  pages from a pool of short stock phrases (``质量很好，物流很快，下次还来``) repeats no long
+  stretch but every clause.
+
+This module is the per-document part (no Spark): ``document_keys`` (the reference, text by text)
+and ``batch_keys`` (the same keys for a whole batch at once) give a document's keys; the crawl
+aggregation (``etl.classify.crawl_repeat``) counts, for each key, the distinct texts that hold it.
+Exact copies of one text count once (dedup's job, not this rule's): a text posted ten times is not
+a template. Keys the reference corpus holds are never template keys (legal formulae, set phrases:
+natural text, however often a crawl repeats it).
 
 Sampling (Broder's mod-m sampling of shingles): only n-grams whose key is 0 mod ``modulus`` are
 kept, so the shuffle carries 8 bytes per ``modulus`` characters; the same n-gram is sampled in every
@@ -33,9 +42,10 @@ import numpy as np
 from filters.quality_repeat import prefix_hashes, substring_keys
 from filters.text import HAN, char_table, nfkc_lower, nfkc_lower_batch
 
-# Characters a span is made of: Han and letters/digits (NFKC, lower case, every digit -> "0").
-# Punctuation, symbols and whitespace are dropped, so a template re-punctuated is the same template.
+SPAN, CLAUSE = 0, 1  # the two kinds of key
+_CLAUSE_TAG = np.uint64(0x5BD1E9955BD1E995)  # clause keys live apart from span keys of equal text
 _ALNUM_CACHE: dict[str, np.ndarray] = {}
+CHUNK_CHARS = 1 << 20  # texts are hashed together in chunks of about this many characters
 
 
 @dataclass(frozen=True)
@@ -47,140 +57,204 @@ class CrawlRepeatConfig:
     # Keep the n-grams whose key is 0 mod this (1 = all): 8 bytes of shuffle per ``modulus``
     # characters of text. At 8, a 150-character document still has ~18 sampled spans.
     modulus: int = 8
-    # A span is a template span when at least this many distinct texts of the crawl hold it.
+    # Clauses shorter than this are never template clauses (他说, 是的, 谢谢: every text has them);
+    # 0 = no clause keys.
+    min_clause: int = 5
+    # A key is a template key when at least this many distinct texts of the crawl hold it.
     min_docs: int = 5
-    # A document is template spam when at least this share of its sampled spans are template
-    # spans (and it has at least ``min_keys`` of them, so a short page is not judged on 3 spans).
+    # A document is template spam when its spans' or its clauses' template share reaches this (and
+    # it has at least ``min_keys`` sampled spans, so a short page is not judged on 3 spans).
     max_share: float = 0.6
     min_keys: int = 8
 
     def __post_init__(self) -> None:
-        if self.ngram < 2 or self.modulus < 1 or self.min_docs < 2 or self.min_keys < 1:
-            raise ValueError("crawl_repeat: ngram >= 2, modulus >= 1, min_docs >= 2, min_keys >= 1")
+        if self.ngram < 2 or self.modulus < 1 or self.min_docs < 2 or self.min_keys < 1 or self.min_clause < 0:
+            raise ValueError("crawl_repeat: ngram >= 2, modulus >= 1, min_docs >= 2, min_keys >= 1, min_clause >= 0")
         if not 0.0 < self.max_share <= 1.0:
             raise ValueError("crawl_repeat.max_share must be in (0, 1]")
 
 
 def _alnum_mask(codes: np.ndarray) -> np.ndarray:
     """Han ideographs and Unicode letters/digits (str.isalnum) among ``codes``."""
-    table = _alnum_table()
+    table = _ALNUM_CACHE.get("t")
+    if table is None:
+        table = _ALNUM_CACHE["t"] = np.array([chr(c).isalnum() for c in range(0x3000)], dtype=bool)
     return table[np.minimum(codes, len(table) - 1)] | ((char_table()[codes] & HAN) != 0)
 
 
-def _alnum_table() -> np.ndarray:
-    t = _ALNUM_CACHE.get("t")
-    if t is None:
-        t = np.array([chr(c).isalnum() for c in range(0x3000)], dtype=bool)  # BMP up to CJK punct
-        _ALNUM_CACHE["t"] = t
-    return t
+def _digits_as_zero(codes: np.ndarray) -> np.ndarray:
+    return np.where((codes >= 0x30) & (codes <= 0x39), np.uint32(0x30), codes)
+
+
+def _sampled(keys: np.ndarray, modulus: int) -> np.ndarray:
+    """Which keys are kept: the high bits mix every character (the low ones of a product little)."""
+    return (keys >> np.uint64(40)) % np.uint64(modulus) == 0 if modulus > 1 else np.ones(len(keys), dtype=bool)
+
+
+@dataclass
+class DocKeys:
+    """One document's keys: distinct sampled span keys (sorted), distinct clause keys (sorted)
+    with the characters each covers in the document, and its letters and digits."""
+
+    spans: np.ndarray
+    clauses: np.ndarray
+    weights: np.ndarray
+    chars: int
 
 
 def span_codes(text: str) -> np.ndarray:
-    """The code points spans are cut from: NFKC, lower case, letters and digits only, digits as 0."""
-    norm = nfkc_lower(text)
-    codes = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    codes = codes[_alnum_mask(codes)]
-    digit = (codes >= 0x30) & (codes <= 0x39)
-    return np.where(digit, np.uint32(0x30), codes)
+    """The code points keys are cut from: NFKC, lower case, letters and digits only, digits as 0."""
+    codes = np.frombuffer(nfkc_lower(text).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return _digits_as_zero(codes[_alnum_mask(codes)])
+
+
+def document_keys(text: str, cfg: CrawlRepeatConfig) -> DocKeys:
+    """The reference: one text's keys, clause by clause and span by span."""
+    codes = np.frombuffer(nfkc_lower(text).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    keep = _alnum_mask(codes)
+    clauses: dict[int, int] = {}
+    run: list[int] = []
+    for c, k in zip(codes.tolist() + [0], keep.tolist() + [False]):
+        if k:
+            run.append(c)
+        elif run:
+            if cfg.min_clause and len(run) >= cfg.min_clause:
+                arr = _digits_as_zero(np.asarray(run, dtype=np.uint32))
+                key = int((substring_keys(prefix_hashes(arr), np.array([0]), np.array([len(arr)])) ^ _CLAUSE_TAG)[0])
+                clauses[key] = clauses.get(key, 0) + len(run)
+            run = []
+    span = _digits_as_zero(codes[keep])
+    n = len(span) - cfg.ngram + 1
+    spans = np.zeros(0, dtype=np.uint64)
+    if n > 0:
+        starts = np.arange(n, dtype=np.int64)
+        spans = substring_keys(prefix_hashes(span), starts, starts + cfg.ngram)
+        spans = spans[_sampled(spans, cfg.modulus)]
+    ck = np.array(sorted(clauses), dtype=np.uint64)
+    return DocKeys(
+        np.unique(spans).view(np.int64),
+        ck.view(np.int64),
+        np.array([clauses[k] for k in ck.tolist()], dtype=np.int64),
+        len(span),
+    )
 
 
 def sampled_keys(text: str, cfg: CrawlRepeatConfig) -> np.ndarray:
-    """The distinct sampled n-gram keys of ``text`` (int64, sorted): empty when the text has fewer
-    than ``ngram`` span characters."""
-    codes = span_codes(text)
-    n = len(codes) - cfg.ngram + 1
-    if n <= 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.arange(n, dtype=np.int64)
-    keys = substring_keys(prefix_hashes(codes), starts, starts + cfg.ngram)
-    if cfg.modulus > 1:
-        keys = keys[(keys >> np.uint64(40)) % np.uint64(cfg.modulus) == 0]  # high bits: the low ones mix little
-    return np.unique(keys).view(np.int64)
-
-
-CHUNK_CHARS = 1 << 20  # texts are hashed together in chunks of about this many span characters
+    """The distinct sampled span keys of ``text`` (int64, sorted)."""
+    return document_keys(text, cfg).spans
 
 
 @dataclass
 class BatchKeys:
-    """The sampled keys of a batch of texts, back to back: ``keys[i]`` belongs to text
-    ``doc[i]`` (distinct within each text, sorted); ``ident[j]``: a 63-bit identity of text
-    ``j``'s span characters (exact copies agree); ``n_keys[j]``: how many keys it has."""
+    """The keys of a batch of texts, back to back: key ``keys[i]`` of kind ``kind[i]`` (SPAN or
+    CLAUSE) belongs to text ``doc[i]`` and covers ``weight[i]`` of its characters (1 for a span);
+    keys are distinct within a text and kind, sorted by (text, kind, key). ``ident[j]``: a 63-bit
+    identity of text ``j``'s letters and digits (exact copies agree); ``chars[j]``: their number;
+    ``n_spans[j]``: its sampled span keys."""
 
     doc: np.ndarray
+    kind: np.ndarray
     keys: np.ndarray
+    weight: np.ndarray
     ident: np.ndarray
-    n_keys: np.ndarray
+    chars: np.ndarray
+    n_spans: np.ndarray
 
 
 def batch_keys(texts: list[str], cfg: CrawlRepeatConfig) -> BatchKeys:
-    """``sampled_keys`` of every text at once (``nfkc_lower_batch``, one mask, one prefix hash per
+    """``document_keys`` of every text at once (``nfkc_lower_batch``, one mask, one prefix hash per
     chunk of texts): the same keys, several times faster than text by text."""
     norm = nfkc_lower_batch([t or "" for t in texts])
-    docs, keys, ident = [], [], np.zeros(len(texts), dtype=np.int64)
+    parts, ident, chars = [], np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=np.int64)
     start = 0
     while start < len(norm):
         stop, size = start, 0
         while stop < len(norm) and (size == 0 or size + len(norm[stop]) <= CHUNK_CHARS):
             size += len(norm[stop])
             stop += 1
-        d, k, ident[start:stop] = _chunk_keys(norm[start:stop], cfg)
-        docs.append(d + start)
-        keys.append(k)
+        cols, ident[start:stop], chars[start:stop] = _chunk_keys(norm[start:stop], cfg)
+        cols[0] += start
+        parts.append(cols)
         start = stop
-    doc = np.concatenate(docs) if docs else np.zeros(0, dtype=np.int64)
-    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
-    return BatchKeys(doc, key, ident, np.bincount(doc, minlength=len(texts)))
+    doc, kind, keys, weight = (
+        (np.concatenate([p[i] for p in parts]) for i in range(4)) if parts else [np.zeros(0, np.int64)] * 4
+    )
+    n_spans = np.bincount(doc[kind == SPAN], minlength=len(texts))
+    return BatchKeys(doc, kind, keys, weight, ident, chars, n_spans)
 
 
-def _chunk_keys(norm: list[str], cfg: CrawlRepeatConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _chunk_keys(norm: list[str], cfg: CrawlRepeatConfig) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, norm), dtype=np.int64, count=len(norm))
     codes = np.frombuffer("".join(norm).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     owner = np.repeat(np.arange(len(norm)), lengths)
-    keep = _alnum_mask(codes)
-    codes, owner = codes[keep], owner[keep]
-    codes = np.where((codes >= 0x30) & (codes <= 0x39), np.uint32(0x30), codes)
-    ends = np.cumsum(np.bincount(owner, minlength=len(norm)))
-    begins = ends - np.bincount(owner, minlength=len(norm))
+    pos = np.flatnonzero(_alnum_mask(codes))
+    codes, owner = _digits_as_zero(codes[pos]), owner[pos]
+    counts = np.bincount(owner, minlength=len(norm))
+    ends = np.cumsum(counts)
     prefix = prefix_hashes(codes)
-    ident = (substring_keys(prefix, begins, ends) >> np.uint64(1)).view(np.int64)
+    ident = (substring_keys(prefix, ends - counts, ends) >> np.uint64(1)).view(np.int64)
+    # spans: windows of ngram characters inside one text, sampled
     n = cfg.ngram
-    if len(codes) < n:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), ident
-    starts = np.flatnonzero(owner[: len(codes) - n + 1] == owner[n - 1 :])  # windows inside one text
-    keys = substring_keys(prefix, starts, starts + n)
-    if cfg.modulus > 1:
-        sampled = (keys >> np.uint64(40)) % np.uint64(cfg.modulus) == 0
-        keys, starts = keys[sampled], starts[sampled]
-    doc = owner[starts]
-    order = np.lexsort((keys, doc))
-    doc, keys = doc[order], keys[order]
-    fresh = np.ones(len(keys), dtype=bool)
-    fresh[1:] = (keys[1:] != keys[:-1]) | (doc[1:] != doc[:-1])
-    return doc[fresh], keys[fresh].view(np.int64), ident
+    starts = np.flatnonzero(owner[: len(codes) - n + 1] == owner[n - 1 :]) if len(codes) >= n else np.zeros(0, np.int64)
+    spans = substring_keys(prefix, starts, starts + n)
+    keep = _sampled(spans, cfg.modulus)
+    doc, kind, keys, weight = (
+        [owner[starts[keep]]],
+        [np.zeros(keep.sum(), np.int64)],
+        [spans[keep]],
+        [np.ones(keep.sum(), np.int64)],
+    )
+    if cfg.min_clause:
+        # clauses: maximal runs of letters and digits, contiguous in the text and inside one text
+        new = np.ones(len(pos), dtype=bool)
+        new[1:] = (pos[1:] != pos[:-1] + 1) | (owner[1:] != owner[:-1])
+        cstart = np.flatnonzero(new)
+        cend = np.append(cstart[1:], len(pos))
+        long = (cend - cstart) >= cfg.min_clause
+        cstart, cend = cstart[long], cend[long]
+        doc.append(owner[cstart])
+        kind.append(np.ones(len(cstart), np.int64))
+        keys.append(substring_keys(prefix, cstart, cend) ^ _CLAUSE_TAG)
+        weight.append(cend - cstart)
+    doc, kind, keys, weight = (np.concatenate(x) for x in (doc, kind, keys, weight))
+    order = np.lexsort((keys, kind, doc))
+    doc, kind, keys, weight = doc[order], kind[order], keys[order], weight[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = (keys[1:] != keys[:-1]) | (kind[1:] != kind[:-1]) | (doc[1:] != doc[:-1])
+    group = np.flatnonzero(first)
+    weight = np.add.reduceat(weight, group) if len(group) else weight[:0]
+    weight[kind[group] == SPAN] = 1
+    return [doc[group], kind[group], keys[group].view(np.int64), weight], ident, counts
 
 
-def template_share(keys: np.ndarray, repeated: set[int] | np.ndarray) -> float:
-    """Share of ``keys`` that are template spans (``repeated``: the keys held by >= min_docs
-    distinct texts); NaN when there are no keys."""
-    if not len(keys):
+def template_share(keys: DocKeys, held: np.ndarray) -> float:
+    """max(share of the span keys in ``held``, share of the characters in clauses in ``held``);
+    NaN when the text has no span key. ``held``: sorted template keys (either kind)."""
+    if not len(keys.spans):
         return float("nan")
-    rep = np.asarray(sorted(repeated) if isinstance(repeated, set) else repeated, dtype=np.int64)
-    return float(np.isin(keys, rep).mean())
+    span = float(np.isin(keys.spans, held).mean())
+    clause = float(keys.weights[np.isin(keys.clauses, held)].sum() / keys.chars) if keys.chars else 0.0
+    return max(span, clause)
 
 
-def crawl_template_shares(texts: list[str], cfg: CrawlRepeatConfig) -> tuple[np.ndarray, np.ndarray]:
+def crawl_template_shares(
+    texts: list[str], cfg: CrawlRepeatConfig, reference_keys: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The reference implementation of the whole crawl aggregation in one process: (share, number
-    of sampled keys) per text. Exact copies (same span codes) count once per key."""
-    per_doc = [sampled_keys(t, cfg) for t in texts]
+    of sampled span keys) per text. Exact copies (same letters and digits) count once per key;
+    ``reference_keys`` are never template keys."""
+    per_doc = [document_keys(t, cfg) for t in texts]
     ident = [hash(span_codes(t).tobytes()) for t in texts]
-    holders: dict[int, set[int]] = {}
+    holders: dict[tuple[int, int], set[int]] = {}
     for keys, who in zip(per_doc, ident):
-        for k in keys.tolist():
-            holders.setdefault(k, set()).add(who)
-    repeated = np.array(sorted(k for k, s in holders.items() if len(s) >= cfg.min_docs), dtype=np.int64)
-    shares = np.array([template_share(k, repeated) for k in per_doc])
-    return shares, np.array([len(k) for k in per_doc])
+        for kind, ks in ((SPAN, keys.spans), (CLAUSE, keys.clauses)):
+            for k in ks.tolist():
+                holders.setdefault((kind, k), set()).add(who)
+    held = {k for (_, k), s in holders.items() if len(s) >= cfg.min_docs}
+    if reference_keys is not None:
+        held -= set(reference_keys.tolist())
+    held_arr = np.array(sorted(held), dtype=np.int64)
+    return np.array([template_share(k, held_arr) for k in per_doc]), np.array([len(k.spans) for k in per_doc])
 
 
 def is_template(share: float, n_keys: int, cfg: CrawlRepeatConfig) -> bool:

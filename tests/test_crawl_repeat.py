@@ -88,8 +88,13 @@ def test_batch_keys_equal_the_per_document_keys():
             cr.CHUNK_CHARS = saved
         cfg = ALL if chunk == 512 else CrawlRepeatConfig()
         for j, t in enumerate(texts):
-            assert np.array_equal(got.keys[got.doc == j], sampled_keys(t, cfg)), j
-        assert np.array_equal(got.n_keys, [len(sampled_keys(t, cfg)) for t in texts])
+            want = cr.document_keys(t, cfg)
+            mine = got.doc == j
+            spans, clauses = mine & (got.kind == cr.SPAN), mine & (got.kind == cr.CLAUSE)
+            assert np.array_equal(got.keys[spans], want.spans), j
+            assert np.array_equal(got.keys[clauses], want.clauses), j
+            assert np.array_equal(got.weight[clauses], want.weights), j
+            assert got.chars[j] == want.chars and got.n_spans[j] == len(want.spans)
     copies = cr.batch_keys(["甲乙丙丁，戊己庚辛壬癸。", "甲乙丙丁戊己庚辛 壬癸", "甲乙丙丁戊己庚辛壬"], ALL).ident
     assert copies[0] == copies[1] != copies[2]
 
@@ -100,6 +105,35 @@ def test_template_pages_are_templates_and_prose_is_not():
     shares, n_keys = crawl_template_shares(pages + prose, cfg)
     assert all(is_template(s, n, cfg) for s, n in zip(shares[:40], n_keys[:40]))
     assert not any(is_template(s, n, cfg) for s, n in zip(shares[40:], n_keys[40:]))
+
+
+STOCK = (
+    "东西收到了很满意",
+    "包装非常严实",
+    "客服态度很热情",
+    "发货速度超级快",
+    "和图片上一模一样",
+    "性价比真的很高",
+    "用了几天感觉不错",
+    "会推荐给朋友们",
+    "做工比想象的好",
+    "颜色也很正",
+)
+
+
+def test_pages_of_stock_clauses_are_templates():
+    """A farm that strings short stock phrases in random order repeats no 10-character span
+    across pages (the joins differ) but every clause; with clauses off it goes unseen."""
+    rng = random.Random(5)
+    pages = ["，".join(rng.sample(STOCK, 7)) + "。" for _ in range(30)]
+    prose = [p + q for p, q in zip(PROSE, reversed(PROSE))]
+    cfg = CrawlRepeatConfig(modulus=1)
+    shares, n = crawl_template_shares(pages + prose, cfg)
+    assert all(is_template(s, k, cfg) for s, k in zip(shares[:30], n[:30]))
+    assert not any(is_template(s, k, cfg) for s, k in zip(shares[30:], n[30:]))
+    off = CrawlRepeatConfig(modulus=1, min_clause=0)
+    shares, n = crawl_template_shares(pages, off)
+    assert sum(is_template(s, k, off) for s, k in zip(shares, n)) < 15
 
 
 def test_exact_copies_count_once():
@@ -148,7 +182,7 @@ def test_spark_stage_matches_the_reference(spark):
     rows.append(dict(rows[0], offset=999, text=None, stage="read", reason="unreadable"))  # no text: not counted
     rows.append(dict(rows[0], kind=rec.FILE, offset=None, text=None))
     df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
-    out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg).collect()}
+    out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg)[0].collect()}
     want, n_keys = crawl_template_shares(texts, cfg)
     for i, t in enumerate(texts):
         r = out[(f"f{i % 3}", i)]
@@ -204,8 +238,8 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
     )
     reference, summary = reference_spans(spark, str(tmp_path), cfg)
     assert summary["reference_spans"]["keys"] == meta["keys"]
-    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference).collect())
-    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg).collect())
+    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference)[0].collect())
+    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg)[0].collect())
     assert reference_spans(spark, str(tmp_path), CrawlRepeatConfig(modulus=4))[0] is None  # other settings
     data = bytearray((tmp_path / SPANS_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF

@@ -25,13 +25,15 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl.read import records as rec
+from etl.read.ids import BROADCAST_MAX
 from filters.classify import require_sha256, sha256_file
-from filters.crawl_repeat import CrawlRepeatConfig, batch_keys
+from filters.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
 
 log = logging.getLogger("zhcorpus")
 
@@ -43,13 +45,17 @@ _KEYS = T.StructType(
         T.StructField("source_file", T.StringType()),
         T.StructField("offset", T.LongType()),
         T.StructField("ident", T.LongType()),
+        T.StructField("kind", T.ByteType()),
         T.StructField("key", T.LongType()),
+        T.StructField("weight", T.IntegerType()),
+        T.StructField("chars", T.IntegerType()),
     ]
 )
 
 
 def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
-    """(source_file, offset, ident, key) for every distinct sampled key of every text in ``batch``."""
+    """A row per distinct key of every text in ``batch``: (source_file, offset, ident, kind, key,
+    weight, chars), ``filters.crawl_repeat.BatchKeys`` as columns."""
     got = batch_keys(batch.column("text").to_pylist(), cfg)
     take = pa.array(got.doc)
     return pa.RecordBatch.from_arrays(
@@ -57,46 +63,66 @@ def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
             batch.column("source_file").take(take),
             batch.column("offset").cast(pa.int64()).take(take),
             pa.array(got.ident[got.doc]),
+            pa.array(got.kind.astype(np.int8)),
             pa.array(got.keys),
+            pa.array(got.weight.astype(np.int32)),
+            pa.array(got.chars[got.doc].astype(np.int32)),
         ],
-        names=_KEYS.names,
+        schema=pa.schema([pa.field(f.name, t) for f, t in zip(_KEYS.fields, _ARROW)]),
     )
 
 
-def template_shares(live: DataFrame, cfg: CrawlRepeatConfig, reference_keys: DataFrame | None = None) -> DataFrame:
-    """(source_file, offset, template_share, template_keys) of every live document with at least
-    one sampled key. ``live``: rows with source_file, offset, text."""
+_ARROW = (pa.string(), pa.int64(), pa.int64(), pa.int8(), pa.int64(), pa.int32(), pa.int32())
+
+
+def template_shares(texts: DataFrame, cfg: CrawlRepeatConfig, reference_keys: DataFrame | None = None) -> DataFrame:
+    """(source_file, offset, template_share, template_keys) of every text with at least one
+    sampled span key (``filters.crawl_repeat.template_share``). ``texts``: rows with source_file,
+    offset, text."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield keys_batch(b, cfg)
 
-    keys = live.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
+    keys = texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
     held = keys.select("ident", "key").distinct().groupBy("key").count().where(F.col("count") >= cfg.min_docs)
     if reference_keys is not None:
         held = held.join(reference_keys, "key", "left_anti")
-    held = held.select("key", F.lit(1).alias("_t"))
-    return (
+    held = held.select("key", F.lit(True).alias("_held"))
+    span, is_held = F.col("kind") == SPAN, F.coalesce(F.col("_held"), F.lit(False))
+    per_doc = (
         keys.join(held, "key", "left")
         .groupBy("source_file", "offset")
-        .agg(F.count("*").alias("template_keys"), F.count("_t").alias("_hits"))
-        .select("source_file", "offset", (F.col("_hits") / F.col("template_keys")).alias(SHARE), "template_keys")
+        .agg(
+            F.sum(span.cast("int")).alias("template_keys"),
+            F.sum((span & is_held).cast("int")).alias("_span_hits"),
+            F.sum(F.when(~span & is_held, F.col("weight")).otherwise(0)).alias("_clause_chars"),
+            F.max("chars").alias("_chars"),
+        )
+        .where(F.col("template_keys") > 0)
     )
+    share = F.greatest(
+        F.col("_span_hits") / F.col("template_keys"), F.coalesce(F.col("_clause_chars") / F.col("_chars"), F.lit(0.0))
+    )
+    return per_doc.select("source_file", "offset", share.alias(SHARE), "template_keys")
 
 
 def crawl_repeat_stage(
     rows: DataFrame, cfg: CrawlRepeatConfig, mode: str = "filter", reference_keys: DataFrame | None = None
-) -> DataFrame:
+) -> tuple[DataFrame, DataFrame | None]:
     """``rows``: the marked rows (kind, source_file, offset, text, stage, reason, quality_flags).
     Returns them with ``template_share`` (null where not measured) and, for documents over the
-    threshold, the quality stage's mark (``filter``) or flag (``annotate``)."""
+    threshold, the quality stage's mark (``filter``) or flag (``annotate``); and the persisted
+    per-document shares they are joined with (the caller unpersists them once it has persisted
+    the rows). Runs one job now (counting the shares: broadcast up to ``BROADCAST_MAX``)."""
     if not cfg.enabled:
-        return rows.withColumn(SHARE, F.lit(None).cast("double"))
+        return rows.withColumn(SHARE, F.lit(None).cast("double")), None
     # every record with text is evidence of a template, the ones an earlier rule removed too (a
     # farm's pages caught by another rule still show the frame its other pages share)
     texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
-    shares = template_shares(texts, cfg, reference_keys)
-    out = rows.join(shares, ["source_file", "offset"], "left")
+    shares = template_shares(texts, cfg, reference_keys).persist(StorageLevel.MEMORY_AND_DISK)
+    small = shares.count() <= BROADCAST_MAX  # ~40 bytes a document: the rows are then not shuffled
+    out = rows.join(F.broadcast(shares) if small else shares, ["source_file", "offset"], "left")
     live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
     hit = live_row & (F.col("template_keys") >= cfg.min_keys) & (F.col(SHARE) >= cfg.max_share)
     flags = F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), F.array(F.lit(REASON))))
@@ -107,7 +133,7 @@ def crawl_repeat_stage(
     if mode == "filter":
         cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
         cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
-    return out.withColumns(cols).select(*rows.columns, SHARE)
+    return out.withColumns(cols).select(*rows.columns, SHARE), shares
 
 
 SPANS_FILE = "reference_spans.parquet"  # beside the fluency model: the reference's sampled span keys
@@ -126,7 +152,13 @@ def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepea
     keys = np.sort(rows.column("key").to_numpy())
     path = Path(out_dir) / SPANS_FILE
     pq.write_table(pa.table({"key": keys}), path)
-    meta = {"ngram": cfg.ngram, "modulus": cfg.modulus, "keys": int(len(keys)), "sha256": sha256_file(path)}
+    meta = {
+        "ngram": cfg.ngram,
+        "modulus": cfg.modulus,
+        "min_clause": cfg.min_clause,
+        "keys": int(len(keys)),
+        "sha256": sha256_file(path),
+    }
     (Path(out_dir) / SPANS_META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
     return meta
 
@@ -139,13 +171,12 @@ def reference_spans(spark, profile_dir: str, cfg: CrawlRepeatConfig) -> tuple[Da
     if meta_path is None or not meta_path.exists():
         return None, {"reference_spans": None}
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    if (meta.get("ngram"), meta.get("modulus")) != (cfg.ngram, cfg.modulus):
+    settings = ("ngram", "modulus", "min_clause")
+    if tuple(meta.get(k) for k in settings) != tuple(getattr(cfg, k) for k in settings):
         log.warning(
-            "quality.template: the profile's reference spans are %s-grams mod %s, the rule's %s mod %s: not used",
-            meta.get("ngram"),
-            meta.get("modulus"),
-            cfg.ngram,
-            cfg.modulus,
+            "quality.template: the profile's reference keys were cut with %s, the rule's with %s: not used",
+            {k: meta.get(k) for k in settings},
+            {k: getattr(cfg, k) for k in settings},
         )
         return None, {"reference_spans": None}
     path = Path(profile_dir) / SPANS_FILE
