@@ -39,7 +39,7 @@ class Cleaned:
     nav_lines_removed: int = 0
     dup_paragraphs_removed: int = 0
     converted: bool = False  # traditional -> simplified changed the text
-    stats: tx.TextStats = tx.TextStats(0, 0)  # of the cleaned text
+    stats: tx.TextStats = tx.TextStats(0, 0)  # of the cleaned text (tx.text_stats)
 
     @property
     def keep(self) -> bool:
@@ -86,9 +86,8 @@ class Cleaner:
             source, scanned = text, tx.scan(text)
         # from here on the text only loses whitespace: the counts stay, the code points may not
         text = tx.normalise_lines(text)
-        out = Cleaned(
-            text, None, {}, symbols, nav, dups, converted, tx.TextStats(scanned.visible, scanned.han, scanned.punct)
-        )
+        stats = tx.text_stats(text, scanned)  # the length of the whole text, the Han ratio of its prose
+        out = Cleaned(text, None, {}, symbols, nav, dups, converted, stats)
         out.reason = self._verdict(text, title, out, scanned if text is source else None)
         return out
 

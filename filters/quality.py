@@ -19,6 +19,10 @@ Units (each statistic's docstring in ``SIGNALS`` uses them):
   off) holding at least one Han, letter or digit character; punctuation, symbol and whitespace
   tokens are not words. A word's characters are ``len(word)``.
 
+*Prose*: every statistic is of a text's prose (``filters.markdown.prose``): Markdown code blocks,
+code spans and markup (heading, bullet and quote markers, table pipes, link destinations, HTML
+tags) are taken out first. A text of code alone has no prose.
+
 Empty and whitespace-only texts (no lines, words or visible characters) get 0.0 for every
 statistic; no statistic is ever NaN.
 
@@ -44,6 +48,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from filters import quality_repeat as rep
+from filters.markdown import prose
 from filters.quality_contact import contact_counts
 from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
@@ -154,7 +159,10 @@ SIGNALS: tuple[Signal, ...] = (
         "e-mail, obfuscations included) per 1,000 visible characters",
     ),
     Signal(
-        "han_ratio", "low", "Han characters over visible characters that are not punctuation (filters.text.han_ratio)"
+        "han_ratio",
+        "low",
+        "Han characters over units of writing: letters and digits, a word of Latin letters as one unit; "
+        "not punctuation or symbols (filters.text.han_ratio)",
     ),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
@@ -405,7 +413,11 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     _word_signals(words, lengths, t, prefix, out)
     for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
         out[name] = _frac(counts[:, cat], visible)
-    out["han_ratio"] = _frac(counts[:, HAN], visible - counts[:, PUNCT])  # filters.text.TextStats.han_ratio
+    # filters.text.TextStats.han_ratio: Han over units of writing, a Latin word one unit
+    latin = (t & _CAT) == LATIN
+    word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
+    written = counts[:, HAN] + counts[:, LETTER] + counts[:, LATIN] + counts[:, DIGIT] - word_tails
+    out["han_ratio"] = _frac(counts[:, HAN], written)
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}
 
@@ -435,8 +447,11 @@ def cut(text: str) -> list[str]:
 def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
     """Every signal of ``SIGNALS`` for each text: {name: float32 array of len(texts)}, in
     ``SIGNALS`` order. Each text is segmented once (``cut``); ``doc_signals`` gives the same
-    values one text at a time."""
-    texts = list(texts)
+    values one text at a time. The statistics describe a text's prose (``filters.markdown.prose``):
+    Markdown code and markup are taken out first, so that code counts neither as symbols, nor as
+    lines without punctuation, nor as repeated lines, and a table's pipes or a heading's ``##``
+    make no separator line."""
+    texts = [prose(t) for t in texts]
     if not texts:
         return {name: np.zeros(0, dtype=np.float32) for name in SIGNAL_NAMES}
     parts = [_chunk_signals(texts[s], [cut(x) for x in texts[s]]) for s in _chunks(texts)]
@@ -444,7 +459,11 @@ def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def doc_signals(text: str, words: list[str] | None = None) -> dict[str, float]:
-    """Every signal of ``SIGNALS`` for one text. ``words``: the text's rjieba HMM-off cut, when the
-    caller has it; the words must spell the text (their lengths are checked: ValueError)."""
+    """Every signal of ``SIGNALS`` for one text (its prose, as ``signals_batch``). ``words``: the
+    text's rjieba HMM-off cut, when the caller has it; the words must spell the text (their lengths
+    are checked: ValueError); a text holding code is cut again, as its prose."""
+    read = prose(text)
+    if read is not text:  # words are the cut of the text, not of its prose
+        text, words = read, None
     values = _chunk_signals([text], [cut(text) if words is None else list(words)])
     return {name: float(values[name][0]) for name in SIGNAL_NAMES}

@@ -22,6 +22,7 @@ import numpy as np
 
 from filters import thresholds as th
 from filters.crawl_repeat import CrawlRepeatConfig
+from filters.markdown import prose
 from filters.quality import SIGNALS, signals_batch
 from filters.safety import SafetyConfig, SafetyScorer
 
@@ -160,7 +161,12 @@ class Screen:
             if n
             else {s.name: np.zeros(0) for s in SIGNALS}
         )
-        ppl = self.fluency.perplexity_batch(texts) if self.fluency is not None and n else np.full(n, np.nan)
+        # the language model scores the prose, as the statistics do (code is no Chinese sentence)
+        ppl = (
+            self.fluency.perplexity_batch([prose(t) for t in texts])
+            if self.fluency is not None and n
+            else np.full(n, np.nan)
+        )
         signals[FLUENCY] = np.asarray(ppl, dtype=np.float64)
         buckets: list[str | None] = [None] * n
         if self.cuts is not None:

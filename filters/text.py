@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from filters.markdown import has_syntax, outside_syntax, prose, syntax_lines, without_inline_code
+
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
 HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF), (0x30000, 0x323AF))
 HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U000323af"
@@ -34,6 +36,9 @@ REMOVED = 4  # Cc (but tab, LF, CR), Cf, Co, Cs: always removed
 DECORATIVE = 8  # BMP So/Sk, DECORATIVE_ASCII, all of plane 1: removed in runs
 FOLD = 16  # NFKC may change the text here (not NFKC-stable alone, combining, or a composition's 2nd part)
 PUNCT = 32  # punctuation: Unicode P*, and the dashes DASHES
+LATIN = 64  # a Latin letter (a letter whose Unicode name has LATIN: ASCII, full-width, pinyin with tones)
+WRITTEN = 128  # a unit of writing: a letter (L*, Han included, unassigned Han code points too), a
+# combining mark (Mn, Mc) or a digit (N*)
 # Dashes that Unicode files as symbols: box-drawing horizontals, typeset as the Chinese dash (破折号)
 # in much traditional and older text ("一個世紀才盤點──百年大計"), and the wave dash (浪纹线: ～, 〜,
 # ~ after NFKC), a connecting mark of GB/T 15834-2011 ("1～2天") and a dictionary's stand-in for
@@ -50,6 +55,7 @@ class CharScan(NamedTuple):
     visible: int  # non-whitespace characters
     han: int  # Han ideographs
     punct: int  # punctuation (PUNCT)
+    written: int  # units of writing (``written_units``)
 
 
 @lru_cache(maxsize=None)
@@ -72,6 +78,8 @@ def char_table() -> np.ndarray:
             table[cp] |= DECORATIVE
         if cat[0] == "P":
             table[cp] |= PUNCT
+        if cat[0] in "LN" or (cat in ("Mn", "Mc") and not (0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF)):
+            table[cp] |= WRITTEN | (LATIN if cat[0] == "L" and "LATIN" in unicodedata.name(c, "") else 0)
         if unicodedata.combining(c) or (cat not in ("Cs",) and unicodedata.normalize("NFKD", c) != c):
             table[cp] |= FOLD
         decomposition = unicodedata.decomposition(c).split()
@@ -80,6 +88,8 @@ def char_table() -> np.ndarray:
     table[0x10000:0x20000] |= DECORATIVE  # unassigned plane-1 code points too, as before
     table[[ord(c) for c in DECORATIVE_ASCII]] |= DECORATIVE
     table[[ord(c) for c in DASHES]] |= PUNCT
+    for lo, hi in HAN_RANGES:
+        table[lo : hi + 1] |= WRITTEN  # unassigned Han code points are Han (HAN) and so letters
     # Hangul: a vowel jamo composes with a leading jamo (a trailing jamo only with an LV syllable,
     # which decomposes, so is FOLD already)
     table[0x1161:0x1176] |= FOLD
@@ -98,7 +108,11 @@ def scan(text: str) -> CharScan:
     classes = char_table()[codes]
     per_bit = (np.bincount(classes, minlength=256) @ _bit_counter()).tolist()
     flags = sum(1 << i for i, n in enumerate(per_bit) if n)
-    return CharScan(codes, classes, flags, len(codes) - per_bit[1], per_bit[0], per_bit[5])  # HAN, SPACE, PUNCT
+    written = per_bit[7]  # WRITTEN
+    if per_bit[6]:  # a Latin word counts once: the letters less the letters that continue a word
+        latin = (classes & LATIN) != 0
+        written -= int(np.count_nonzero(latin[1:] & latin[:-1]))
+    return CharScan(codes, classes, flags, len(codes) - per_bit[1], per_bit[0], per_bit[5], written)
 
 
 @lru_cache(maxsize=None)
@@ -184,7 +198,7 @@ def han_count(text: str) -> int:
 
 
 def visible_len(text: str) -> int:
-    """Characters that are not whitespace: the unit of the 150-character and 60 % rules."""
+    """Characters that are not whitespace: the unit of the 150-character rule."""
     return scan(text).visible
 
 
@@ -193,23 +207,33 @@ def han_ratio(text: str) -> float:
 
 
 class TextStats(NamedTuple):
-    visible: int  # non-whitespace characters
-    han: int  # Han ideographs
-    punct: int = 0  # punctuation (PUNCT)
+    visible: int  # non-whitespace characters of the whole text (code included)
+    han: int  # Han ideographs of its prose (``prose``: outside code)
+    punct: int = 0  # punctuation (PUNCT) of the whole text
+    written: int = 0  # units of writing of its prose (``CharScan.written``)
 
     @property
     def han_ratio(self) -> float:
-        """Han ideographs over the visible characters that are not punctuation: PanGu-α's "share of
-        Chinese characters" of a text, whose punctuation is neither Chinese nor foreign (a page of
-        dictionary entries, ①～（）：；, is as Chinese as a page of prose)."""
-        letters = self.visible - self.punct
-        return self.han / letters if letters > 0 else 0.0
+        """PanGu-α's "share of Chinese characters", of the text's writing: Han ideographs over its
+        units of writing, where a unit is a letter of any script (a Han character, a kana, a Cyrillic
+        letter) or a digit, and a word of Latin letters counts as one unit, as a Han character does
+        (``Debian`` or ``SQLite`` in Chinese prose is one foreign word, not six characters against
+        it). Punctuation and symbols are neither Chinese nor foreign (a dictionary entry, ～（）：；,
+        a table's rules, ``|`` and ✅, are as Chinese as their words); digits stay units, each (a page
+        of phone numbers is not Chinese text). Counted on the prose (``prose``): code blocks and
+        inline code are not the page's language either; a page of code alone has no prose, so a
+        ratio of 0."""
+        return self.han / self.written if self.written > 0 else 0.0
 
 
-def text_stats(text: str) -> TextStats:
-    """Counted once per document; the length and Han-ratio rules both read it."""
-    s = scan(text)
-    return TextStats(s.visible, s.han, s.punct)
+def text_stats(text: str, scanned: CharScan | None = None) -> TextStats:
+    """Counted once per document; the length and Han-ratio rules both read it. ``scanned``:
+    ``scan(text)``, when the caller has it. The Han counts are of the prose, the length of the
+    whole text."""
+    s = scanned if scanned is not None else scan(text)
+    read = prose(text)
+    p = s if read is text else scan(read)
+    return TextStats(s.visible, p.han, s.punct, p.written)
 
 
 def _ranges(codepoints: list[int]) -> str:
@@ -269,7 +293,8 @@ def remove_special_symbols(text: str, min_decorative_run: int, scanned: CharScan
         removed_re, _ = _symbol_patterns()
         text = removed_re.sub("", text)
     if s.flags & DECORATIVE and (s.flags & REMOVED or _has_decorative_run(s, min_decorative_run)):
-        text = _decorative_run(min_decorative_run).sub(_unless_dash, text)
+        run = _decorative_run(min_decorative_run)
+        text = outside_syntax(text, lambda part: run.sub(_unless_dash, part))
     return text, before - len(text)
 
 
@@ -303,8 +328,12 @@ _INLINE_SPACE = re.compile(r"[^\S\n]+")
 
 def remove_duplicate_paragraphs(text: str, min_chars: int) -> tuple[str, int]:
     """Keep the first occurrence of every paragraph (line); later exact repeats (ignoring
-    whitespace) of at least ``min_chars`` visible characters are removed."""
+    whitespace) of at least ``min_chars`` visible characters are removed. Lines of code blocks
+    and tables are not paragraphs (a ``}`` or ``fi`` closes many blocks, tables repeat their
+    header; ``filters.markdown.syntax_lines``): never counted, never removed."""
     keys = _INLINE_SPACE.sub("", text).split("\n")  # each line without its whitespace
+    if has_syntax(text):
+        keys = ["" if syntax else k for k, syntax in zip(keys, syntax_lines(text.split("\n")))]
     counted = [k for k in keys if k and len(k) >= min_chars] if min_chars > 1 else list(filter(None, keys))
     if len(set(counted)) == len(counted):
         return text, 0
@@ -383,17 +412,26 @@ def remove_navigation_lines(
     max_spaced_item_chars: int = 5,
 ) -> tuple[str, int]:
     """Lines with sentence punctuation, or with an item too long for a menu and no navigation
-    keyword, are kept after one regex call each; only the others are judged item by item."""
+    keyword, are kept after one regex call each; only the others are judged item by item. Lines
+    of code blocks and tables are kept (``cd /usr/local/bin`` is no breadcrumb; ``syntax_lines``),
+    and a line is judged without its code spans."""
     long_item, keyword = _long_item(max_item_chars), _keyword_re(keywords)
     lines = text.split("\n")
+    fenced = syntax_lines(lines) if has_syntax(text) else [False] * len(lines)
     out, removed = [], 0
-    for line in lines:
-        if SENTENCE_PUNCT.search(line) or (
-            long_item.search(line) and not (len(line.strip()) <= max_keyword_line_chars and keyword.search(line))
+    for line, code in zip(lines, fenced):
+        judged = without_inline_code(line)
+        if (
+            code
+            or SENTENCE_PUNCT.search(judged)
+            or (
+                long_item.search(judged)
+                and not (len(judged.strip()) <= max_keyword_line_chars and keyword.search(judged))
+            )
         ):
             out.append(line)
         elif is_navigation_line(
-            line, keywords, min_items, max_item_chars, max_keyword_line_chars, max_spaced_item_chars
+            judged, keywords, min_items, max_item_chars, max_keyword_line_chars, max_spaced_item_chars
         ):
             removed += 1
         else:

@@ -234,7 +234,9 @@ def test_classical_chinese_is_not_a_keyword_list():
 def test_character_ratios():
     # visible: 中文 (Han 2), ABC é Ｚ (Latin 5), 123 ① (digits 4), ， (punct 1), ★ 😀 (symbols 2) = 14
     s = sig("中文ABC123①，★😀 é Ｚ")
-    assert s["han_ratio"] == pytest.approx(2 / 13)  # over the visible characters that are not punctuation
+    # over units of writing: 中 文, the words ABC, é and Ｚ one each, 1 2 3 ① one each (punctuation
+    # and symbols are not counted)
+    assert s["han_ratio"] == pytest.approx(2 / 9)
     assert s["latin_ratio"] == pytest.approx(5 / 14)
     assert s["digit_ratio"] == pytest.approx(4 / 14)
     assert s["punct_ratio"] == pytest.approx(1 / 14)
@@ -496,3 +498,18 @@ def test_url_matches_are_a_whole_text_search():
     texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 20))) for _ in range(3000)]
     assert [[m.span() for m in _url_matches(t)] for t in texts] == [[m.span() for m in _URL.finditer(t)] for t in texts]
     assert sum(1 for t in texts for _ in _url_matches(t)) > 3000
+
+
+def test_statistics_are_of_the_prose_not_the_code():
+    """Issue 32: Markdown code counts neither as symbols nor as lines without punctuation: a page
+    with fenced code and code spans gets the statistics of its prose."""
+    prose = "安装之后，在终端里运行命令即可。\n默认读取当前目录下的配置文件，找不到时使用内置的默认值。"
+    page = (
+        "安装之后，在终端里运行命令即可。\n```python\nif a == b: {x[i] for i in range(10)}\n}\n}\n```\n"
+        "默认读取当前目录下的配置文件，找不到时使用内置的默认值。"
+    )
+    got, want = sig(page), sig(prose)
+    for name in ("symbol_ratio", "punct_ratio", "line_punct_frac", "short_line_frac", "dup_line_char_frac"):
+        assert got[name] == pytest.approx(want[name]), name
+    assert got["symbol_ratio"] == 0.0 and got["line_punct_frac"] == 1.0
+    assert sig("```\nls -la\n```")["han_ratio"] == 0.0  # code alone: no prose

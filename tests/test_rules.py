@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from filters import markdown as md
 from filters import rules
 from filters import text as tx
 from filters.config import RulesConfig
@@ -26,14 +27,16 @@ def test_han_ratio_rule():
     assert rules.low_han_ratio(tx.text_stats(NEWS), 0.6) == rules.KEEP
     mixed = "本文介绍 " + "the quick brown fox jumps over the lazy dog " * 5
     assert rules.low_han_ratio(tx.text_stats(mixed), 0.6) == (False, "low_han_ratio")
-    # Punctuation is neither Chinese nor foreign: a dictionary entry (pinyin, ①, brackets, and the
-    # wave dash ～ standing in for the headword, GB/T 15834's 连接号) is 18 Han of its 23 characters
-    # that are not punctuation, 78 %, though 18 of 34 visible (53 %).
+    # Punctuation and symbols are neither Chinese nor foreign, and a Latin word is one unit of
+    # writing: a dictionary entry (pinyin, ①, brackets, and the wave dash ～ standing in for the
+    # headword, GB/T 15834's 连接号) is 18 Han of its 21 units (diū is one, ① and ② one each), 86 %,
+    # though 18 of 34 visible characters (53 %).
     entry = "丢（diū）　①遗失；失去：钱包～了。～了工作。②扔：不要随地～果皮。"
     stats = tx.text_stats(entry)
-    assert (stats.visible, stats.han, stats.punct) == (34, 18, 11)
-    assert stats.han_ratio == pytest.approx(18 / 23) and rules.low_han_ratio(stats, 0.6) == rules.KEEP
-    assert tx.text_stats("。，！").han_ratio == 0.0  # punctuation only: nothing Chinese
+    assert (stats.visible, stats.han, stats.punct, stats.written) == (34, 18, 11, 21)
+    assert stats.han_ratio == pytest.approx(18 / 21) and rules.low_han_ratio(stats, 0.6) == rules.KEEP
+    assert tx.text_stats("。，！★").han_ratio == 0.0  # punctuation and symbols only: nothing Chinese
+    assert tx.text_stats("电话13313334789 " * 3).han_ratio == pytest.approx(6 / 39)  # digits count, each
 
 
 def test_min_length_rule():
@@ -183,3 +186,80 @@ def _with_min_chars(n: int) -> RulesConfig:
     from jobs.config import load_config
 
     return load_config(RulesConfig, None, [f"length.min_chars={n}"])
+
+
+# Issue 32, item 3: a Chinese technical page is prose around code. The Han ratio is of the prose,
+# and no rule of the cleaning rewrites or removes code.
+TECH_PAGE = """## 安装
+
+本项目依赖 Python 3.10 以上版本。用下面的命令安装，然后在终端里运行 `mytool --help` 查看全部参数：
+
+```bash
+pip install mytool==1.2.0
+cd /usr/local/bin
+mytool --config ~/.mytool/config.toml --verbose
+```
+
+## 用法
+
+在代码里导入模块，调用 `run()` 即可。默认读取当前目录下的配置文件，找不到时使用内置的默认值：
+
+```python
+class Runner:
+    def __init__(self, path: str = "config.toml") -> None:
+        self.path = path
+        if self.path == "":
+            raise ValueError("path is empty")
+    def run(self) -> int:
+        return 0
+```
+
+| 参数 | 说明 |
+|------|------|
+| `--config` | 配置文件路径 |
+| `--verbose` | 输出详细日志 |
+"""
+
+
+def test_han_ratio_is_of_the_prose_outside_code():
+    stats = tx.text_stats(TECH_PAGE)
+    assert rules.low_han_ratio(stats, 0.6) == rules.KEEP, stats.han_ratio  # 0.20 counting the code
+    assert stats.visible == tx.scan(TECH_PAGE).visible  # the length rule counts the code
+    code_only = "```python\nimport os\nprint(os.getcwd())\n```\n\n~~~\nmake test\n~~~"
+    assert tx.text_stats(code_only).han_ratio == 0.0  # code alone is not Chinese text
+    assert md.prose("先看 `a == b` 再说") == "先看 再说"
+
+
+def test_a_latin_word_is_one_unit_of_writing():
+    faq = "Debian GNU/Linux 是 Linux 操作系统的一个发行版，由 Ian Murdock 在 1993 年创建，使用 dpkg 和 APT 管理软件包。"
+    assert tx.text_stats(faq).han_ratio == pytest.approx(24 / 36)  # 24 Han, 8 Latin words, 4 digits (0.53 by character)
+    assert rules.low_han_ratio(tx.text_stats(faq), 0.6) == rules.KEEP
+    english = "本文介绍 " + "the quick brown fox jumps over the lazy dog " * 2
+    assert rules.low_han_ratio(tx.text_stats(english), 0.6) == (False, "low_han_ratio")  # 4 of 22
+
+
+def test_fenced_block_rules():
+    """A fence never closed is no code block (a crawl's rule of backticks), nor is a block of
+    Chinese prose (set in a box, it counts as the prose it is)."""
+    lines = ["```", "x = 1", "```", "```", "一段被围起来的中文，仍然是正文，照样计算汉字比例。", "```", "```", "y"]
+    assert md.code_lines(lines) == [True, True, True, False, False, False, False, False]
+    assert md.code_lines(["```", "如果 i 等于 2 则", "  输出 i", "```"]) == [True] * 4  # Chinese keywords: code
+
+
+def test_special_symbol_rule_leaves_code_alone(cleaner):
+    out = cleaner(TECH_PAGE)
+    for code in ("```python", "def __init__(self", 'if self.path == "":', "~/.mytool/config.toml"):
+        assert code in out.text, code
+    # outside code the rule still removes decoration (the stars, the underscores of a bare
+    # __init__), not the code span
+    text, removed = tx.remove_special_symbols("正文★★★★\n`**kwargs` 与 __init__", 2)
+    assert (text, removed) == ("正文\n`**kwargs` 与 init", 8)
+
+
+def test_navigation_and_duplicate_rules_leave_code_alone(cleaner):
+    page = TECH_PAGE + "\n```sh\nif [ -f a ]; then\n  echo a\nfi\nif [ -f b ]; then\n  echo b\nfi\n```\n"
+    out = cleaner(page)
+    assert out.text.count("\nfi\n") == 2 and out.dup_paragraphs_removed == 0
+    assert "cd /usr/local/bin" in out.text and out.nav_lines_removed == 0
+    assert not tx.remove_navigation_lines("运行 `cd /usr/local/bin` 进入目录", NAV.keywords, 3, 8, 40)[1]
+    assert tx.remove_navigation_lines("首页 | 新闻 | 体育 | 娱乐", NAV.keywords, 3, 8, 40)[1] == 1

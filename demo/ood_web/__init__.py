@@ -13,11 +13,11 @@ From the sample in ``data/`` (cut by ``extract.py``; licences: data/LICENSES.md)
 ========  ===================================================  ================  =====
 genre     source                                               licence           pages
 ========  ===================================================  ================  =====
-tech_doc  Chinese READMEs of 19 PyPI wheels (Markdown, code)   MIT, Apache-2.0     145
-qa        Debian FAQ in simplified Chinese (debian-faq-zh-cn)  Debian FAQ's         80
-poetry    fortunes-zh 2.98 tang300 and song100                 GPL-3.0+             76
+tech_doc  Chinese READMEs of 19 PyPI wheels (Markdown, code)   MIT, Apache-2.0      86
+qa        Debian FAQ in simplified Chinese (debian-faq-zh-cn)  Debian FAQ's         76
+poetry    fortunes-zh 2.98 tang300 and song100                 GPL-3.0+             68
 list      fortunes-zh 2.98 proverbs, Daodejing: numbered lists GPL-3.0+             54
-forum     fortunes-zh 2.98 maxims and quotations as threads    GPL-3.0+             89
+forum     fortunes-zh 2.98 maxims and quotations as threads    GPL-3.0+             93
 ========  ===================================================  ================  =====
 
 Not used, by rule: shared/RESERVED.txt, and every package the reference corpus, the seed, the demo

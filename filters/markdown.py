@@ -1,0 +1,185 @@
+"""Markdown in crawled text (issue 32, item 3): which lines and spans are code, and a text's prose.
+
+Chinese technical pages are prose around code. PanGu-α's rules and the quality statistics are
+about the prose: the Han ratio counts it alone, the decoration, menu and duplicate-paragraph rules
+leave code as it is (``filters.text``), and the statistics of ``filters.quality`` describe it.
+
+Code (CommonMark 0.31 §4.5, §6.1): a code fence is a line of at least three backticks or tildes,
+indented by at most three spaces (a backtick fence's info string holds no backtick); the block runs
+to a line of the same character at least as long with nothing after it but spaces. A code span is
+a run of backticks and the next run of the same length on the same line. Two departures, both
+against text passing as code: a fence never closed is no block (CommonMark runs it to the end of
+the document; in a crawl it is a stray rule of backticks), and a block or span that reads as
+Chinese prose (``looks_like_code``) stays prose.
+
+Markup (``prose``): strong emphasis (``**`` and ``__``), heading, bullet and quote markers, the
+pipes and the delimiter row of a GFM table (a row is its cells, one space apart), link and image
+destinations, HTML tags and comments. The words they mark stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(?:.*?[^`])?\1(?!`)")
+# Chinese sentence punctuation: prose has one about every 10-20 characters, code almost none (a
+# comma in a comment). Text with one per PROSE_PUNCT_EVERY visible characters or more is prose.
+SENTENCE_MARKS = re.compile("[，。！？；：、]")
+PROSE_PUNCT_EVERY = 30
+_SPACE = re.compile(r"\s+")
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?=[ \t]|$)")
+_BULLET = re.compile(r"^[ \t]*[-*+](?=[ \t])")
+_QUOTE = re.compile(r"^ {0,3}(?:>[ \t]?)+")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
+_LINK_DEST = re.compile(r"(?<=\])\([^()\s]*(?:[ \t]+\"[^\"\n]*\")?\)")
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
+# Any of these may be markup: the texts without one are returned by ``prose`` as they are.
+_MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t])", re.M)
+
+
+def has_code(text: str) -> bool:
+    """Whether ``text`` can hold Markdown code at all (a backtick, or a tilde fence)."""
+    return "`" in text or "~~~" in text
+
+
+def looks_like_code(text: str) -> bool:
+    """Code, not Chinese prose set in a box (a quotation, a poem, a payload hidden from the rules):
+    fewer than one Chinese sentence mark per PROSE_PUNCT_EVERY visible characters. Code in a
+    Chinese programming language (``如果 i 等于 2 则``) is code."""
+    visible = len(text) - sum(map(len, _SPACE.findall(text)))
+    return len(SENTENCE_MARKS.findall(text)) * PROSE_PUNCT_EVERY < visible
+
+
+def code_lines(lines: list[str]) -> list[bool]:
+    """Per line: inside a fenced code block (its fence lines included)."""
+    out, start, fence = [False] * len(lines), 0, None
+    for i, line in enumerate(lines):
+        m = _FENCE_LINE.match(line) if ("`" in line or "~" in line) else None
+        if fence is None:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence, start = m.group(1), i
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2).strip():
+            if looks_like_code("\n".join(lines[start + 1 : i])):
+                out[start : i + 1] = [True] * (i + 1 - start)
+            fence = None
+    return out
+
+
+def code_spans(line: str) -> list[re.Match[str]]:
+    """The code spans of one line."""
+    return [m for m in _CODE_SPAN.finditer(line) if looks_like_code(m.group())] if "`" in line else []
+
+
+def without_inline_code(line: str) -> str:
+    """``line`` with each code span replaced by a space."""
+    spans = code_spans(line)
+    if not spans:
+        return line
+    out, pos = "", 0
+    for m in spans:
+        out = _join(out, line[pos : m.start()])
+        pos = m.end()
+    return _join(out, line[pos:])
+
+
+def _join(left: str, right: str) -> str:
+    """``left`` and ``right`` where a code span stood between them: one space, however the span
+    was spaced (its padding is no whitespace of the prose)."""
+    if not left:
+        return right if right.strip() else right.rstrip(" \t")
+    return left.rstrip(" \t") + " " + right.lstrip(" \t")
+
+
+def syntax_lines(lines: list[str]) -> list[bool]:
+    """Per line: a line of a fenced code block or a row of a GFM table (its delimiter row
+    ``|---|---|`` included). The cleaning rules leave these as they are: a table repeats its header,
+    draws its delimiter row with dashes and may list short items; none of it is a duplicated
+    paragraph, a rule drawn across the page or a menu."""
+    out = code_lines(lines) if any("`" in line or "~~~" in line for line in lines) else [False] * len(lines)
+    if any("|" in line for line in lines):
+        out = [c or r for c, r in zip(out, _table_rows(lines))]
+    return out
+
+
+def has_syntax(text: str) -> bool:
+    """Whether ``text`` can hold a code block, a code span or a table (``syntax_lines``)."""
+    return has_code(text) or ("|" in text and "-" in text)
+
+
+def outside_syntax(text: str, fn: Callable[[str], str]) -> str:
+    """``fn`` applied to the text outside code blocks, tables (``syntax_lines``) and code spans,
+    those kept as they are: a rule for decoration must not rewrite ``__init__``, ``a == b``, a
+    fence or a table's delimiter row."""
+    if not has_syntax(text):
+        return fn(text)
+    lines = text.split("\n")
+    out, pending = [], []  # pending: prose lines not yet given to fn (joined: one call a run)
+    for line, fenced in zip(lines, syntax_lines(lines)):
+        if not fenced and "`" not in line:
+            pending.append(line)
+            continue
+        if pending:
+            out.append(fn("\n".join(pending)))
+            pending = []
+        if fenced:
+            out.append(line)
+        else:
+            parts, pos = [], 0
+            for m in code_spans(line):
+                parts += [fn(line[pos : m.start()]), m.group()]
+                pos = m.end()
+            out.append("".join(parts) + fn(line[pos:]))
+    if pending:
+        out.append(fn("\n".join(pending)))
+    return "\n".join(out)
+
+
+def _table_rows(lines: list[str]) -> list[bool]:
+    """Per line: a row of a GFM table (a line with a pipe right above a delimiter row, that row,
+    and the lines with a pipe below it, up to the first line without one)."""
+    out = [False] * len(lines)
+    i = 1
+    while i < len(lines):
+        if "|" in lines[i - 1] and "-" in lines[i] and _TABLE_RULE.match(lines[i]):
+            j = i + 1
+            while j < len(lines) and "|" in lines[j]:
+                j += 1
+            out[i - 1 : j] = [True] * (j - i + 1)
+            i = j
+        i += 1
+    return out
+
+
+def _unmarked(line: str) -> str:
+    line = _EMPHASIS.sub(r"\2", line) if ("**" in line or "__" in line) else line
+    line = _HEADING.sub("", line) if "#" in line else line
+    line = _BULLET.sub("", line)
+    return _QUOTE.sub("", line) if ">" in line else line
+
+
+def prose(text: str) -> str:
+    """``text`` as a reader reads it: the lines of fenced code blocks and the delimiter rows of
+    tables emptied, code spans replaced by a space, and the markup (``_unmarked``: strong emphasis,
+    heading, bullet and quote markers; table pipes; link destinations; HTML tags) taken out. A text with nothing
+    that may be markup is returned as it is."""
+    if not _MARKUP.search(text):
+        return text
+    if "<" in text:
+        text = _HTML.sub(" ", text)
+    if "](" in text:
+        text = _LINK_DEST.sub("", text)
+    lines = text.split("\n")
+    fenced = code_lines(lines) if has_code(text) else [False] * len(lines)
+    table = _table_rows(lines) if "|" in text else [False] * len(lines)
+    out = []
+    for line, code, row in zip(lines, fenced, table):
+        if code or (row and _TABLE_RULE.match(line)):
+            out.append("")
+            continue
+        line = _unmarked(without_inline_code(line))
+        out.append(" ".join(c.strip() for c in line.split("|") if c.strip()) if row else line)
+    return "\n".join(out)
