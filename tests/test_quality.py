@@ -513,3 +513,14 @@ def test_statistics_are_of_the_prose_not_the_code():
         assert got[name] == pytest.approx(want[name]), name
     assert got["symbol_ratio"] == 0.0 and got["line_punct_frac"] == 1.0
     assert sig("```\nls -la\n```")["han_ratio"] == 0.0  # code alone: no prose
+
+
+def test_markdown_markup_makes_no_separator_lines():
+    """Headings (``##``), table pipes and delimiter rows are markup: the separator-line rule, meant
+    for rules drawn across a page and menus, sees the words they mark."""
+    page = (
+        "## 安装\n\n用包管理器安装，安装完成后即可使用。\n\n## 参数\n\n| 参数 | 说明 |\n|------|------|\n"
+        "| 端口 | 服务监听的端口号 |\n| 日志 | 日志文件所在的目录 |\n\n**注意：** 修改配置以后需要重启服务才能生效。"
+    )
+    assert sig(page)["separator_line_frac"] == 0.0
+    assert sig("首页 | 新闻 | 体育 | 娱乐\n" + NEWS)["separator_line_frac"] > 0.0  # a menu is still one

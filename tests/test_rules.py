@@ -263,3 +263,27 @@ def test_navigation_and_duplicate_rules_leave_code_alone(cleaner):
     assert "cd /usr/local/bin" in out.text and out.nav_lines_removed == 0
     assert not tx.remove_navigation_lines("运行 `cd /usr/local/bin` 进入目录", NAV.keywords, 3, 8, 40)[1]
     assert tx.remove_navigation_lines("首页 | 新闻 | 体育 | 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
+
+
+TABLES = """## 命令
+
+| 命令 | 说明 |
+|------|------|
+| 运行 | 启动服务，监听默认端口 |
+| 停止 | 关闭服务并释放端口 |
+
+## 配置项
+
+| 命令 | 说明 |
+|------|------|
+| 端口 | 服务监听的端口号，默认八千 |
+| 日志 | 日志文件所在的目录 |
+"""
+
+
+def test_tables_are_neither_duplicated_paragraphs_nor_decoration(cleaner):
+    """A table repeats its header and draws its delimiter row with dashes: both stay."""
+    out = cleaner(TABLES + "\n" + NEWS)
+    assert out.text.count("| 命令 | 说明 |") == 2 and out.dup_paragraphs_removed == 0
+    assert out.text.count("|------|------|") == 2
+    assert md.prose("| 端口 | 默认八千 |\n|---|---|\n| a | b |") == "端口 默认八千\n\na b"
