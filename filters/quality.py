@@ -52,7 +52,7 @@ from filters.markdown import prose
 from filters.quality_contact import contact_counts
 from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
-from filters.text import DASHES, HAN_RANGES, utf8_safe
+from filters.text import DASHES, HAN_RANGES, STAMP, stamp_digits, utf8_safe
 
 SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
 SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
@@ -417,6 +417,12 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     latin = (t & _CAT) == LATIN
     word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
     written = counts[:, HAN] + counts[:, LETTER] + counts[:, LATIN] + counts[:, DIGIT] - word_tails
+    stamps = (
+        [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)] if ":" in joined or "-" in joined else []
+    )
+    if stamps:  # digits of date and time stamps are no unit of writing (filters.text.STAMP)
+        at, n = np.array(stamps, dtype=np.int64).T
+        written = written - np.bincount(char_doc[at], n, n_docs).astype(np.int64)
     out["han_ratio"] = _frac(counts[:, HAN], written)
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}

@@ -219,8 +219,9 @@ class TextStats(NamedTuple):
         letter) or a digit, and a word of Latin letters counts as one unit, as a Han character does
         (``Debian`` or ``SQLite`` in Chinese prose is one foreign word, not six characters against
         it). Punctuation and symbols are neither Chinese nor foreign (a dictionary entry, ～（）：；,
-        a table's rules, ``|`` and ✅, are as Chinese as their words); digits stay units, each (a page
-        of phone numbers is not Chinese text). Counted on the prose (``prose``): code blocks and
+        a table's rules, ``|`` and ✅, are as Chinese as their words), nor are the digits of date and
+        time stamps (``STAMP``); other digits stay units, each (a page of phone numbers is not
+        Chinese text). Counted on the prose (``prose``): code blocks and
         inline code are not the page's language either; a page of code alone has no prose, so a
         ratio of 0."""
         return self.han / self.written if self.written > 0 else 0.0
@@ -233,7 +234,24 @@ def text_stats(text: str, scanned: CharScan | None = None) -> TextStats:
     s = scanned if scanned is not None else scan(text)
     read = prose(text)
     p = s if read is text else scan(read)
-    return TextStats(s.visible, p.han, s.punct, p.written)
+    return TextStats(s.visible, p.han, s.punct, p.written - stamp_digits(read))
+
+
+# A date or time stamp (2022-12-16, 2022/12/16 23:38, 23:38:05): notation that every genre carries
+# (a forum post's header, a news dateline, a changelog), not a word of any language. Its digits are
+# no unit of writing; other digits are, each (a page of phone numbers is not Chinese text).
+STAMP = re.compile(
+    r"(?<![0-9])(?:[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}(?:[ T]+[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)?"
+    r"|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)(?![0-9])"
+)
+_DIGITS = re.compile("[0-9]")
+
+
+def stamp_digits(text: str) -> int:
+    """Digits of the date and time stamps in ``text`` (``STAMP``)."""
+    if ":" not in text and "-" not in text and "/" not in text and "." not in text:
+        return 0
+    return sum(len(_DIGITS.findall(m.group())) for m in STAMP.finditer(text))
 
 
 def _ranges(codepoints: list[int]) -> str:

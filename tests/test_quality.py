@@ -247,7 +247,14 @@ def test_character_ratios():
 
 
 def test_han_ratio_is_filters_text():
-    for text in (NEWS, CLASSICAL, "abc 中 𠀀 豈", "😀😀中"):
+    for text in (
+        NEWS,
+        CLASSICAL,
+        "abc 中 𠀀 豈",
+        "😀😀中",
+        "晚风836 发表于 2022-12-16 23:38\n云想衣裳。",
+        "见 `ls -l` 的输出",
+    ):
         assert sig(text)["han_ratio"] == pytest.approx(han_ratio(text), rel=1e-6)
 
 

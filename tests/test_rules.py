@@ -287,3 +287,11 @@ def test_tables_are_neither_duplicated_paragraphs_nor_decoration(cleaner):
     assert out.text.count("| 命令 | 说明 |") == 2 and out.dup_paragraphs_removed == 0
     assert out.text.count("|------|------|") == 2
     assert md.prose("| 端口 | 默认八千 |\n|---|---|\n| a | b |") == "端口 默认八千\n\na b"
+
+
+def test_date_and_time_stamps_are_no_units_of_writing():
+    """A forum thread's headers carry a stamp per post: notation, not foreign text. Phone numbers
+    are digits that count."""
+    thread = "".join(f"书虫{n} 发表于 2022-12-{n:02d} 23:{n:02d}\n云想衣裳花想容。\n" for n in range(10, 16))
+    assert rules.low_han_ratio(tx.text_stats(thread), 0.6) == rules.KEEP  # 0.46 counting the stamps
+    assert tx.text_stats("晚风 2024/1/5 电话13313334789").han_ratio == pytest.approx(4 / 15)
