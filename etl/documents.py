@@ -135,11 +135,12 @@ def read_clean_classify(
         # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
         reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
         screened.summary["template"] = {**asdict(quality.template), **spans}
-        repeated = crawl_repeat_stage(cached, quality.template, quality.mode, reference)
-        repeated = repeated.persist(StorageLevel.MEMORY_AND_DISK)
         with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):
+            repeated, shares = crawl_repeat_stage(cached, quality.template, quality.mode, reference)
+            repeated = repeated.persist(StorageLevel.MEMORY_AND_DISK)
             repeated.count()  # materialised before the per-document pass's rows are let go
         cached.unpersist()
+        shares.unpersist()
         cached = repeated
     else:
         cached = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double"))

@@ -8,6 +8,7 @@ JSONL/Parquet id) ->
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import random
@@ -35,12 +36,43 @@ KEPT, READ, CLEAN = (None, None), "read", "clean"
 
 
 def doc(i: int, j: int) -> str:
-    """Three distinct paragraphs (~220 characters), so the 150-character rule keeps it."""
+    """Three distinct paragraphs (~220 characters), so the 150-character rule keeps it: P[i], and
+    two People's Daily paragraphs of its own for each (i, j). A page made only of paragraphs that
+    five other pages also hold is a template page (``filters.crawl_repeat``), as real crawls'
+    page mosaics are; the fixture's pages are meant to be ordinary documents."""
     i, j = i % len(P), j % len(P)
-    k = (max(i, j) + 1) % len(P)
-    while k in (i, j):
-        k = (k + 1) % len(P)
-    return P[i] + "\n" + P[j] + "\n" + P[k]
+    own = _own_paragraphs()
+    n = 2 * (i * len(P) + j)
+    return P[i] + "\n" + own[n] + "\n" + own[n + 1]
+
+
+@functools.lru_cache(maxsize=None)
+def _own_paragraphs() -> list[str]:
+    """2 x 8 x 8 distinct news paragraphs of 60-120 characters, in corpus order: Han and Chinese
+    punctuation only, encodable as GBK and (in Taiwan's script) as Big5 like P, and holding no
+    term of the project's word lists (the fixture's rejections are planted, never incidental)."""
+    from demo.sources import news_pages
+
+    root = Path(__file__).resolve().parents[1]
+    terms = {
+        t.strip()
+        for f in [*root.glob("sensitive_words/**/*.txt"), root / "filters/resources/ad_keywords.txt"]
+        for t in f.read_text(encoding="utf-8").splitlines()
+        if t.strip() and not t.startswith("#")
+    }
+    s2tw = opencc.OpenCC("s2tw")
+
+    def usable(p: str) -> bool:
+        if not 60 <= len(p) <= 120 or not all("\u4e00" <= c <= "\u9fff" or c in "，。、；：“”" for c in p):
+            return False
+        try:
+            p.encode("gbk"), s2tw.convert(p).encode("big5")
+        except UnicodeEncodeError:
+            return False
+        return not any(t in p for t in terms)
+
+    paras = [p for _, body, _ in news_pages() for p in body if usable(p)]
+    return list(dict.fromkeys(paras))[: 2 * len(P) * len(P)]
 
 
 def html(title: str, body: str, meta: str = "") -> str:

@@ -249,4 +249,7 @@ def quality_summary(records: DataFrame, summary: dict[str, Any]) -> dict[str, An
     distribution for kept and removed documents (one aggregation)."""
     from etl.report.stats import signal_distributions
 
-    return {**summary, "distributions": signal_distributions(records, _appended() + ["han_ratio"])}
+    extra = [
+        c for c in ("han_ratio", "template_share") if c in records.columns
+    ]  # the latter: etl.classify.crawl_repeat
+    return {**summary, "distributions": signal_distributions(records, _appended() + extra)}

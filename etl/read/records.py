@@ -164,11 +164,24 @@ def sniff(fh: BinaryIO, rng: Range) -> tuple[bool, tuple[str, str] | None]:
     fh.seek(0)
     head = Stream(fh, compressed).peek(HEAD_BYTES)
     fh.seek(0)
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or _nul_parity(head) > 0.9:
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or _nul_parity(head) > 0.9 or _utf16_json(head):
         return compressed, (UTF16, "JSONL in UTF-16: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
     if b"\x00" in head or decode.binary_ratio(head) > 0.05:
         return compressed, (NOT_TEXT, "binary bytes, not JSON lines")
     return compressed, None
+
+
+def _utf16_json(head: bytes) -> bool:
+    """BOM-less UTF-16 JSON lines whose NULs are not all on one parity (Chinese text: 一 is U+4E00,
+    a NUL on the other side of each code unit from ASCII's): the head decodes as UTF-16 in one byte
+    order into a JSON object's opening."""
+    if b"\x00" not in head:
+        return False
+    for order in ("utf-16-le", "utf-16-be"):
+        text = head[: len(head) & ~1].decode(order, errors="replace")
+        if text.lstrip().startswith('{"') and text.count("\ufffd") <= 1:
+            return True
+    return False
 
 
 def _nul_parity(head: bytes) -> float:
