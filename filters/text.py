@@ -244,14 +244,31 @@ STAMP = re.compile(
     r"(?<![0-9])(?:[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}(?:[ T]+[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)?"
     r"|[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)(?![0-9])"
 )
-_DIGITS = re.compile("[0-9]")
+_STAMP_HINT = re.compile("[-/.:](?<=[0-9].)(?=[0-9])")  # a separator between digits: every stamp has one
+
+
+def stamp_spans(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, digits) of each match of ``STAMP.finditer(text)``, found by matching STAMP only
+    where a digit, a separator and a digit stand together (up to 4 characters before the
+    separator: the year of ``2022-12-16``)."""
+    out: list[tuple[int, int, int]] = []
+    end = 0
+    for hint in _STAMP_HINT.finditer(text):
+        sep = hint.start()
+        if sep < end:
+            continue
+        for start in range(max(end, sep - 4), sep):
+            m = STAMP.match(text, start)
+            if m and m.end() > sep:
+                out.append((m.start(), m.end(), sum(c.isdigit() for c in m.group())))
+                end = m.end()
+                break
+    return out
 
 
 def stamp_digits(text: str) -> int:
     """Digits of the date and time stamps in ``text`` (``STAMP``)."""
-    if ":" not in text and "-" not in text and "/" not in text and "." not in text:
-        return 0
-    return sum(len(_DIGITS.findall(m.group())) for m in STAMP.finditer(text))
+    return sum(n for _, _, n in stamp_spans(text))
 
 
 def _ranges(codepoints: list[int]) -> str:

@@ -295,3 +295,15 @@ def test_date_and_time_stamps_are_no_units_of_writing():
     thread = "".join(f"书虫{n} 发表于 2022-12-{n:02d} 23:{n:02d}\n云想衣裳花想容。\n" for n in range(10, 16))
     assert rules.low_han_ratio(tx.text_stats(thread), 0.6) == rules.KEEP  # 0.46 counting the stamps
     assert tx.text_stats("晚风 2024/1/5 电话13313334789").han_ratio == pytest.approx(4 / 15)
+
+
+def test_stamp_spans_are_the_stamp_pattern_matches():
+    """``stamp_spans`` (STAMP matched only at separators between digits) finds what
+    ``STAMP.finditer`` finds, on fuzz of digits and separators."""
+    import random
+
+    rng = random.Random(0)
+    texts = ["".join(rng.choice("0123456789-/.: T年x\n") for _ in range(rng.randint(1, 40))) for _ in range(20000)]
+    texts += ["发表于 2022-12-16 23:38", "12022-12-16", "1:2:3:4", "2024.1.5 与 3.5 和 10:30:15"]
+    for t in texts:
+        assert [(a, b) for a, b, _ in tx.stamp_spans(t)] == [m.span() for m in tx.STAMP.finditer(t)], t
