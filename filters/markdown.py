@@ -88,6 +88,18 @@ def without_inline_code(line: str) -> str:
     return _join(out, line[pos:])
 
 
+def code_spans_as(line: str, token: str) -> str:
+    """``line`` with each code span replaced by ``token``."""
+    spans = code_spans(line)
+    if not spans:
+        return line
+    parts, pos = [], 0
+    for m in spans:
+        parts += [line[pos : m.start()], token]
+        pos = m.end()
+    return "".join(parts) + line[pos:]
+
+
 def _join(left: str, right: str) -> str:
     """``left`` and ``right`` where a code span stood between them: one space, however the span
     was spaced (its padding is no whitespace of the prose)."""

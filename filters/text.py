@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters.markdown import has_syntax, outside_syntax, prose, syntax_lines, without_inline_code
+from filters.markdown import code_spans_as, has_syntax, outside_syntax, prose, syntax_lines
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
 HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF), (0x30000, 0x323AF))
@@ -398,6 +398,11 @@ HEADING = re.compile(f"第[{_NUMERAL}]+[回章节卷部篇集条款编幕折则]
 GLOSS = re.compile(r"（[^）]+）|\([^)]+\)")
 
 
+# A code span with the spaces around it (marked by ``code_spans_as(line, "\0")``): the words on
+# either side are one phrase, not two menu items.
+_CODE_AND_SPACE = re.compile("[ \t\u3000]*\x00[ \t\u3000]*")
+
+
 @lru_cache(maxsize=8)
 def _long_item(max_item_chars: int) -> re.Pattern[str]:
     """A run of more than ``max_item_chars`` characters that are neither whitespace nor a menu
@@ -414,17 +419,18 @@ def is_navigation_line(
     max_spaced_item_chars: int = 5,
 ) -> bool:
     """A menu-like line: 'A | B | C', '首页 > 新闻 > 正文', '新闻 体育 娱乐 财经', or a short
-    line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings
-    and lines with a parenthetical gloss are text, not menus. Items separated by whitespace only
+    line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings,
+    lines with a parenthetical gloss and lines ending in a colon are text, not menus. Items separated by whitespace only
     must average at most ``max_spaced_item_chars`` characters: menu entries are words ('国内新闻'),
-    a chapter title's halves are phrases ('蔡夫人议献荆州')."""
+    a chapter title's halves are phrases ('蔡夫人议献荆州'), and the average is of the items that hold
+    Han (a Latin word set off by spaces, '按唯一 ID 前缀或完整 Thread ID 导出', shortens no phrase)."""
     line = line.strip()
     if not line or SENTENCE_PUNCT.search(line):
         return False
     if len(line) <= max_keyword_line_chars and _keyword_re(keywords).search(line):
         return True
-    if HEADING.search(line) or GLOSS.search(line):
-        return False
+    if HEADING.search(line) or GLOSS.search(line) or line.endswith("："):
+        return False  # a line that ends in a colon (冒号, a pause mark of GB/T 15834) introduces what follows
     explicit = NAV_SEPARATORS.search(line) is not None
     items = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]
     needed = min_items if explicit else min_items + 1
@@ -433,9 +439,16 @@ def is_navigation_line(
     if explicit:
         return True
     # Whitespace-separated items must be short and mostly Han, or an English sentence or a
-    # spaced title would look like a menu (a short line: regexes beat the numpy scan's fixed cost)
+    # spaced title would look like a menu (a short line: regexes beat the numpy scan's fixed cost).
+    # Short means the items with Han: a Latin word or a number set off by spaces, as Chinese
+    # typesetting sets them ('按唯一 ID 前缀导出'), makes no phrase around it shorter.
     n = sum(map(len, items))
-    return n <= max_spaced_item_chars * len(items) and sum(map(len, HAN_RUN.findall(line))) >= 0.5 * n
+    han_items = [s for s in items if HAN_RUN.search(s)]
+    return (
+        bool(han_items)
+        and sum(map(len, han_items)) <= max_spaced_item_chars * len(han_items)
+        and sum(map(len, HAN_RUN.findall(line))) >= 0.5 * n
+    )
 
 
 def remove_navigation_lines(
@@ -455,7 +468,7 @@ def remove_navigation_lines(
     fenced = syntax_lines(lines) if has_syntax(text) else [False] * len(lines)
     out, removed = [], 0
     for line, code in zip(lines, fenced):
-        judged = without_inline_code(line)
+        judged = _CODE_AND_SPACE.sub("", code_spans_as(line, "\x00"))  # a code span is a word of its line
         if (
             code
             or SENTENCE_PUNCT.search(judged)

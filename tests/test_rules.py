@@ -307,3 +307,16 @@ def test_stamp_spans_are_the_stamp_pattern_matches():
     texts += ["发表于 2022-12-16 23:38", "12022-12-16", "1:2:3:4", "2024.1.5 与 3.5 和 10:30:15"]
     for t in texts:
         assert [(a, b) for a, b, _ in tx.stamp_spans(t)] == [m.span() for m in tx.STAMP.finditer(t)], t
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "按精确标题、唯一 ID 前缀或完整 Thread ID 直接导出",  # Latin words set off by spaces
+        "`fix` 会把 `threads` 表中所有行的 `model_provider` 和 `model` 更新为 `config.toml`",  # code spans
+        "确认后按标题或 Thread ID 克隆：",  # it introduces what follows
+    ],
+)
+def test_mixed_chinese_and_english_lines_are_not_menus(line):
+    assert tx.remove_navigation_lines(line, NAV.keywords, 3, 8, 40)[1] == 0
+    assert tx.remove_navigation_lines("新闻 News 联系 科技 汽车", NAV.keywords, 3, 8, 40)[1] == 1  # a menu still is
