@@ -16,11 +16,22 @@ Everything is a pure function of (global sample index, manifest, ``DataConfig``,
   every block repeats it, so each block holds a fixed count per source and the achieved
   fractions are exact to about 1/BLEND_BLOCK. Within block b the positions are permuted by a
   (seed, b) shuffle, so one batch does not take consecutive windows of one document.
+* **paired order** (``order = "paired"``, the rule judge's proxies): common random numbers for
+  runs on *different* corpora. An epoch orders the documents by a hash of (seed, epoch, the
+  document's tokens) instead of a permutation of their positions; its windows start at each
+  document's start and every ``seq_len`` tokens after (the last one of a document runs on into
+  the next, so ~seq_len/2 tokens a document are seen twice an epoch); a block takes each source's
+  windows in the order of a hash of (seed, epoch, document, window number). Two corpora that
+  share most documents (a rule variant and its baseline) then hold the same windows and put
+  each shared one at nearly the same step: a document the variant adds or removes only shifts
+  the others a little, where a permutation of positions reorders everything. The paired runs'
+  difference is then the documents' effect, not two independent draws of the data order.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 import zlib
@@ -39,6 +50,7 @@ log = logging.getLogger("zhcorpus")
 BLEND_BLOCK = 1 << 14  # positions per repeated greedy block: fraction error ~6e-5, shuffle window
 _MASK64 = (1 << 64) - 1
 _CACHED = 4  # epoch orders / block permutations memoised per instance
+ORDERS = ("shuffle", "paired")
 
 
 @dataclass(frozen=True)
@@ -48,8 +60,15 @@ class DataConfig:
     valid_fraction: float = 0.01  # documents held out for validation (deterministic by (seed, shard, doc index) hash)
     seed: int = 0
     verify: bool = True  # check every sha256 in the manifest on open
+    # "shuffle": seeded permutations of document positions and block positions (training).
+    # "paired": orders keyed by a hash of the documents' tokens, so that runs on two corpora that
+    # share documents see them at nearly the same steps (the rule judge's paired runs; hashing
+    # reads every document once, so it is for the judge's small corpora).
+    order: str = "shuffle"
 
     def __post_init__(self):
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
         if self.seq_len < 1:
             raise ValueError(f"seq_len must be >= 1, got {self.seq_len}")
         if not 0.0 <= self.valid_fraction <= 1.0:
@@ -65,24 +84,38 @@ class _Source:
     name: str
     docs: np.ndarray  # global document numbers of this split, manifest order (int64)
     lengths: np.ndarray  # their tokens, <eod> included (int64)
-    per_epoch: int  # samples per epoch: (tokens - 1) // seq_len
+    per_epoch: int  # samples per epoch: (tokens - 1) // seq_len; paired order: Σ ceil((length - 1) / seq_len)
 
     @property
     def tokens(self) -> int:
         return int(self.lengths.sum())
 
 
+def mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, elementwise on uint64 (the arithmetic wraps)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def salt(seed: int, *parts: int) -> np.uint64:
+    """One uint64 from (seed, parts...), each mixed in turn."""
+    key = mix(np.array([seed & _MASK64], np.uint64))
+    for p in parts:
+        key = mix(key ^ np.uint64(p & _MASK64))
+    return key[0]
+
+
 def held_out(seed: int, shard: int, n_docs: int, fraction: float) -> np.ndarray:
     """(n_docs,) bool: which documents of ``shard`` the validation split holds."""
-
-    def mix(x: np.ndarray) -> np.ndarray:  # splitmix64's finaliser; uint64 arithmetic wraps
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
     key = mix(mix(np.array([seed & _MASK64], np.uint64)) ^ np.uint64(shard))
     u = (mix(key ^ np.arange(n_docs, dtype=np.uint64)) >> np.uint64(11)) * 2.0**-53
     return u < fraction
+
+
+def _doc_windows(lengths: np.ndarray, seq_len: int) -> np.ndarray:
+    """Windows per document in the paired order: every token but the first a target once."""
+    return np.maximum(1, -(-(lengths - 1) // seq_len))
 
 
 def greedy_blend(weights: np.ndarray, n: int) -> np.ndarray:
@@ -124,7 +157,12 @@ class TokenData:
             docs = np.flatnonzero(keep & (source == k))
             if len(docs):
                 tokens = int(lengths[docs].sum())
-                self._all[name] = _Source(name, docs, lengths[docs], max(tokens - 1, 0) // cfg.seq_len)
+                per_epoch = (
+                    int(_doc_windows(lengths[docs], cfg.seq_len).sum())
+                    if cfg.order == "paired" and tokens > cfg.seq_len
+                    else max(tokens - 1, 0) // cfg.seq_len
+                )
+                self._all[name] = _Source(name, docs, lengths[docs], per_epoch)
         self.mixture = self._resolve_weights(names)
         self._blend = [self._all[name] for name in self.mixture]
         w = np.array(list(self.mixture.values()))
@@ -134,6 +172,7 @@ class TokenData:
         for s in range(len(w)):
             self._rank[self._pattern == s] = np.arange(self._per_block[s])
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._digests: dict[int, np.ndarray] = {}  # source -> (n,) uint64 token hash per document ("paired")
         log.info("data %s: %s", split, {k: v for k, v in self.describe().items() if k != "manifest"})
 
     def __reduce__(self):
@@ -232,6 +271,7 @@ class TokenData:
             "split": self.split,
             "seq_len": self.cfg.seq_len,
             "seed": self.cfg.seed,
+            "order": self.cfg.order,
             "valid_fraction": self.cfg.valid_fraction,
             "sources": self.sources,
             "weights": dict(self.mixture),
@@ -265,6 +305,8 @@ class TokenData:
         if len(index) and index.min() < 0:
             raise IndexError(f"sample index must be >= 0, got {int(index.min())}")
         block, pos = np.divmod(index, BLEND_BLOCK)
+        if self.cfg.order == "paired":
+            return self._locate_paired(block, pos)
         q = np.empty_like(pos)
         for b in np.unique(block):
             at = block == b
@@ -277,15 +319,77 @@ class TokenData:
 
         def make():
             src = self._blend[s]
-            perm = self._seed(0, zlib.crc32(src.name.encode("utf-8")), epoch).permutation(len(src.docs))
+            if self.cfg.order == "paired":
+                perm = np.argsort(mix(self._digest(s) ^ salt(self.cfg.seed, 0, epoch)), kind="stable")
+            else:
+                perm = self._seed(0, zlib.crc32(src.name.encode("utf-8")), epoch).permutation(len(src.docs))
             return src.docs[perm], np.concatenate([[0], np.cumsum(src.lengths[perm])])
 
         return self._memo(("epoch", s, epoch), make)
+
+    def _digest(self, s: int) -> np.ndarray:
+        """(n,) uint64: a hash of each document's tokens, source s's documents in manifest order."""
+        if s not in self._digests:
+            docs = self._blend[s].docs
+            shard = np.searchsorted(self._first, docs, side="right") - 1
+            self._digests[s] = np.array(
+                [
+                    int.from_bytes(
+                        hashlib.blake2b(
+                            np.ascontiguousarray(self.shards[k].get(int(g - self._first[k]))).tobytes(), digest_size=8
+                        ).digest(),
+                        "little",
+                    )
+                    for g, k in zip(docs, shard)
+                ],
+                np.uint64,
+            )
+        return self._digests[s]
+
+    def _paired_windows(self, s: int, epoch: int) -> tuple[np.ndarray, np.ndarray]:
+        """Source s's windows of ``epoch`` in the paired order: (start token in the epoch's
+        concatenation, key) per window, documents in epoch order, each document's in turn."""
+
+        def make():
+            src, L = self._blend[s], self.cfg.seq_len
+            docs, cum = self._epoch(s, epoch)
+            per_doc = _doc_windows(np.diff(cum), L)
+            first = np.repeat(np.cumsum(per_doc) - per_doc, per_doc)
+            within = np.arange(int(per_doc.sum()), dtype=np.int64) - first
+            d = np.repeat(np.arange(len(docs)), per_doc)
+            digest = self._digest(s)[np.searchsorted(src.docs, docs)][d]  # src.docs is sorted
+            keys = mix(mix(digest ^ salt(self.cfg.seed, 2, epoch)) ^ within.astype(np.uint64))
+            return cum[d] + within * L, keys
+
+        return self._memo(("windows", s, epoch), make)
+
+    def _paired_block(self, s: int, b: int) -> np.ndarray:
+        """(per_block[s],) source-sample offsets of block b in window-key order."""
+        n, per_epoch = int(self._per_block[s]), self._blend[s].per_epoch
+        epoch, k = np.divmod(np.arange(b * n, (b + 1) * n, dtype=np.int64), per_epoch)
+        keys = np.empty(n, np.uint64)
+        for e in np.unique(epoch):
+            keys[epoch == e] = self._paired_windows(s, int(e))[1][k[epoch == e]]
+        return np.argsort(keys, kind="stable")
+
+    def _locate_paired(self, block: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_locate`` in the paired order: the blend pattern unshuffled, each source's samples of a
+        block taken in ``_paired_block`` order."""
+        s = self._pattern[pos]
+        j = np.empty_like(pos)
+        for b in np.unique(block):
+            for src in np.unique(s[block == b]):
+                at = (block == b) & (s == src)
+                order = self._memo(("paired", int(src), int(b)), lambda: self._paired_block(int(src), int(b)))
+                j[at] = b * self._per_block[src] + order[self._rank[pos[at]]]
+        return s, j
 
     def _window(self, s: int, j: int) -> np.ndarray:
         """Tokens [k·L, k·L + L + 1) of the concatenation of epoch j // n, k = j mod n."""
         epoch, k = divmod(j, self._blend[s].per_epoch)
         order, cum = self._epoch(s, epoch)
+        if self.cfg.order == "paired":
+            return self._read_circular(order, cum, int(self._paired_windows(s, epoch)[0][k]))
         start, need = k * self.cfg.seq_len, self.cfg.seq_len + 1
         out, filled = np.empty(need, np.int64), 0
         d = int(np.searchsorted(cum, start, side="right")) - 1
@@ -295,4 +399,17 @@ class TokenData:
             piece = self.shards[shard].get(g - int(self._first[shard]), start + filled - int(cum[d]), need - filled)
             out[filled : filled + len(piece)] = piece
             filled, d = filled + len(piece), d + 1
+        return out
+
+    def _read_circular(self, order: np.ndarray, cum: np.ndarray, start: int) -> np.ndarray:
+        """seq_len + 1 tokens of the epoch's concatenation from ``start``, wrapping to its start."""
+        need, out, filled, total = self.cfg.seq_len + 1, np.empty(self.cfg.seq_len + 1, np.int64), 0, int(cum[-1])
+        while filled < need:
+            at = (start + filled) % total
+            d = int(np.searchsorted(cum, at, side="right")) - 1
+            g = int(order[d])
+            shard = int(np.searchsorted(self._first, g, side="right")) - 1
+            piece = self.shards[shard].get(g - int(self._first[shard]), at - int(cum[d]), need - filled)
+            out[filled : filled + len(piece)] = piece
+            filled += len(piece)
         return out

@@ -100,7 +100,11 @@ class ProxyRun:
 def _stream(manifest: str, cfg: ProxyConfig, seed: int, split: str):
     from train.data import TokenData
 
-    data = dataclasses.replace(cfg.data, seed=seed, verify=False, valid_fraction=1.0 if split == "valid" else 0.0)
+    # the dev set is scored in one fixed packed order whatever the training order (dev_set's windows)
+    order = "shuffle" if split == "valid" else cfg.data.order
+    data = dataclasses.replace(
+        cfg.data, seed=seed, verify=False, valid_fraction=1.0 if split == "valid" else 0.0, order=order
+    )
     return TokenData(manifest, data, split)
 
 
