@@ -555,3 +555,31 @@ def test_a_dev_set_that_overlaps_everything_is_refused_before_training(small_inp
     )
     assert code == 2 and "the dev set overlaps the training documents: 12 of 12" in caplog.text
     assert not (root / "out-dev").exists() and "proxy run" not in caplog.text
+
+
+def test_the_paired_data_order_shrinks_the_paired_seed_spread(tmp_path, shards):
+    """Common random numbers (train.data order="paired", the judge's default): a variant that
+    keeps 6 noise pages more than its baseline's 80 clean ones, four seeds each. With a permutation
+    of positions the two runs of a seed see unrelated data orders and their difference carries
+    both orders' luck; in the paired order they see the shared windows at nearly the same steps,
+    and the seed-to-seed sd of the paired difference falls to less than half."""
+    import dataclasses
+
+    rng = random.Random("paired")
+    clean = [_markov(rng, 60) + [0] for _ in range(80)]
+    noise = [[rng.randrange(1, V) for _ in range(60)] + [0] for _ in range(6)]
+    more = clean[:]
+    for doc in noise:
+        more.insert(rng.randrange(len(more)), doc)
+    paths = {}
+    for name, docs in (("base", clean), ("more", more)):
+        path = shard_fixture.write_corpus(tmp_path / name, [(0, "web", d) for d in docs], 1, ["web"], 0, V)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "tokenizer_sha256": SHA}))
+        paths[name] = str(path)
+    sd = {}
+    for order in ("shuffle", "paired"):
+        base = _proxy()
+        cfg = dataclasses.replace(base, data=dataclasses.replace(base.data, order=order))
+        runs = [train_one(cfg, ProxyRun(v, s, paths[v], shards["dev"])) for v in ("base", "more") for s in range(4)]
+        sd[order] = js.compare(runs, "base")["more"]["sd"]
+    assert sd["paired"] < 0.5 * sd["shuffle"], sd
