@@ -117,6 +117,9 @@ def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
     sized(marked.rejected(), rejected, output).write.parquet(out.path("rejected"))
 
 
+TEMPLATE_KEYS = "template_keys"  # a nightly version's template key counts (etl.classify.crawl_repeat)
+
+
 def build_corpus(
     cfg: BuildConfig,
     inputs: list[str],
@@ -125,10 +128,14 @@ def build_corpus(
     overwrite: bool = False,
     spark: SparkSession | None = None,
     index_run: str | None = None,
+    template_history: list[str] | None = None,
 ) -> dict[str, Any]:
     """The whole chain; ``index_run`` names this build's batch in the dedup index (default: random).
     The index learns the kept documents before the output is published (a crash in between is
-    undone by the nightly refresh, which retracts the batch of an unpublished version)."""
+    undone by the nightly refresh, which retracts the batch of an unpublished version).
+    ``template_history``: earlier builds' ``template_keys/`` (the nightly's versions), counted with
+    this input's by the template rule; given (even empty), this build writes its own
+    ``template_keys/`` for the builds after it."""
     from etl.clean.decontaminate import prepare
     from etl.dedup.index import DedupIndex
     from etl.report.html import render as render_html
@@ -142,10 +149,12 @@ def build_corpus(
         with report_progress(spark.sparkContext, counters, "build"):
             with label_jobs(spark.sparkContext, "read, clean, classify"):
                 marked = read_clean_classify(
-                    spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters
+                    spark, inputs, cfg.reader, cfg.rules, cfg.pii, cfg.quality, cfg.classify, counters, template_history
                 )
             try:
                 parts = _build_phases(cfg, marked, index, evals, out, laps)
+                if marked.template_counts is not None:
+                    marked.template_counts.write.parquet(out.path(TEMPLATE_KEYS))
             finally:
                 marked.unpersist()
         if index is not None:

@@ -74,6 +74,8 @@ class Marked:
     models: dict  # the models scored with: {"spam": {"dir", "sha256"}, "quality": {...}} (empty: none)
     quality: dict  # the quality stage's mode, profile and thresholds with their provenance
     cached: DataFrame  # what is persisted (``rows`` may add the doc_id renaming on top of it)
+    # this input's template key counts (key, texts), persisted, when the caller keeps them (the nightly)
+    template_counts: DataFrame | None = None
 
     def records(self) -> DataFrame:
         return self.rows.where(F.col("kind") == rec.RECORD)
@@ -100,6 +102,8 @@ class Marked:
 
     def unpersist(self) -> None:
         self.cached.unpersist()
+        if self.template_counts is not None:
+            self.template_counts.unpersist()
 
 
 def read_clean_classify(
@@ -111,11 +115,15 @@ def read_clean_classify(
     quality: QualityConfig,
     classify: ClassifyConfig,
     counters: Counters,
+    template_history: list[str] | None = None,
 ) -> Marked:
     """read → clean → personal data → quality → classify. Models and the reference profile are
     verified on the driver before anything is read (``ModelError``, ``ProfileError``). In the
     quality stage's ``annotate`` mode nothing that has text is dropped: the PanGu-α rules' and the
-    quality rules' failures are ``quality_flags``, the classifiers score without dropping."""
+    quality rules' failures are ``quality_flags``, the classifiers score without dropping.
+    ``template_history``: Parquet directories of earlier inputs' template key counts (the
+    nightly's versions), added to this input's; given (even empty), this input's counts are kept
+    in ``Marked.template_counts``."""
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
@@ -135,15 +143,17 @@ def read_clean_classify(
         # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
         reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
         screened.summary["template"] = {**asdict(quality.template), **spans}
+        prior = spark.read.parquet(*template_history) if template_history else None
         with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):
-            repeated, shares = crawl_repeat_stage(cached, quality.template, quality.mode, reference)
-            repeated = repeated.persist(StorageLevel.MEMORY_AND_DISK)
+            done = crawl_repeat_stage(
+                cached, quality.template, quality.mode, reference, prior, keep_counts=template_history is not None
+            )
+            repeated = done.rows.persist(StorageLevel.MEMORY_AND_DISK)
             repeated.count()  # materialised before the per-document pass's rows are let go
         cached.unpersist()
-        shares.unpersist()
-        cached = repeated
+        done.unpersist_shares()
+        cached, template_counts = repeated, done.counts
     else:
-        cached = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double"))
-    return Marked(
-        unique_ids(cached), files, models, screened.summary, cached
-    )  # repeated input ids made unique (etl/read/ids.py)
+        cached, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
+    # repeated input ids made unique (etl/read/ids.py)
+    return Marked(unique_ids(cached), files, models, screened.summary, cached, template_counts)

@@ -3,7 +3,8 @@ deduplicated against everything already in the corpus, and publish a new version
 
 CORPUS_ROOT (a POSIX path: local disk or a shared mount):
     CURRENT                      the published version's name, e.g. v000007 (replaced last, by rename)
-    versions/vNNNNNN/            a build_corpus output (documents/ rejected/ duplicates/ shards/ report.*)
+    versions/vNNNNNN/            a build_corpus output (documents/ rejected/ duplicates/ shards/ report.*,
+                                 template_keys/: its template key counts, which later nights add to theirs)
                                  + corpus.json: every shard of every version up to this one, in the
                                  shard-manifest format trainers read (paths relative to it)
                                  + refresh.json: the input files and the watermark after them
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from base.manifest import merge_manifests
-from etl.corpus import BuildConfig, build_corpus
+from etl.corpus import TEMPLATE_KEYS, BuildConfig, build_corpus
 from etl.read import remote
 from etl.read.records import detect_format
 from etl.runtime.failpoints import failpoint
@@ -168,7 +169,21 @@ def _publish_version(
     build_cfg = replace(cfg, tokenizer=replace(cfg.tokenizer, model=tokenizer)) if tokenizer else cfg
     out = corpus / "versions" / version
     log.info("building %s from %d new files", version, len(new))
-    report = build_corpus(build_cfg, [p for _, p in new], str(out), index_dir=index_dir, spark=spark, index_run=version)
+    # the template rule counts the published versions' keys with tonight's (a farm a few pages a night)
+    prior = [
+        str(d)
+        for v in (history["versions"] if history else [])
+        if (d := corpus / "versions" / v / TEMPLATE_KEYS).is_dir()
+    ]
+    report = build_corpus(
+        build_cfg,
+        [p for _, p in new],
+        str(out),
+        index_dir=index_dir,
+        spark=spark,
+        index_run=version,
+        template_history=prior,
+    )
     failpoint("refresh:built")
     versions = (history["versions"] if history else []) + [version]
     merged = merge_manifests({v: corpus / "versions" / v / "shards" for v in versions}, out)

@@ -182,7 +182,7 @@ def test_spark_stage_matches_the_reference(spark):
     rows.append(dict(rows[0], offset=999, text=None, stage="read", reason="unreadable"))  # no text: not counted
     rows.append(dict(rows[0], kind=rec.FILE, offset=None, text=None))
     df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
-    out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg)[0].collect()}
+    out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg).rows.collect()}
     want, n_keys = crawl_template_shares(texts, cfg)
     for i, t in enumerate(texts):
         r = out[(f"f{i % 3}", i)]
@@ -238,8 +238,8 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
     )
     reference, summary = reference_spans(spark, str(tmp_path), cfg)
     assert summary["reference_spans"]["keys"] == meta["keys"]
-    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference)[0].collect())
-    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg)[0].collect())
+    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference).rows.collect())
+    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg).rows.collect())
     assert reference_spans(spark, str(tmp_path), CrawlRepeatConfig(modulus=4))[0] is None  # other settings
     data = bytearray((tmp_path / SPANS_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -247,3 +247,41 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
     with pytest.raises(ModelError, match="checksum"):
         reference_spans(spark, str(tmp_path), cfg)
     assert json.loads((tmp_path / SPANS_META).read_text())["ngram"] == cfg.ngram
+
+
+@pytest.mark.slow
+def test_a_farm_a_few_pages_a_night_is_seen_with_the_nights_before(spark):
+    """The nightly keeps each version's key counts: three template pages a night are under
+    min_docs alone, six over two nights are not."""
+    import pandas as pd
+
+    from etl.classify.crawl_repeat import COUNT_COLUMNS, REASON, crawl_repeat_stage
+    from etl.read import records as rec
+
+    cfg = CrawlRepeatConfig(modulus=2, min_docs=5, max_share=0.5)
+    pages = _template_pages(6, seed=9)
+
+    def night(texts: list[str]):
+        return spark.createDataFrame(
+            pd.DataFrame(
+                {
+                    "kind": rec.RECORD,
+                    "source_file": "f",
+                    "offset": range(len(texts)),
+                    "text": texts,
+                    "stage": None,
+                    "reason": None,
+                    "quality_flags": None,
+                }
+            )
+        )
+
+    first = crawl_repeat_stage(night(pages[:3]), cfg, keep_counts=True)
+    assert not any(r.reason == REASON for r in first.rows.collect())
+    counts = first.counts.toPandas()
+    assert tuple(counts.columns) == COUNT_COLUMNS and counts["texts"].max() == 3
+    prior = spark.createDataFrame(counts)
+    alone = crawl_repeat_stage(night(pages[3:]), cfg)
+    assert not any(r.reason == REASON for r in alone.rows.collect())
+    second = crawl_repeat_stage(night(pages[3:]), cfg, prior_counts=prior)
+    assert all(r.reason == REASON for r in second.rows.collect())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -75,17 +76,34 @@ def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
 _ARROW = (pa.string(), pa.int64(), pa.int64(), pa.int8(), pa.int64(), pa.int32(), pa.int32())
 
 
-def template_shares(texts: DataFrame, cfg: CrawlRepeatConfig, reference_keys: DataFrame | None = None) -> DataFrame:
+def key_counts(keys: DataFrame) -> DataFrame:
+    """(key, texts): how many distinct texts hold each key (exact copies count once)."""
+    return keys.select("ident", "key").distinct().groupBy("key").agg(F.count("*").alias("texts"))
+
+
+def template_shares(
+    texts: DataFrame,
+    cfg: CrawlRepeatConfig,
+    reference_keys: DataFrame | None = None,
+    prior_counts: DataFrame | None = None,
+) -> tuple[DataFrame, DataFrame]:
     """(source_file, offset, template_share, template_keys) of every text with at least one
-    sampled span key (``filters.crawl_repeat.template_share``). ``texts``: rows with source_file,
-    offset, text."""
+    sampled span key (``filters.crawl_repeat.template_share``), and this input's ``key_counts``.
+    ``texts``: rows with source_file, offset, text. ``prior_counts``: (key, texts) of earlier
+    inputs (the nightly's published versions), added to this input's."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield keys_batch(b, cfg)
 
     keys = texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
-    held = keys.select("ident", "key").distinct().groupBy("key").count().where(F.col("count") >= cfg.min_docs)
+    counts = key_counts(keys)
+    total = counts
+    if prior_counts is not None:
+        total = (
+            counts.unionByName(prior_counts.select(*COUNT_COLUMNS)).groupBy("key").agg(F.sum("texts").alias("texts"))
+        )
+    held = total.where(F.col("texts") >= cfg.min_docs).select("key")
     if reference_keys is not None:
         held = held.join(reference_keys, "key", "left_anti")
     held = held.select("key", F.lit(True).alias("_held"))
@@ -104,23 +122,49 @@ def template_shares(texts: DataFrame, cfg: CrawlRepeatConfig, reference_keys: Da
     share = F.greatest(
         F.col("_span_hits") / F.col("template_keys"), F.coalesce(F.col("_clause_chars") / F.col("_chars"), F.lit(0.0))
     )
-    return per_doc.select("source_file", "offset", share.alias(SHARE), "template_keys")
+    return per_doc.select("source_file", "offset", share.alias(SHARE), "template_keys"), counts
+
+
+COUNT_COLUMNS = ("key", "texts")
+
+
+@dataclass
+class TemplatePass:
+    """``crawl_repeat_stage``'s result: the marked rows, and what the caller unpersists once it has
+    persisted them (the per-document shares; this input's key counts, persisted when kept)."""
+
+    rows: DataFrame
+    shares: DataFrame | None = None
+    counts: DataFrame | None = None
+
+    def unpersist_shares(self) -> None:
+        if self.shares is not None:
+            self.shares.unpersist()
 
 
 def crawl_repeat_stage(
-    rows: DataFrame, cfg: CrawlRepeatConfig, mode: str = "filter", reference_keys: DataFrame | None = None
-) -> tuple[DataFrame, DataFrame | None]:
+    rows: DataFrame,
+    cfg: CrawlRepeatConfig,
+    mode: str = "filter",
+    reference_keys: DataFrame | None = None,
+    prior_counts: DataFrame | None = None,
+    keep_counts: bool = False,
+) -> TemplatePass:
     """``rows``: the marked rows (kind, source_file, offset, text, stage, reason, quality_flags).
     Returns them with ``template_share`` (null where not measured) and, for documents over the
-    threshold, the quality stage's mark (``filter``) or flag (``annotate``); and the persisted
-    per-document shares they are joined with (the caller unpersists them once it has persisted
-    the rows). Runs one job now (counting the shares: broadcast up to ``BROADCAST_MAX``)."""
+    threshold, the quality stage's mark (``filter``) or flag (``annotate``); the persisted
+    per-document shares they are joined with; with ``keep_counts``, this input's key counts,
+    persisted (what a nightly version keeps for the next nights). Runs one job now (counting the
+    shares: broadcast up to ``BROADCAST_MAX``)."""
     if not cfg.enabled:
-        return rows.withColumn(SHARE, F.lit(None).cast("double")), None
+        return TemplatePass(rows.withColumn(SHARE, F.lit(None).cast("double")))
     # every record with text is evidence of a template, the ones an earlier rule removed too (a
     # farm's pages caught by another rule still show the frame its other pages share)
     texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
-    shares = template_shares(texts, cfg, reference_keys).persist(StorageLevel.MEMORY_AND_DISK)
+    shares, counts = template_shares(texts, cfg, reference_keys, prior_counts)
+    if keep_counts:
+        counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
+    shares = shares.persist(StorageLevel.MEMORY_AND_DISK)
     small = shares.count() <= BROADCAST_MAX  # ~40 bytes a document: the rows are then not shuffled
     out = rows.join(F.broadcast(shares) if small else shares, ["source_file", "offset"], "left")
     live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
@@ -133,7 +177,7 @@ def crawl_repeat_stage(
     if mode == "filter":
         cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
         cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
-    return out.withColumns(cols).select(*rows.columns, SHARE), shares
+    return TemplatePass(out.withColumns(cols).select(*rows.columns, SHARE), shares, counts if keep_counts else None)
 
 
 SPANS_FILE = "reference_spans.parquet"  # beside the fluency model: the reference's sampled span keys
