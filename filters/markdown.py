@@ -30,7 +30,7 @@ SENTENCE_MARKS = re.compile("[，。！？；：、]")
 PROSE_PUNCT_EVERY = 30
 _SPACE = re.compile(r"\s+")
 
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?=[ \t]|$)")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?=[ \t]+\S)", re.M)  # with a title: a line of ##### is a rule
 _BULLET = re.compile(r"^[ \t]*[-*+](?=[ \t])")
 _QUOTE = re.compile(r"^ {0,3}(?:>[ \t]?)+")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
@@ -125,15 +125,16 @@ def has_syntax(text: str) -> bool:
 
 
 def outside_syntax(text: str, fn: Callable[[str], str]) -> str:
-    """``fn`` applied to the text outside code blocks, tables (``syntax_lines``) and code spans,
-    those kept as they are: a rule for decoration must not rewrite ``__init__``, ``a == b``, a
-    fence or a table's delimiter row."""
-    if not has_syntax(text):
+    """``fn`` applied to the text outside code blocks, tables (``syntax_lines``), code spans and
+    heading markers, those kept as they are: a rule for decoration must not rewrite ``__init__``,
+    ``a == b``, a fence, a table's delimiter row or the ``##`` that makes a line a heading."""
+    if not has_syntax(text) and not ("#" in text and _HEADING.search(text)):
         return fn(text)
     lines = text.split("\n")
     out, pending = [], []  # pending: prose lines not yet given to fn (joined: one call a run)
     for line, fenced in zip(lines, syntax_lines(lines)):
-        if not fenced and "`" not in line:
+        heading = _HEADING.match(line) if "#" in line else None
+        if not fenced and "`" not in line and not heading:
             pending.append(line)
             continue
         if pending:
@@ -141,6 +142,8 @@ def outside_syntax(text: str, fn: Callable[[str], str]) -> str:
             pending = []
         if fenced:
             out.append(line)
+        elif heading and "`" not in line:
+            out.append(line[: heading.end()] + fn(line[heading.end() :]))
         else:
             parts, pos = [], 0
             for m in code_spans(line):
@@ -166,6 +169,17 @@ def _table_rows(lines: list[str]) -> list[bool]:
             i = j
         i += 1
     return out
+
+
+def is_heading(line: str) -> bool:
+    """A Markdown (ATX) heading: ``#`` to ``######`` and a space at the start of the line."""
+    return "#" in line and _HEADING.match(line) is not None
+
+
+def without_bullet(line: str) -> str:
+    """``line`` without its list-item bullet and quote markers."""
+    line = _BULLET.sub("", line)
+    return _QUOTE.sub("", line) if ">" in line else line
 
 
 def _unmarked(line: str) -> str:

@@ -17,7 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters.markdown import code_spans_as, has_syntax, outside_syntax, prose, syntax_lines
+from filters.markdown import (
+    code_spans_as,
+    has_syntax,
+    is_heading,
+    outside_syntax,
+    prose,
+    syntax_lines,
+    without_bullet,
+)
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
 HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF), (0x30000, 0x323AF))
@@ -419,8 +427,9 @@ def is_navigation_line(
     max_spaced_item_chars: int = 5,
 ) -> bool:
     """A menu-like line: 'A | B | C', '首页 > 新闻 > 正文', '新闻 体育 娱乐 财经', or a short
-    line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings,
-    lines with a parenthetical gloss and lines ending in a colon are text, not menus. Items separated by whitespace only
+    line holding a navigation keyword ('当前位置', '返回顶部', ...). Chapter and section headings
+    (``第四十回``, a Markdown ``## ``), lines with a parenthetical gloss and lines ending in a colon
+    are text, not menus. Items separated by whitespace only
     must average at most ``max_spaced_item_chars`` characters: menu entries are words ('国内新闻'),
     a chapter title's halves are phrases ('蔡夫人议献荆州'), and the average is of the items that hold
     Han (a Latin word set off by spaces, '按唯一 ID 前缀或完整 Thread ID 导出', shortens no phrase)."""
@@ -429,8 +438,8 @@ def is_navigation_line(
         return False
     if len(line) <= max_keyword_line_chars and _keyword_re(keywords).search(line):
         return True
-    if HEADING.search(line) or GLOSS.search(line) or line.endswith("："):
-        return False  # a line that ends in a colon (冒号, a pause mark of GB/T 15834) introduces what follows
+    if HEADING.search(line) or GLOSS.search(line) or line.endswith("：") or is_heading(line):
+        return False  # a line ending in a colon (冒号, a pause mark of GB/T 15834) introduces what follows
     explicit = NAV_SEPARATORS.search(line) is not None
     items = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]
     needed = min_items if explicit else min_items + 1
@@ -468,7 +477,9 @@ def remove_navigation_lines(
     fenced = syntax_lines(lines) if has_syntax(text) else [False] * len(lines)
     out, removed = [], 0
     for line, code in zip(lines, fenced):
-        judged = _CODE_AND_SPACE.sub("", code_spans_as(line, "\x00"))  # a code span is a word of its line
+        # a code span is a word of its line; a bullet is no menu item; a heading is a title
+        judged = _CODE_AND_SPACE.sub("", code_spans_as(line, "\x00"))
+        judged = judged if is_heading(judged) else without_bullet(judged)
         if (
             code
             or SENTENCE_PUNCT.search(judged)

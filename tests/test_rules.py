@@ -315,8 +315,17 @@ def test_stamp_spans_are_the_stamp_pattern_matches():
         "按精确标题、唯一 ID 前缀或完整 Thread ID 直接导出",  # Latin words set off by spaces
         "`fix` 会把 `threads` 表中所有行的 `model_provider` 和 `model` 更新为 `config.toml`",  # code spans
         "确认后按标题或 Thread ID 克隆：",  # it introduces what follows
+        "- 自动生成 CLI 命令行",  # a list item's bullet is no menu item
     ],
 )
 def test_mixed_chinese_and_english_lines_are_not_menus(line):
     assert tx.remove_navigation_lines(line, NAV.keywords, 3, 8, 40)[1] == 0
     assert tx.remove_navigation_lines("新闻 News 联系 科技 汽车", NAV.keywords, 3, 8, 40)[1] == 1  # a menu still is
+
+
+def test_markdown_headings_are_titles(cleaner):
+    """A heading's ``###`` is its syntax, not a decorative run, and a heading is no menu; a line of
+    ``#####`` is still a rule and goes."""
+    out = cleaner("### Q: 编译为 EXE 失败\n#####\n" + NEWS)
+    assert out.text.startswith("### Q: 编译为 EXE 失败\n") and "#####" not in out.text
+    assert out.nav_lines_removed == 0
