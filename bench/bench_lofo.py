@@ -176,16 +176,24 @@ def table_lines(report: dict) -> list[str]:
     return out
 
 
+def model_key(data_sha256: str) -> str:
+    """The cache name of a model: its training data and the classifiers' preprocessing version."""
+    from filters.classify import PREPROCESS_VERSION
+
+    return hashlib.sha256(f"{data_sha256} preprocess v{PREPROCESS_VERSION}".encode()).hexdigest()[:16]
+
+
 def trained_model(data: bytes, models: Path, log: Path) -> tuple[Path, str]:
     """(model, sha256 of ``data``): the spam model of the training file ``data``, trained with
-    TRAIN_FLAGS unless MODELS/spam-SHA already holds it. The training file lives only while it
-    trains (MODELS/spam-SHA.jsonl)."""
+    TRAIN_FLAGS unless MODELS/spam-SHA already holds it (SHA over the data and the classifiers'
+    preprocessing version: a model of other preprocessing is not this one). The training file
+    lives only while it trains (MODELS/spam-SHA.jsonl)."""
     sha = hashlib.sha256(data).hexdigest()
-    model = models / f"spam-{sha[:16]}"
+    model = models / f"spam-{model_key(sha)}"
     if (model / "metadata.json").exists():
         print(f"  spam model cached: {model}", flush=True)
         return model, sha
-    train_file = models / f"spam-{sha[:16]}.jsonl"
+    train_file = models / f"{model.name}.jsonl"
     models.mkdir(parents=True, exist_ok=True)
     train_file.write_bytes(data)
     cmd = [sys.executable, "-m", "jobs.train_classifier", "--kind", "spam", "--input", str(train_file)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_lofo import FULL, TRAIN_FLAGS, lofo_report, pick_families, run_of, trained_model
+from bench.bench_lofo import FULL, TRAIN_FLAGS, lofo_report, model_key, pick_families, run_of, trained_model
 from bench.lofo_data import heldout_pages, hold_out, merge_sets, page_body, seed_families, seed_family
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +184,7 @@ def test_the_retrains_use_make_demos_flags():
 def test_a_model_is_cached_by_the_sha256_of_its_training_data(tmp_path, monkeypatch):
     monkeypatch.setattr("bench.bench_lofo._run", lambda cmd, log: pytest.fail(f"trained: {cmd}"))
     data = "".join(f"{line}\n" for line in SEED_LINES).encode()
-    model = tmp_path / f"spam-{hashlib.sha256(data).hexdigest()[:16]}"
+    model = tmp_path / f"spam-{model_key(hashlib.sha256(data).hexdigest())}"
     model.mkdir()
     (model / "metadata.json").write_text("{}")
     assert trained_model(data, tmp_path, tmp_path / "train.log") == (model, hashlib.sha256(data).hexdigest())
