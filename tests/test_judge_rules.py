@@ -558,7 +558,7 @@ def test_a_dev_set_that_overlaps_everything_is_refused_before_training(small_inp
 
 
 def test_the_paired_data_order_shrinks_the_paired_seed_spread(tmp_path, shards):
-    """Common random numbers (train.data order="paired", the judge's default): a variant that
+    """Common random numbers (train.data order="paired", an option of the judge's proxies): a variant that
     keeps 6 noise pages more than its baseline's 80 clean ones, four seeds each. With a permutation
     of positions the two runs of a seed see unrelated data orders and their difference carries
     both orders' luck; in the paired order they see the shared windows at nearly the same steps,
