@@ -26,16 +26,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from filters.markdown import code_lines, has_code, without_inline_code
+from filters.markdown import prose
 from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 from filters.text import nfkc_lower_batch
 
 PREPROCESS_VERSION = "2"  # bump when preprocess() changes: models trained before must be retrained
-# v2 (issue 32): the models read a page without its code (``without_code``): fenced code blocks and
-# code spans are not words of the page (a README's `pip install` and identifiers read as spam's
-# Latin contact ids: the v1 spam model removed 37 of 86 Chinese technical pages). The rest of the
-# markup stays: a bullet or a heading is layout the models learn (without the bullets of the
-# seed's list-shaped ham, a model read 14 of 120 saying collections as spam)
+# v2 (issue 32): the models read a page's prose (``filters.markdown.prose``): code blocks, code spans,
+# link targets, HTML tags and Markdown markers are not words of the page (a README's `pip install`,
+# identifiers and URLs read as spam's Latin contact ids: the v1 spam model removed 37 of 86
+# Chinese technical pages, one reading the text without its code alone 43, one reading the prose 7;
+# docs/classifiers.md)
 # Score the opening of a document; long tails add time, not signal (ours; bench/bench_segment.py
 # measured 1,000 and 500 characters: other decisions on 0.1-0.2 % of the demo crawl's documents).
 MAX_CHARS = 3000
@@ -45,24 +45,15 @@ PREPROCESS_HMM = True
 MODEL_FILE, META_FILE = "model.bin", "metadata.json"
 
 
-def without_code(text: str) -> str:
-    """``text`` with the lines of fenced code blocks and the code spans taken out
-    (``filters.markdown``: only what reads as code, never Chinese prose set in a box)."""
-    if not has_code(text):
-        return text
-    lines = text.split("\n")
-    return "\n".join("" if code else without_inline_code(line) for line, code in zip(lines, code_lines(lines)))
-
-
 class ModelError(RuntimeError):
     """A model directory that is missing, corrupted, or not the model it claims to be."""
 
 
 def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> str:
-    """The text without its code (``without_code``), NFKC + lower case, first ``max_chars``
-    characters, whitespace (newlines included) folded, jieba words (HMM on; ``segmenter``: default
-    engine) joined by single spaces: one line, as fastText reads it."""
-    head = without_code(text)[:max_chars]
+    """The prose (``filters.markdown.prose``), NFKC + lower case, first ``max_chars`` characters,
+    whitespace (newlines included) folded, jieba words (HMM on; ``segmenter``: default engine)
+    joined by single spaces: one line, as fastText reads it."""
+    head = prose(text)[:max_chars]
     if not unicodedata.is_normalized("NFKC", head):  # the quick check: most text is NFKC already
         head = unicodedata.normalize("NFKC", head)
     folded = " ".join(head.lower().split())
@@ -76,7 +67,7 @@ def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS, segmenter
     """``[preprocess(t, max_chars, segmenter) for t in texts]``, the normalisation done for the
     batch at once (``filters.text.nfkc_lower_batch``, ~4x faster than text by text)."""
     cut = (segmenter or get_segmenter(None, PREPROCESS_HMM)).cut
-    heads = nfkc_lower_batch([without_code(t)[:max_chars] for t in texts])
+    heads = nfkc_lower_batch([prose(t)[:max_chars] for t in texts])
     return [" ".join(" ".join(cut(" ".join(h.split()))).split()) for h in heads]
 
 
