@@ -176,6 +176,11 @@ def is_heading(line: str) -> bool:
     return "#" in line and _HEADING.match(line) is not None
 
 
+def without_html(line: str) -> str:
+    """``line`` without HTML tags and comments."""
+    return _HTML.sub(" ", line) if "<" in line else line
+
+
 def without_bullet(line: str) -> str:
     """``line`` without its list-item bullet and quote markers."""
     line = _BULLET.sub("", line)

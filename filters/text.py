@@ -25,6 +25,7 @@ from filters.markdown import (
     prose,
     syntax_lines,
     without_bullet,
+    without_html,
 )
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
@@ -406,6 +407,8 @@ HEADING = re.compile(f"第[{_NUMERAL}]+[回章节卷部篇集条款编幕折则]
 GLOSS = re.compile(r"（[^）]+）|\([^)]+\)")
 
 
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter (Han included) or a digit
+
 # A code span with the spaces around it (marked by ``code_spans_as(line, "\0")``): the words on
 # either side are one phrase, not two menu items.
 _CODE_AND_SPACE = re.compile("[ \t\u3000]*\x00[ \t\u3000]*")
@@ -441,7 +444,8 @@ def is_navigation_line(
     if HEADING.search(line) or GLOSS.search(line) or line.endswith("：") or is_heading(line):
         return False  # a line ending in a colon (冒号, a pause mark of GB/T 15834) introduces what follows
     explicit = NAV_SEPARATORS.search(line) is not None
-    items = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]
+    parts = [s for s in (NAV_SEPARATORS.split(line) if explicit else line.split()) if s]
+    items = [s for s in parts if _WORDLIKE.search(s)]  # an icon or a dash between the words is no item
     needed = min_items if explicit else min_items + 1
     if len(items) < needed or any(len(s) > max_item_chars for s in items):
         return False
@@ -451,7 +455,7 @@ def is_navigation_line(
     # spaced title would look like a menu (a short line: regexes beat the numpy scan's fixed cost).
     # Short means the items with Han: a Latin word or a number set off by spaces, as Chinese
     # typesetting sets them ('按唯一 ID 前缀导出'), makes no phrase around it shorter.
-    n = sum(map(len, items))
+    n = sum(map(len, parts))
     han_items = [s for s in items if HAN_RUN.search(s)]
     return (
         bool(han_items)
@@ -477,9 +481,9 @@ def remove_navigation_lines(
     fenced = syntax_lines(lines) if has_syntax(text) else [False] * len(lines)
     out, removed = [], 0
     for line, code in zip(lines, fenced):
-        # a code span is a word of its line; a bullet is no menu item; a heading is a title
-        judged = _CODE_AND_SPACE.sub("", code_spans_as(line, "\x00"))
-        judged = judged if is_heading(judged) else without_bullet(judged)
+        # a heading is a title; a bullet and HTML tags are no menu items; a code span is a word of its line
+        judged = line if is_heading(line) else without_html(without_bullet(line))
+        judged = _CODE_AND_SPACE.sub("", code_spans_as(judged, "\x00"))
         if (
             code
             or SENTENCE_PUNCT.search(judged)

@@ -6,7 +6,8 @@ issue 32 (the Han ratio of units of writing, Markdown code spared) on the 21 doc
 that changed, all kept instead of low_han_ratio: 19 of the demo's local-SEO spam pages, whose phone
 numbers and www addresses alone had put them under 60 % (the spam stage's to remove), one
 unlabelled page and one synthetic document; and one fuzz text whose line ``### → e-mail…`` is a
-Markdown heading, whose ``###`` the symbol rule now leaves."""
+Markdown heading, whose ``###`` the symbol rule now leaves; and one synthetic document whose
+line ``日 ： 谢谢您的日 ： 谢谢您的`` is no menu (a lone colon is no item): title_only, not too_short."""
 
 from __future__ import annotations
 

@@ -316,11 +316,14 @@ def test_stamp_spans_are_the_stamp_pattern_matches():
         "`fix` 会把 `threads` 表中所有行的 `model_provider` 和 `model` 更新为 `config.toml`",  # code spans
         "确认后按标题或 Thread ID 克隆：",  # it introduces what follows
         "- 自动生成 CLI 命令行",  # a list item's bullet is no menu item
+        "- 🌍 跨境访问 - 访问国外资源",  # nor are an icon and a dash
+        "      <br><b>多线对比图</b>",  # nor HTML tags
     ],
 )
 def test_mixed_chinese_and_english_lines_are_not_menus(line):
     assert tx.remove_navigation_lines(line, NAV.keywords, 3, 8, 40)[1] == 0
     assert tx.remove_navigation_lines("新闻 News 联系 科技 汽车", NAV.keywords, 3, 8, 40)[1] == 1  # a menu still is
+    assert tx.remove_navigation_lines("🏠 首页 📰 新闻 ⚽ 体育 🎬 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
 
 
 def test_markdown_headings_are_titles(cleaner):
