@@ -2,17 +2,18 @@
 whole input, after read → clean → quality → classify.
 
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
-   template) gives its distinct sampled n-gram keys, tagged with an identity of its span text,
-   so exact copies of one text count once.
-2. ``groupBy(key)`` counts the distinct texts holding each key; the keys held by at least
-   ``min_docs`` are the template spans (less any span of the reference corpus, when the profile
-   ships its spans: natural text is not a template, however often a crawl quotes it).
-3. Each document's share of template spans is joined back by (source_file, offset), the record's
-   identity before doc_ids are made unique, as the ``template_share`` column; a document at or
-   over ``max_share`` is marked ``stage="quality"``, ``reason="template_share_high"``
-   (``annotate`` mode: a flag).
+   template) gives its distinct keys (sampled 10-character spans and clauses), tagged with an
+   identity of its text, so exact copies of one text count once.
+2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``; the nightly adds
+   the counts its published versions kept); the keys held by at least ``min_docs`` are template
+   keys, less any key of the reference corpus (natural text is not a template, however often a
+   crawl quotes it).
+3. Each document's ``template_share`` (the larger of its spans' and its clause characters' share
+   that are template keys) is joined back by (source_file, offset), the record's identity before
+   doc_ids are made unique; a document at or over ``max_share`` is marked ``stage="quality"``,
+   ``reason="template_share_high"`` (``annotate`` mode: a flag).
 
-Two shuffles of 8 bytes per ``modulus`` characters of kept text, no per-row Python on the driver.
+Two shuffles of about 8 bytes per ``modulus`` characters of text, no per-row Python on the driver.
 """
 
 from __future__ import annotations
