@@ -55,7 +55,7 @@ INPUTS = [
 # dedup.driver_max_docs=0, driver_max_edges=0: groups, candidate edges and connected components on
 # Spark, one reliable checkpoint per components round.
 OVERRIDES = [
-    "tokenizer.vocab_size=600",
+    "tokenizer.vocab_size=1300",  # the six files' ~100 lines need ~980 characters at 0.98 coverage
     "tokenizer.character_coverage=0.98",
     "shards.num_shards=3",
     "dedup.driver_max_edges=0",
@@ -176,7 +176,14 @@ def submit(
 def crawl(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("crawl")
     crawl_fixture.build(root)
-    return [str(root / name) for name in INPUTS]
+    # copies for dedup to find on the cluster (the fixture's pages are distinct documents): an
+    # exact copy and a near copy of two of its pages, in a file of their own
+    copies = [
+        {"id": "copy-exact", "text": crawl_fixture.doc(0, 1)},
+        {"id": "copy-near", "text": crawl_fixture.doc(1, 2) + "\n（完）"},
+    ]
+    (root / "copies.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in copies), "utf-8")
+    return [str(root / name) for name in [*INPUTS, "copies.jsonl"]]
 
 
 def executor_python(root: Path) -> Path:
