@@ -46,6 +46,18 @@ def doc(i: int, j: int) -> str:
     return P[i] + "\n" + own[n] + "\n" + own[n + 1]
 
 
+COPIES = "copies.jsonl"
+
+
+def write_copies(root: Path) -> Path:
+    """``root/copies.jsonl``: an exact and a near copy of two kept pages, for a test whose subset
+    of the crawl must hold duplicates (the fixture's own pages are distinct documents)."""
+    copies = [{"id": "copy-exact", "text": doc(0, 1)}, {"id": "copy-near", "text": doc(1, 2) + "\n（完）"}]
+    path = root / COPIES
+    path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in copies), "utf-8")
+    return path
+
+
 @functools.lru_cache(maxsize=None)
 def _own_paragraphs() -> list[str]:
     """2 x 8 x 8 distinct news paragraphs of 60-120 characters, in corpus order: Han and Chinese

@@ -176,14 +176,8 @@ def submit(
 def crawl(tmp_path_factory) -> list[str]:
     root = tmp_path_factory.mktemp("crawl")
     crawl_fixture.build(root)
-    # copies for dedup to find on the cluster (the fixture's pages are distinct documents): an
-    # exact copy and a near copy of two of its pages, in a file of their own
-    copies = [
-        {"id": "copy-exact", "text": crawl_fixture.doc(0, 1)},
-        {"id": "copy-near", "text": crawl_fixture.doc(1, 2) + "\n（完）"},
-    ]
-    (root / "copies.jsonl").write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in copies), "utf-8")
-    return [str(root / name) for name in [*INPUTS, "copies.jsonl"]]
+    crawl_fixture.write_copies(root)  # duplicates for dedup to find on the cluster
+    return [str(root / name) for name in [*INPUTS, crawl_fixture.COPIES]]
 
 
 def executor_python(root: Path) -> Path:

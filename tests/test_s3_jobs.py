@@ -19,14 +19,15 @@ from tests import crawl_fixture
 from tests.test_s3_read import BUCKET, creds, store  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
-# tests/test_nightly.py's small build: a 600-piece tokenizer, two shards.
-SETTINGS = ["tokenizer.vocab_size=600", "tokenizer.character_coverage=0.98", "shards.num_shards=2"]
+# tests/test_nightly.py's small build, two shards; 1,300 pieces: the fixture needs ~980 characters at 0.98.
+SETTINGS = ["tokenizer.vocab_size=1300", "tokenizer.character_coverage=0.98", "shards.num_shards=2"]
 
 
 def _crawl(root: Path, upload, prefix: str) -> Path:
     """The hand-built crawl on disk and under ``s3://BUCKET/prefix/``, without its 10 MB line and
     without notes.txt (the nightly refresh lists crawl formats only)."""
     crawl_fixture.build(root)
+    crawl_fixture.write_copies(root)  # duplicates for dedup to find
     (root / "part-0.jsonl").unlink()
     (root / "notes.txt").unlink()
     for f in sorted(root.iterdir()):
