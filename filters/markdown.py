@@ -12,9 +12,9 @@ against text passing as code: a fence never closed is no block (CommonMark runs 
 the document; in a crawl it is a stray rule of backticks), and a block or span that reads as
 Chinese prose (``looks_like_code``) stays prose.
 
-Markup (``prose``): strong emphasis (``**`` and ``__``), heading, bullet and quote markers, the
-pipes and the delimiter row of a GFM table (a row is its cells, one space apart), link and image
-destinations, HTML tags and comments. The words they mark stay.
+Markup (``prose``): thematic breaks (``---``), strong emphasis (``**`` and ``__``), heading,
+bullet and quote markers, the pipes and the delimiter row of a GFM table (a row is its cells, one
+space apart), link and image destinations, HTML tags and comments. The words they mark stay.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ _SPACE = re.compile(r"\s+")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?=[ \t]+\S)", re.M)  # with a title: a line of ##### is a rule
 _BULLET = re.compile(r"^[ \t]*[-*+](?=[ \t])")
 _QUOTE = re.compile(r"^ {0,3}(?:>[ \t]?)+")
+# a thematic break (CommonMark 0.31 §4.1): three or more of one of - * _ alone on a line
+_BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
 _LINK_DEST = re.compile(r"(?<=\])\([^()\s]*(?:[ \t]+\"[^\"\n]*\")?\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
 # Any of these may be markup: the texts without one are returned by ``prose`` as they are (the
 # substrings first: ``in`` is ~3x faster than the regular expression on Chinese text).
-_MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t])", re.M)
-_MARKUP_HINTS = ("`", "|", "<", "](", "#", ">", "- ", "* ", "+ ", "-\t", "*\t", "+\t")
+_MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t]|[-*_]{3})", re.M)
+_MARKUP_HINTS = ("`", "|", "<", "](", "#", ">", "- ", "* ", "+ ", "-\t", "*\t", "+\t", "---", "***", "___")
 
 
 def has_code(text: str) -> bool:
@@ -199,8 +201,15 @@ def prose(text: str) -> str:
     tables emptied, code spans replaced by a space, and the markup (``_unmarked``: strong emphasis,
     heading, bullet and quote markers; table pipes; link destinations; HTML tags) taken out. A text with nothing
     that may be markup is returned as it is."""
+    return prose_rows(text)[0]
+
+
+def prose_rows(text: str) -> tuple[str, list[int]]:
+    """``prose(text)`` and the lines of it that are rows of a GFM table (header and body; the
+    delimiter row is emptied). A table row is a structure of cells, not a line of the page's
+    layout: the line-shape statistics (``filters.quality``: separator, short lines) leave it out."""
     if not any(c in text for c in _MARKUP_HINTS) or not _MARKUP.search(text):
-        return text
+        return text, []
     if "<" in text:
         text = _HTML.sub(" ", text)
     if "](" in text:
@@ -208,11 +217,14 @@ def prose(text: str) -> str:
     lines = text.split("\n")
     fenced = code_lines(lines) if has_code(text) else [False] * len(lines)
     table = _table_rows(lines) if "|" in text else [False] * len(lines)
-    out = []
-    for line, code, row in zip(lines, fenced, table):
-        if code or (row and _TABLE_RULE.match(line)):
+    out, rows = [], []
+    for i, (line, code, row) in enumerate(zip(lines, fenced, table)):
+        if code or (row and _TABLE_RULE.match(line)) or (line[:1] in " -*_" and _BREAK.match(line)):
             out.append("")
             continue
         line = _unmarked(without_inline_code(line))
-        out.append(" ".join(c.strip() for c in line.split("|") if c.strip()) if row else line)
-    return "\n".join(out)
+        if row:
+            rows.append(i)
+            line = " ".join(c.strip() for c in line.split("|") if c.strip())
+        out.append(line)
+    return "\n".join(out), rows

@@ -48,7 +48,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from filters import quality_repeat as rep
-from filters.markdown import prose
+from filters.markdown import prose_rows
 from filters.quality_contact import contact_counts
 from filters.quality_words import FUNCTION_WORDS
 from filters.segment import get_segmenter
@@ -105,7 +105,8 @@ SIGNALS: tuple[Signal, ...] = (
         "date_line_frac",
         "high",
         "lines that end in a date or time stamp (DATE_END: 2018年3月13日, 10-20, "
-        "2024-02-24, 3月5日, 12:30), over lines: the shape of link farms and article lists",
+        "2024-02-24, 3月5日, 12:30) next to another such line, over lines: the shape of link "
+        "farms and article lists (a dated post header followed by its post is not counted)",
     ),
     Signal(
         "dup_line_char_frac",
@@ -219,8 +220,11 @@ _DATE_MAX = 11  # characters of the longest stamp DATE_END takes: 2018-03-13日
 def _date_lines(
     joined: str, codes: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, lines: _Lines, n_docs: int
 ) -> np.ndarray:
-    """date_line_frac: lines of each document whose end matches DATE_END, over its non-empty
-    lines (a dated line is never empty). A stamp ends at a line's last character outside
+    """date_line_frac: lines of each document whose end matches DATE_END and whose previous or
+    next non-empty line does too, over its non-empty lines (a dated line is never empty). A list
+    of links gives each item a date; a forum thread or a news page dates each post or story in a
+    header line followed by its text, and a dated header alone is no list (issue 32: forum
+    threads lost to this rule). A stamp ends at a line's last character outside
     _DATE_TAIL, which must be in _DATE_LAST, and starts at most _DATE_MAX characters before it:
     DATE_END is searched in that window of those lines only (the lines a search of the whole
     text finds, 10x faster)."""
@@ -240,10 +244,14 @@ def _date_lines(
         for i, lo, hi in zip(candidates.tolist(), window.tolist(), line_ends[candidates].tolist())
         if DATE_END.search(joined, lo, hi)
     ]
-    return _frac(
-        np.bincount(line_doc[np.array(dated, dtype=np.int64)], minlength=n_docs),
-        np.bincount(lines.doc, minlength=n_docs),
-    )
+    # the non-empty lines, in order, that are dated; one counts only beside another (issue 32)
+    stamped = np.zeros(len(lines.doc), dtype=bool)
+    stamped[np.searchsorted(lines.first, line_starts[np.array(dated, dtype=np.int64)])] = True
+    paired = stamped[1:] & stamped[:-1] & (lines.doc[1:] == lines.doc[:-1])  # line k and k + 1
+    listed = np.zeros(len(stamped), dtype=bool)
+    listed[1:] |= paired
+    listed[:-1] |= paired
+    return _frac(np.bincount(lines.doc[listed], minlength=n_docs), np.bincount(lines.doc, minlength=n_docs))
 
 
 def _frac(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -259,9 +267,16 @@ class _Lines(NamedTuple):
 
 
 def _line_signals(
-    t: np.ndarray, line_starts: np.ndarray, line_doc: np.ndarray, n_docs: int, out: dict[str, np.ndarray]
+    t: np.ndarray,
+    line_starts: np.ndarray,
+    line_doc: np.ndarray,
+    n_docs: int,
+    table: np.ndarray,
+    out: dict[str, np.ndarray],
 ) -> _Lines:
     """line_punct_frac, short_line_frac, separator_line_frac into ``out``; the non-empty lines.
+    ``table``: per line, a row of a Markdown table, which is neither a separator nor a short line
+    (its cells are short by design and may hold ``/`` or ``-``).
     Works on the positions of visible (and separator) characters, found by binary search per
     line, so nothing but one ``flatnonzero`` runs over every character."""
     line_ends = np.append(line_starts[1:] - 1, len(t))
@@ -288,8 +303,9 @@ def _line_signals(
     lines = np.bincount(doc, minlength=n_docs)
     out["line_punct_frac"] = _frac(np.bincount(doc, ended, n_docs), lines)
     bare = ((t[last] & _CAT) != PUNCT) | ((t[last] & SEP) != 0)  # ends in a letter, digit, symbol or separator
-    out["short_line_frac"] = _frac(np.bincount(doc, (chars < SHORT_LINE_CHARS) & bare, n_docs), lines)
-    out["separator_line_frac"] = _frac(np.bincount(doc, separator, n_docs), lines)
+    cells = table[ne]
+    out["short_line_frac"] = _frac(np.bincount(doc, (chars < SHORT_LINE_CHARS) & bare & ~cells, n_docs), lines)
+    out["separator_line_frac"] = _frac(np.bincount(doc, separator & ~cells, n_docs), lines)
     prev_empty = np.ones(len(ne), dtype=bool)
     prev_empty[1:] = (ne[1:] - ne[:-1] > 1) | (doc[1:] != doc[:-1])
     return _Lines(doc, chars, first, last, prev_empty)
@@ -392,8 +408,9 @@ def _word_signals(
     out["function_word_distinct"] = np.bincount(pairs[first] // len(FUNCTION_WORDS), minlength=n_docs).astype(float)
 
 
-def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np.ndarray]:
-    """Every signal for ``texts`` (one chunk), ``words[i]`` being the cut of ``texts[i]``."""
+def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[list[int]]) -> dict[str, np.ndarray]:
+    """Every signal for ``texts`` (one chunk), ``words[i]`` being the cut of ``texts[i]`` and
+    ``rows[i]`` its lines that are table rows (``markdown.prose_rows``)."""
     n_docs = len(texts)
     joined = "\n".join(texts)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n_docs)
@@ -407,7 +424,10 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]]) -> dict[str, np
     line_starts = np.concatenate(([0], np.flatnonzero(codes == 10) + 1))
     line_doc = np.searchsorted(doc_starts, line_starts, side="right") - 1
     prefix = rep.prefix_hashes(codes)
-    lines = _line_signals(t, line_starts, line_doc, n_docs, out)
+    first_line = np.searchsorted(line_starts, doc_starts)
+    table = np.zeros(len(line_starts), dtype=bool)
+    table[[int(first_line[d]) + i for d, r in enumerate(rows) for i in r]] = True
+    lines = _line_signals(t, line_starts, line_doc, n_docs, table, out)
     out["date_line_frac"] = _date_lines(joined, codes, line_starts, line_doc, lines, n_docs)
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
@@ -457,10 +477,11 @@ def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
     Markdown code and markup are taken out first, so that code counts neither as symbols, nor as
     lines without punctuation, nor as repeated lines, and a table's pipes or a heading's ``##``
     make no separator line."""
-    texts = [prose(t) for t in texts]
+    read = [prose_rows(t) for t in texts]
+    texts, rows = [r[0] for r in read], [r[1] for r in read]
     if not texts:
         return {name: np.zeros(0, dtype=np.float32) for name in SIGNAL_NAMES}
-    parts = [_chunk_signals(texts[s], [cut(x) for x in texts[s]]) for s in _chunks(texts)]
+    parts = [_chunk_signals(texts[s], [cut(x) for x in texts[s]], rows[s]) for s in _chunks(texts)]
     return {name: np.concatenate([p[name] for p in parts]) for name in SIGNAL_NAMES}
 
 
@@ -468,8 +489,8 @@ def doc_signals(text: str, words: list[str] | None = None) -> dict[str, float]:
     """Every signal of ``SIGNALS`` for one text (its prose, as ``signals_batch``). ``words``: the
     text's rjieba HMM-off cut, when the caller has it; the words must spell the text (their lengths
     are checked: ValueError); a text holding code is cut again, as its prose."""
-    read = prose(text)
+    read, rows = prose_rows(text)
     if read is not text:  # words are the cut of the text, not of its prose
         text, words = read, None
-    values = _chunk_signals([text], [cut(text) if words is None else list(words)])
+    values = _chunk_signals([text], [cut(text) if words is None else list(words)], [rows])
     return {name: float(values[name][0]) for name in SIGNAL_NAMES}

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 import sys
+from bisect import bisect_right
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -115,6 +116,9 @@ _DATE = re.compile(r"(?:19|20)\d\d[-./_ ]{1,2}[01]?\d(?:[-./_ ]{1,2}[0-3]?\d)?")
 _TLD = "com|cn|net|org|cc|top|vip|xyz|info|me|io|tv|club|site|shop|app|link|co|biz|ltd|wang|online"
 _URL = re.compile(r"https?://[^\s<>\"'，。、；！？）)】]+", re.IGNORECASE)
 _WWW = re.compile(r"www(?:\.|点)[a-z0-9\-]+(?:(?:\.|点)[a-z0-9\-]+)*", re.IGNORECASE)
+LINK_OPEN = "(（<《[【"  # a web address right after one of these is a link target, not a contact
+_SCHEME = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://)?(?:www(?:\.|点))?")
+_HOST_END = re.compile(r"[/?#:]")
 _TLD_AFTER_DOT = re.compile(f"[.点](?:{_TLD})(?![a-z0-9])", re.IGNORECASE)
 _DOMAIN_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\Z", re.IGNORECASE)
 
@@ -296,29 +300,60 @@ def _web_spans(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[in
     return spans
 
 
+def _merged(spans: list[tuple[int, int]], ids: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+    """``spans`` sorted and merged where they overlap, each with whether it holds an id span."""
+    merged: list[list] = []
+    for s, e in sorted(spans):
+        if merged and s < merged[-1][1]:
+            merged[-1][1] = max(e, merged[-1][1])
+        else:
+            merged.append([s, e, False])
+    starts = [m[0] for m in merged]
+    for s, _ in ids:  # an id lies inside exactly one merged span: the last one starting at or before it
+        merged[bisect_right(starts, s) - 1][2] = True
+    return [(s, e, is_id) for s, e, is_id in merged]
+
+
+def _spans(text: str, codes: np.ndarray | None) -> list[tuple[int, int, bool]]:
+    if codes is None:
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    kinds = _char_kinds()[codes]
+    ids = _id_spans(text, kinds)
+    return _merged(ids + _web_spans(text, codes, kinds), ids)
+
+
 def contact_spans(text: str, codes: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Sorted, non-overlapping (start, end) spans of contact identifiers in ``text`` (overlapping
     finds, such as the domain inside an e-mail address, merged). ``codes``: the text's code
     points (uint32), when the caller has them."""
-    if codes is None:
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    kinds = _char_kinds()[codes]
-    spans = _id_spans(text, kinds) + _web_spans(text, codes, kinds)
-    merged: list[tuple[int, int]] = []
-    for s, e in sorted(spans):
-        if merged and s < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((s, e))
-    return merged
+    return [(s, e) for s, e, _ in _spans(text, codes)]
+
+
+def site_key(address: str) -> str:
+    """The site a web address hands the reader to: its host, lower-cased, without scheme or
+    ``www.``; an e-mail address is its own key."""
+    a = address.lower()
+    if "@" in a or "＠" in a:
+        return a
+    return _HOST_END.split(_SCHEME.sub("", a), maxsplit=1)[0]
 
 
 def contact_counts(joined: str, doc_starts: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
-    """Contact identifiers per document of ``joined`` (documents joined by ``"\\n"``, document i
-    starting at character ``doc_starts[i]``). No pattern crosses a newline, so none crosses
-    documents."""
-    spans = contact_spans(joined, codes)
-    if not spans:
-        return np.zeros(len(doc_starts))
-    starts = np.fromiter((s for s, _ in spans), dtype=np.int64, count=len(spans))
-    return np.bincount(np.searchsorted(doc_starts, starts, side="right") - 1, minlength=len(doc_starts)).astype(float)
+    """Contacts handed to the reader, per document of ``joined`` (documents joined by ``"\\n"``,
+    document i starting at character ``doc_starts[i]``; no pattern crosses a newline, so none
+    crosses documents). Every phone, QQ or WeChat id counts (spam repeats its number). A web or
+    e-mail address counts once per site and document, and not at all as a link target, written
+    right after an opening bracket (``anchor (https://…)``, Markdown's ``[a](…)``, ``<…>``): a
+    page that cites one site ten times, or renders its hyperlinks, hands over no contact (issue
+    32: technical Q&A pages lost to this rule)."""
+    counts = np.zeros(len(doc_starts))
+    sites: set[tuple[int, str]] = set()
+    for s, e, is_id in _spans(joined, codes):
+        doc = int(np.searchsorted(doc_starts, s, side="right")) - 1
+        if is_id:
+            counts[doc] += 1
+        elif not (s and joined[s - 1] in LINK_OPEN):
+            sites.add((doc, site_key(joined[s:e])))
+    for doc, _ in sites:
+        counts[doc] += 1
+    return counts

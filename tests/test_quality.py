@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from filters import quality as q
+from filters.markdown import prose
 from filters.quality_contact import contact_spans
 from filters.text import han_ratio
 
@@ -65,11 +66,26 @@ def test_line_punct_frac():
 
 def test_date_line_frac():
     # 5 lines: "…　2018年3月13日" yes; "…　10-20" yes; "…　3月5日 " yes (trailing space); "增长13.5%。" no
-    # (a sentence); "第16页" no -> 3/5. Full-width digits count: "１２:３０" -> 1/1.
+    # (a sentence); "第16页" no -> 3/5. Full-width digits count: "１２:３０" twice -> 2/2.
     text = "烟台网线布线最新动态　2018年3月13日\n江门除甲醛汇总　10-20\n如何挑选地暖　3月5日 \n增长13.5%。\n第16页"
     assert sig(text)["date_line_frac"] == pytest.approx(3 / 5)
-    assert sig("发布于 １２:３０")["date_line_frac"] == 1.0
+    assert sig("发布于 １２:３０\n\n更新于 １３:３０")["date_line_frac"] == 1.0  # blank lines between: still a list
     assert sig(NEWS)["date_line_frac"] == 0.0
+
+
+def test_dated_headers_are_no_list():
+    """Issue 32: a forum thread dates each post in a header line followed by the post, a news page
+    ends a story with its date; a dated line counts only beside another dated line (a list of links
+    dates every item)."""
+    thread = "主题：大家最近在读什么？\n\n" + "\n\n".join(
+        f"书虫{i} 发表于 2021-07-{10 + i} 10:{10 + i}\n种麻得麻，种豆得豆，这话说得真好。" for i in range(8)
+    )
+    assert sig(thread)["date_line_frac"] == 0.0
+    assert sig(NEWS + "\n2018年3月13日")["date_line_frac"] == 0.0
+    listing = "\n".join(f"家政服务常见问题解答大全{i}　2024-02-{10 + i}" for i in range(8))
+    assert sig(listing)["date_line_frac"] == 1.0
+    # two dated items of a list among posts: both count, the lone headers do not -> 2/19
+    assert sig(thread + "\n相关阅读　2024-02-24\n家政服务大全　10-20")["date_line_frac"] == pytest.approx(2 / 19)
 
 
 def test_date_lines_match_a_whole_text_search():
@@ -105,8 +121,11 @@ def test_date_lines_match_a_whole_text_search():
     line = 0
     for i, t in enumerate(texts):
         n_lines = t.count("\n") + 1
-        real = sum(1 for x in t.split("\n") if x.strip())
-        expected[i] = sum(line + k in dated for k in range(n_lines)) / real if real else 0.0
+        real = [line + k for k, x in enumerate(t.split("\n")) if x.strip()]  # non-empty lines, in order
+        stamped = [n in dated for n in real]
+        after = [*stamped[1:], False]
+        beside = [s and ((k > 0 and stamped[k - 1]) or after[k]) for k, s in enumerate(stamped)]
+        expected[i] = sum(beside) / len(real) if real else 0.0
         line += n_lines
     got = q.signals_batch(texts)["date_line_frac"]
     assert got.tolist() == pytest.approx(expected.astype(np.float32).tolist())
@@ -262,6 +281,22 @@ def test_contact_density():
     # 加我微信：abc_123，或者扣扣：一二三四五六七。 has 26 visible characters and 2 ids -> 2000/26
     assert sig("加我微信：abc_123，或者扣扣：一二三四五六七。")["contact_density"] == pytest.approx(2000 / 26, rel=1e-6)
     assert sig(NEWS)["contact_density"] == 0.0
+
+
+def test_contact_density_counts_sites_not_citations():
+    """Issue 32: a web address counts once per site and not at all as a link target (right after an
+    opening bracket): a technical FAQ that cites its project's site five times hands over no
+    contact; every phone number counts, repeated or not."""
+    faq = (
+        "问：获取途径\n答：最新版本可以在 https://www.debian.org/doc/FAQ/ (https://www.debian.org/doc/FAQ/) 访问。\n"
+        "也可以在 https://www.debian.org/doc/user-manuals#faq (https://www.debian.org/doc/user-manuals#faq) 下载，"
+        "源码在 [仓库](https://salsa.debian.org/ddp-team/debian-faq) 和 <https://salsa.debian.org/x> 中。"
+    )
+    visible = sum(not c.isspace() for c in prose(faq))  # the link's destination is markup
+    assert sig(faq)["contact_density"] == pytest.approx(1000 / visible, rel=1e-6)  # debian.org, once
+    ad = "官网：www.kndaj208.cc 电话 13812345678\n热线 13812345678，官网 www.kndaj208.cc，备用 http://abc719.top"
+    visible = sum(not c.isspace() for c in ad)
+    assert sig(ad)["contact_density"] == pytest.approx(4000 / visible, rel=1e-6)  # 2 phones, 2 sites
 
 
 CONTACTS = [
@@ -531,3 +566,21 @@ def test_markdown_markup_makes_no_separator_lines():
     )
     assert sig(page)["separator_line_frac"] == 0.0
     assert sig("首页 | 新闻 | 体育 | 娱乐\n" + NEWS)["separator_line_frac"] > 0.0  # a menu is still one
+
+
+def test_table_rows_and_thematic_breaks_are_no_separator_lines():
+    """Issue 32: a table row whose code cells leave ``/`` between them, or whose cells are short, is
+    a structure, not a line of decoration; ``---`` between sections is Markdown's thematic break.
+    A line of ``━━━`` or ``====`` outside a table is still decoration."""
+    table = (
+        "## 运算符\n\n| 运算符 | 说明 | 示例 |\n|---|---|---|\n| `+` / `加上` | 加法 | `a + b` |\n"
+        "| `-` / `减去` | 减法 | `a - b` |\n| `and` / `且` | 逻辑 / 运算 | `a and b` |\n\n"
+        "以上运算符都可以用中文或者符号书写，两种写法完全等价。"
+    )
+    got = sig(table)
+    assert got["separator_line_frac"] == 0.0
+    assert got["short_line_frac"] == pytest.approx(1 / 6)  # the heading; the four rows are no short lines
+    sections = "第一节讲安装，按照说明一步一步来。\n\n---\n\n第二节讲配置，修改文件以后重启。\n\n***\n\n第三节讲使用。"
+    assert sig(sections)["separator_line_frac"] == 0.0
+    drawn = sections.replace("---", "━━━━━━").replace("***", "======")
+    assert sig(drawn)["separator_line_frac"] == pytest.approx(2 / 5)
