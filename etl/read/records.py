@@ -228,7 +228,29 @@ def merge_stats(parts: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None
         merged["errors"] = [
             {"offset": 0, "reason": reason, "detail": "no record could be read from the file", "bytes": size}
         ]
+    else:
+        merged["errors"] += _region_errors(parts, regions)
     return merged, problem
+
+
+def _region_errors(parts: list[dict[str, Any]], regions: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """One file error per reason of the file's regions: bytes no record claims are bytes the
+    corpus lost (issue 34), so the file was not read in full."""
+    first: dict[str, int] = {}
+    for p in parts:
+        for reason, at in p.get("region_offsets", {}).items():
+            first[reason] = min(at, first.get(reason, at))
+    return [
+        {
+            "offset": first.get(reason, 0),
+            "reason": reason,
+            "detail": f"{r['count']} stretch(es) of bytes between records that no record claims "
+            "(input.unframed_regions), the first at this offset",
+            "bytes": r["bytes"],
+            "regions": r["count"],
+        }
+        for reason, r in sorted(regions.items())
+    ]
 
 
 # --- JSONL --------------------------------------------------------------------------------
@@ -250,11 +272,19 @@ def _jsonl_rows(stream: Stream, align: bool, end: int | None, state: RangeState)
                 continue
         except StreamBroken as e:
             partial = getattr(e, "partial", b"")
-            if partial.strip():
+            known = bool(partial.strip())
+            if known:
                 yield state.row(offset, reason=e.reason, detail=e.detail)
-            else:
-                state.region(e.reason, len(partial))
-            if not stream.recover():
+            lost = _lost_lines(e, not partial)
+            for at in lost:  # lines a corrupt member inflated before its damage: lost, and counted
+                yield state.row(at, reason=e.reason, detail=e.detail)
+            more = stream.recover()
+            if stream.skipped is not None:
+                s = stream.skipped
+                state.damaged(s.offset, s.length, e.reason, e.detail, int(known) + len(lost))
+            elif not known:
+                state.region(e.reason, len(partial), offset)
+            if not more:
                 return
             continue
         if not line:
@@ -263,6 +293,19 @@ def _jsonl_rows(stream: Stream, align: bool, end: int | None, state: RangeState)
             line = line[len(UTF8_BOM) :]
         if line.strip():
             yield guarded(lambda: _jsonl_row(line, offset, state), offset, state)
+
+
+def _lost_lines(e: StreamBroken, at_line_start: bool) -> list[int]:
+    """Stream offsets of the non-blank lines that begin in ``e.salvage``."""
+    data, out = e.salvage, []
+    start = 0 if at_line_start else data.find(b"\n") + 1 or len(data)
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        if data[start:end].strip():
+            out.append(e.salvage_at + start)
+        start = end
+    return out
 
 
 def _jsonl_row(line: bytes, offset: int, state: RangeState) -> dict[str, Any]:

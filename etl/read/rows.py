@@ -118,6 +118,7 @@ class RangeState:
         self.skipped: Counter[str] = Counter()
         self.errors: list[dict[str, Any]] = []
         self.regions: dict[str, dict[str, int]] = {}
+        self.region_offsets: dict[str, int] = {}  # the first region of each reason
 
     def row(
         self,
@@ -167,10 +168,27 @@ class RangeState:
             }
         )
 
-    def region(self, reason: str, nbytes: int) -> None:
+    def region(self, reason: str, nbytes: int, offset: int | None = None) -> None:
+        """Bytes between records that no record claims (``etl.read.warc.Region``); the file's
+        regions are one file error per reason (``etl.read.records.merge_stats``)."""
         r = self.regions.setdefault(reason, {"count": 0, "bytes": 0})
         r["count"] += 1
         r["bytes"] += nbytes
+        if offset is not None:
+            self.region_offsets[reason] = min(offset, self.region_offsets.get(reason, offset))
+
+    def damaged(self, offset: int, nbytes: int, reason: str, detail: str, records: int) -> None:
+        """Bytes of the file as stored that were skipped to get past damage (a corrupt gzip
+        member): a file error with ``records``, the records known to lie there (each rejected)."""
+        self.errors.append(
+            {
+                "offset": offset,
+                "reason": reason,
+                "detail": f"{nbytes} bytes from byte {offset} of the file skipped: {detail}"[:300],
+                "bytes": nbytes,
+                "records": records,
+            }
+        )
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -182,6 +200,7 @@ class RangeState:
             "skipped": dict(sorted(self.skipped.items())),
             "errors": self.errors,
             "regions": dict(sorted(self.regions.items())),
+            **({"region_offsets": dict(sorted(self.region_offsets.items()))} if self.region_offsets else {}),
         }
 
 

@@ -5,7 +5,9 @@ chunk), never by a number taken from the input, so a header declaring 1 TiB cost
 Gzip is inflated member by member with ``zlib`` in chunks of at most ``CHUNK`` output bytes
 (a decompression bomb is read like any other large stream). The stream knows where each
 member starts, so a reader can resynchronise at the next member; a corrupt member raises
-``StreamBroken`` once and ``recover()`` goes on at the next gzip header found in the raw bytes.
+``StreamBroken`` once and ``recover()`` goes on at the next gzip member found in the raw bytes
+(one whose first bytes inflate), saying which raw bytes it skipped (``Stream.skipped``). A
+member's output reaches the reader only once its CRC is checked, unless it is over ``CHUNK``.
 
 ``pos`` is the offset in the decompressed stream (the file offset for plain files), which is
 what record offsets and derived doc_ids are built from.
@@ -15,9 +17,13 @@ from __future__ import annotations
 
 import zlib
 from bisect import bisect_right
+from dataclasses import dataclass
 from typing import BinaryIO
 
 CHUNK = 1 << 20
+FEED = 1 << 16  # compressed bytes given to zlib a call: output before a damage is kept
+TRIAL = 1 << 16  # compressed bytes a member header found after damage must inflate to be taken
+SALVAGE_FEED = 256  # compressed bytes a call when a corrupt member is inflated again up to its damage
 GZIP_MAGIC = b"\x1f\x8b"
 _MEMBER_START = b"\x1f\x8b\x08"  # magic + deflate: what a member header starts with
 
@@ -26,77 +32,185 @@ CORRUPT_GZIP = "corrupt_gzip"
 
 
 class StreamBroken(Exception):
-    """The compressed stream ended early (``TRUNCATED``) or is corrupt (``CORRUPT_GZIP``)."""
+    """The compressed stream ended early (``TRUNCATED``) or is corrupt (``CORRUPT_GZIP``).
+    ``salvage``: what the corrupt member inflated before the damage, never handed out as data
+    (its records are lost, and counted); it lies at ``salvage_at`` in the decompressed stream."""
 
     def __init__(self, reason: str, detail: str):
         super().__init__(detail)
         self.reason, self.detail = reason, detail
+        self.salvage, self.salvage_at = b"", 0
+
+
+@dataclass
+class Skipped:
+    """Bytes ``[offset, offset + length)`` of the file as stored (compressed) that the reader
+    skipped to get past damage: a corrupt member (from its header to the next member that
+    inflates), or bytes between members that are no member."""
+
+    offset: int
+    length: int
 
 
 class _Inflater:
-    """Concatenated gzip members -> decompressed chunks; records where each member starts."""
+    """Concatenated gzip members -> decompressed chunks; records where each member starts.
+
+    Compressed bytes are given to zlib ``FEED`` at a time, so what a corrupt member inflated
+    before its damage reaches the reader (a record's header: the record is known, and rejected).
+    After a corrupt member, ``recover`` rescans the raw file from the member's second byte for a
+    member header whose first ``TRIAL`` compressed bytes inflate without error: a header-like
+    triple inside deflate data is no member, a real one is taken however damaged the one before."""
 
     def __init__(self, raw: BinaryIO):
         self._raw = raw
         self._pending = b""  # raw bytes not yet given to a decompressor
+        self._at = raw.tell()  # raw offset of _pending[0]
         self._d = None  # decompressor of the member in progress
         self._eof = False
         self.out = 0  # decompressed bytes produced so far
         self.member_starts: list[int] = []
+        self._member_at = 0  # raw offset of the member in progress
+        self._member_out = 0  # its decompressed bytes handed out
+        self._damage_at: int | None = None  # raw offset where the damage begins; None: nothing to skip
+        self._error: StreamBroken | None = None  # raised by the next read (after the bytes before it)
 
-    def _raw_more(self) -> bytes:
+    def _more(self) -> None:
         data = self._raw.read(CHUNK)
         if not data:
             self._eof = True
-        return data
+        self._pending += data
 
     def _start_member(self) -> bool:
         """At a member boundary: False at the end of the input."""
-        while len(self._pending) < 3 and not self._eof:
-            self._pending += self._raw_more()
-        self._pending = self._pending.lstrip(b"\x00")  # zero padding after the last member is allowed
+        begin = self._at
+        while True:
+            while len(self._pending) < 3 and not self._eof:
+                self._more()
+            n = len(self._pending)
+            self._pending = self._pending.lstrip(b"\x00")  # zero padding after the last member is allowed
+            self._at += n - len(self._pending)
+            if self._pending or self._eof:
+                break
         if not self._pending:
             return False
-        if not self._pending.startswith(_MEMBER_START):
-            raise StreamBroken(CORRUPT_GZIP, "bytes after a gzip member are not a gzip member")
+        if not self._pending.startswith(_MEMBER_START):  # zero bytes before them are no padding either
+            self._damage_at = begin
+            raise StreamBroken(CORRUPT_GZIP, f"bytes at {begin} after a gzip member are not a gzip member")
         self._d = zlib.decompressobj(31)
+        self._member_at, self._member_out = self._at, 0
         self.member_starts.append(self.out)
         return True
 
     def read(self) -> bytes:
-        """The next non-empty chunk, b"" at the end; raises ``StreamBroken``."""
+        """The next non-empty chunk, b"" at the end; raises ``StreamBroken``. A member's output
+        is handed out once its CRC is checked (at its end), or in pieces of ``CHUNK`` when it is
+        larger; a corrupt member's output not yet handed out travels with the error
+        (``StreamBroken.salvage``): bytes that cannot be trusted, which only say what was lost."""
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        held: list[bytes] = []
+        size = 0
         while True:
-            if self._d is None and not self._start_member():
-                return b""
+            if self._d is None:
+                if held:
+                    return b"".join(held)
+                if not self._start_member():
+                    return b""
             d = self._d
-            data = d.unconsumed_tail or self._pending or self._raw_more()
-            self._pending = b""
-            if not data and not d.unconsumed_tail:
-                self._d = None
-                raise StreamBroken(TRUNCATED, "compressed stream ended inside a gzip member")
+            data = d.unconsumed_tail
+            if not data:
+                if not self._pending and not self._eof:
+                    self._more()
+                data, self._pending = self._pending[:FEED], self._pending[FEED:]
+                self._at += len(data)
+            if not data:
+                self._d, self._damage_at = None, None  # every byte was inflated: nothing to skip
+                err = StreamBroken(TRUNCATED, "compressed stream ended inside a gzip member")
+                if held:  # no CRC to check them against: handed out, as a plain file's last bytes
+                    self._error = err
+                    break
+                raise err
             try:
                 out = d.decompress(data, CHUNK)
             except zlib.error as e:
+                self._d, self._damage_at = None, self._member_at
+                err = StreamBroken(CORRUPT_GZIP, f"corrupt gzip member at byte {self._member_at} of the file: {e}")
+                err.salvage, err.salvage_at = self._salvage(held), self.out
+                self.out += len(err.salvage)
+                raise err from e
+            if d.eof:  # what was fed past the member's end is the next member's
+                self._pending = d.unused_data + self._pending
+                self._at -= len(d.unused_data)
                 self._d = None
-                raise StreamBroken(CORRUPT_GZIP, f"corrupt gzip member: {e}") from e
-            if d.eof:
-                self._pending, self._d = d.unused_data, None
             if out:
-                self.out += len(out)
-                return out
+                held.append(out)
+                size += len(out)
+                if size >= CHUNK:
+                    break
+        out = b"".join(held)
+        self.out += len(out)
+        self._member_out += len(out)
+        return out
 
-    def recover(self) -> bool:
-        """After ``StreamBroken``: skip to the next gzip member header in the raw bytes."""
-        self._d = None
+    def _salvage(self, held: list[bytes]) -> bytes:
+        """What the corrupt member inflates before its damage and was not handed out: zlib
+        gives nothing of a call that fails, so a member none of which was handed out is inflated
+        again from its start in ``SALVAGE_FEED`` pieces (the member is then under ``CHUNK``)."""
+        if self._member_out:
+            return b"".join(held)
+        self._raw.seek(self._member_at)
+        d, out, n = zlib.decompressobj(31), [], 0
+        while n < 2 * CHUNK and not d.eof:
+            piece = self._raw.read(SALVAGE_FEED)
+            if not piece:
+                break
+            try:
+                out.append(d.decompress(piece))
+            except zlib.error:
+                break
+            n += len(out[-1])
+        return b"".join(out)
+
+    def recover(self) -> tuple[bool, Skipped | None]:
+        """After ``StreamBroken``: (more to read, the raw bytes skipped). A truncated member
+        skips nothing (there is nothing after it); a corrupt one is skipped to the next member."""
+        self._d, start, self._damage_at, self._error = None, self._damage_at, None, None
+        if start is None:
+            return False, None
+        found = self._scan(start + 1)
+        end = found if found is not None else self._raw.seek(0, 2)
+        self._raw.seek(end)
+        self._pending, self._at, self._eof = b"", end, found is None
+        return found is not None, Skipped(start, end - start)
+
+    def _scan(self, start: int) -> int | None:
+        """Raw offset of the first member header at or after ``start`` that inflates (``TRIAL``)."""
+        buf_at, buf = start, b""
+        self._raw.seek(start)
         while True:
-            i = self._pending.find(_MEMBER_START, 1)
-            if i >= 0:
-                self._pending = self._pending[i:]
-                return True
-            if self._eof:
-                self._pending = b""
-                return False
-            self._pending = self._pending[-2:] + self._raw_more()
+            i = buf.find(_MEMBER_START)
+            while i >= 0:
+                if self._inflates(buf_at + i):
+                    return buf_at + i
+                i = buf.find(_MEMBER_START, i + 1)
+            self._raw.seek(buf_at + len(buf))
+            more = self._raw.read(CHUNK)
+            if not more:
+                return None
+            keep = buf[-(len(_MEMBER_START) - 1) :]
+            buf_at, buf = buf_at + len(buf) - len(keep), keep + more
+
+    def _inflates(self, at: int) -> bool:
+        self._raw.seek(at)
+        data, d = self._raw.read(TRIAL), zlib.decompressobj(31)
+        try:
+            while data and not d.eof:
+                d.decompress(data, CHUNK)
+                data = d.unconsumed_tail
+        except zlib.error:
+            return False
+        return True
 
 
 class Stream:
@@ -112,6 +226,7 @@ class Stream:
         self._base = start  # stream position of _buf[0]
         self._error: StreamBroken | None = None
         self.compressed = compressed
+        self.skipped: Skipped | None = None  # set by recover()
 
     @property
     def pos(self) -> int:
@@ -144,11 +259,16 @@ class Stream:
             return False
 
     def recover(self) -> bool:
-        """Go on after ``StreamBroken``: at the next gzip member (False: nothing left)."""
+        """Go on after ``StreamBroken``: at the next gzip member (False: nothing left).
+        ``skipped`` then says which raw bytes were passed over (None: none)."""
         self._error = None
-        self._base += len(self._buf)
         self._buf, self._i = b"", 0
-        return bool(self._inflater) and self._inflater.recover()
+        self.skipped = None
+        if self._inflater is None:
+            return False
+        more, self.skipped = self._inflater.recover()
+        self._base = self._inflater.out  # past the salvage too: later offsets never meet its records'
+        return more
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -17,6 +17,11 @@ otherwise at the next line that starts with ``WARC/`` after the rejected record'
 bytes skipped belong to the rejected record. Bytes between records that no header claims are a
 ``Region`` (counted, never a record). So a record's block never holds another record's bytes,
 and every intact record after a damaged one is still read.
+
+A corrupt gzip member is skipped to the next member that inflates (``etl.read.streams``): the
+record in flight and every record whose header the member inflated before its damage are
+rejected (``corrupt_gzip``), and the compressed bytes skipped are a ``Damaged`` item with the
+count of those records. Regions and damaged bytes are the file's errors (``etl.read.rows``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "WarcBlock",
     "WarcError",
     "Region",
+    "Damaged",
     "iter_warc",
 ]
 
@@ -65,6 +71,18 @@ class WarcError:
 
 
 @dataclass
+class Damaged:
+    """Bytes of the file as stored (compressed) that were skipped to get past damage, and the
+    records known to lie in them (rejected with ``reason``, each a ``WarcError`` before this)."""
+
+    offset: int
+    length: int
+    reason: str
+    detail: str
+    records: int
+
+
+@dataclass
 class Region:
     """Bytes outside any record (or a broken stream between records): counted, not a record."""
 
@@ -75,7 +93,7 @@ class Region:
 
 def iter_warc(
     stream: Stream, max_record_bytes: int, end: int | None = None, read_blocks: bool = True
-) -> Iterator[WarcBlock | WarcError | Region]:
+) -> Iterator[WarcBlock | WarcError | Region | Damaged]:
     """Items whose first byte lies before ``end`` (None: to the end). With ``read_blocks=False``
     (plain files only) blocks are skipped, not read: the same decisions, for planning splits."""
     while True:
@@ -101,12 +119,35 @@ def iter_warc(
                 _resync(stream, start, header_end)
         except StreamBroken as e:
             partial = getattr(e, "partial", b"")
-            if in_record or partial.startswith(_WARC_START):
+            known = in_record or partial.startswith(_WARC_START)
+            if known:
                 yield WarcError(start, e.reason, e.detail)
-            else:
+            lost = [WarcError(at, e.reason, e.detail) for at in _lost_starts(e, partial, in_record)]
+            yield from lost
+            more = stream.recover()
+            if stream.skipped is not None:
+                s = stream.skipped
+                yield Damaged(s.offset, s.length, e.reason, e.detail, int(known) + len(lost))
+            elif not known:
                 yield Region(start, len(partial), e.reason)
-            if not stream.recover():
+            if not more:
                 return
+
+
+def _lost_starts(e: StreamBroken, partial: bytes, in_record: bool) -> list[int]:
+    """Stream offsets of the records that begin in what a corrupt member inflated before its
+    damage (``e.salvage``): known to be lost, so rejected, not read."""
+    data, out = e.salvage, []
+    if not data:
+        return out
+    if not in_record and not partial and data.startswith(_WARC_START):
+        out.append(e.salvage_at)
+    i = data.find(b"\nWARC/")
+    while i >= 0:
+        if data.startswith(_WARC_START, i + 1):
+            out.append(e.salvage_at + i + 1)
+        i = data.find(b"\nWARC/", i + 1)
+    return out
 
 
 def _frame(

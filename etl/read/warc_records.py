@@ -8,7 +8,7 @@ import zlib
 from typing import Any, Callable, Iterator
 
 from etl.read import decode
-from etl.read.warc import Region, WarcBlock, WarcError
+from etl.read.warc import Damaged, Region, WarcBlock, WarcError
 
 EMPTY = "empty_record"
 NON_HTML = "unsupported_content_type"
@@ -18,12 +18,14 @@ BAD_CONTENT_ENCODING = "bad_content_encoding"
 READER_EXCEPTION = "reader_exception"
 
 
-def warc_rows(items: Iterator[WarcBlock | WarcError | Region], state) -> Iterator[dict[str, Any]]:
+def warc_rows(items: Iterator[WarcBlock | WarcError | Region | Damaged], state) -> Iterator[dict[str, Any]]:
     """Rows of the document candidates among framed items (``state``: an ``etl.read.rows.RangeState``,
     by duck typing): ``response`` and ``conversion`` records; other record types are counted by type."""
     for item in items:
         if isinstance(item, Region):
-            state.region(item.reason, item.length)
+            state.region(item.reason, item.length, item.offset)
+        elif isinstance(item, Damaged):
+            state.damaged(item.offset, item.length, item.reason, item.detail, item.records)
         elif isinstance(item, WarcError):
             yield state.row(
                 item.offset, **(_ids(item.headers) if item.headers else {}), reason=item.reason, detail=item.detail
