@@ -145,7 +145,12 @@ SIGNALS: tuple[Signal, ...] = (
     ),
     Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
     Signal("symbol_ratio", "high", "symbol characters over visible characters"),
-    Signal("digit_ratio", "high", "digit characters over visible characters"),
+    Signal(
+        "digit_ratio",
+        "high",
+        "digit characters over visible characters, the digits of date and time stamps "
+        "(filters.text.STAMP) left out of both: a forum stamps every post",
+    ),
     Signal("latin_ratio", "high", "Latin letters over visible characters"),
     Signal(
         "punct_ratio",
@@ -431,18 +436,22 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     out["date_line_frac"] = _date_lines(joined, codes, line_starts, line_doc, lines, n_docs)
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
-    for name, cat in (("symbol_ratio", SYMBOL), ("digit_ratio", DIGIT), ("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
-        out[name] = _frac(counts[:, cat], visible)
-    # filters.text.TextStats.han_ratio: Han over units of writing, a Latin word one unit
-    latin = (t & _CAT) == LATIN
-    word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
-    written = counts[:, HAN] + counts[:, LETTER] + counts[:, LATIN] + counts[:, DIGIT] - word_tails
     stamps = (
         [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)] if ":" in joined or "-" in joined else []
     )
-    if stamps:  # digits of date and time stamps are no unit of writing (filters.text.STAMP)
+    stamped = np.zeros(n_docs, dtype=np.int64)  # digits of date and time stamps (filters.text.STAMP)
+    if stamps:
         at, n = np.array(stamps, dtype=np.int64).T
-        written = written - np.bincount(char_doc[at], n, n_docs).astype(np.int64)
+        stamped = np.bincount(char_doc[at], n, n_docs).astype(np.int64)
+    for name, cat in (("symbol_ratio", SYMBOL), ("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
+        out[name] = _frac(counts[:, cat], visible)
+    # a forum thread stamps every post: a stamp's digits are no figures of the text (issue 32)
+    out["digit_ratio"] = _frac(counts[:, DIGIT] - stamped, visible - stamped)
+    # filters.text.TextStats.han_ratio: Han over units of writing, a Latin word one unit; the
+    # digits of a stamp are no unit of writing
+    latin = (t & _CAT) == LATIN
+    word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
+    written = counts[:, HAN] + counts[:, LETTER] + counts[:, LATIN] + counts[:, DIGIT] - word_tails - stamped
     out["han_ratio"] = _frac(counts[:, HAN], written)
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}

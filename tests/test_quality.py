@@ -283,6 +283,21 @@ def test_contact_density():
     assert sig(NEWS)["contact_density"] == 0.0
 
 
+def test_stamps_are_no_figures():
+    """Issue 32: the digits of date and time stamps count neither as digits nor as visible
+    characters of digit_ratio: a thread of one-line posts under stamped headers has the digit
+    ratio of its posts; a price list keeps its digits."""
+    thread = "\n\n".join(
+        f"夜读人{100 + i} 发表于 2017-11-{10 + i} 12:{30 + i}\n君子固穷，小人穷斯滥也。" for i in range(6)
+    )
+    # per post: 夜读人1xx (3 digits), 发表于, the stamp's "--:" (its digits left out) and the
+    # sentence's 12 characters: 3 digits of 24
+    digits, visible = 6 * 3, 6 * 24
+    assert sig(thread)["digit_ratio"] == pytest.approx(digits / visible)
+    prices = "大米 5元 3斤\n面粉 12元 10斤\n白糖 8元 2斤"
+    assert sig(prices)["digit_ratio"] == pytest.approx(8 / 20)
+
+
 def test_contact_density_counts_sites_not_citations():
     """Issue 32: a web address counts once per site and not at all as a link target (right after an
     opening bracket): a technical FAQ that cites its project's site five times hands over no
