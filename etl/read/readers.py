@@ -17,6 +17,7 @@ the records are spread over every core when the read itself could not be (``read
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
@@ -48,6 +49,7 @@ RANGE_SCHEMA = T.StructType(
         T.StructField("end", T.LongType()),
         T.StructField("local", T.StringType()),
         T.StructField("aligned", T.BooleanType()),
+        T.StructField("aliases", T.ArrayType(T.StringType())),
     ]
 )
 BATCH_ROWS = 1024
@@ -61,6 +63,7 @@ class InputFile:
     path: str  # as Hadoop names it: the records' source_file
     size: int
     local: str | None  # where Python opens it: the OS path of a local file, or an s3 URI
+    aliases: tuple[str, ...] = ()  # the other names the inputs gave the same file (it is read once)
 
 
 @dataclass
@@ -87,7 +90,7 @@ def list_inputs(spark: SparkSession, paths: list[str], s3: remote.S3Access | Non
     (a ``FileNotFoundError``) for a path that matches nothing or only hidden files, and the
     refusals of ``etl.read.remote`` (credentials, bucket, access)."""
     jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
-    out: dict[str, InputFile] = {}
+    listed: list[InputFile] = []
     for p in paths:
         if remote.is_s3(p):
             found, local = remote.list_files(p, s3 or remote.S3Access.resolve(remote.S3Config())), True
@@ -107,8 +110,45 @@ def list_inputs(spark: SparkSession, paths: list[str], s3: remote.S3Access | Non
                 f"no input files under {p} ({len(found)} hidden file(s) skipped: names starting with '.' or '_')"
             )
         for name, size in visible:
-            out[name] = InputFile(name, size, (name if remote.is_s3(name) else _local_path(name)) if local else None)
-    return [out[k] for k in sorted(out)]
+            listed.append(InputFile(name, size, (name if remote.is_s3(name) else _local_path(name)) if local else None))
+    return distinct_files(listed)
+
+
+def distinct_files(listed: list[InputFile]) -> list[InputFile]:
+    """One ``InputFile`` per file, whatever the names it was listed under (a directory and a file
+    in it, a symlink beside its target, a hard link, ``s3a://`` and ``s3://``), with the others in
+    ``aliases``, by path. The name kept is the file's own (not a symlink's), else the first."""
+    groups: dict[tuple, list[InputFile]] = {}
+    for f in listed:
+        groups.setdefault(file_identity(f), []).append(f)
+    out = []
+    for group in groups.values():
+        keep = min(group, key=lambda f: (_is_link(f), f.path))
+        names = sorted(f.path for f in group)
+        names.remove(keep.path)
+        if names:
+            log.warning("input %s is also named %s: read once", keep.path, ", ".join(names))
+        out.append(InputFile(keep.path, keep.size, keep.local, tuple(names)))
+    return sorted(out, key=lambda f: f.path)
+
+
+def file_identity(f: InputFile) -> tuple:
+    """What makes two listed names one file: a local file's device and inode (symlinks and hard
+    links), an object's bucket and key (any s3 scheme; S3 has no links); else the name."""
+    if f.local is not None and remote.is_s3(f.local):
+        _, bucket, key = remote.split(f.local)
+        return ("s3", bucket, key)
+    if f.local is not None:
+        try:
+            st = os.stat(f.local)
+            return ("inode", st.st_dev, st.st_ino)
+        except OSError:  # not on the driver's disk: its resolved path is the best name it has
+            return ("path", os.path.realpath(f.local))
+    return ("name", f.path)
+
+
+def _is_link(f: InputFile) -> bool:
+    return f.local is not None and not remote.is_s3(f.local) and os.path.islink(f.local)
 
 
 def _walk(fs, status) -> Iterator[tuple[str, int]]:
@@ -170,9 +210,9 @@ def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int, s3: re
     for f in files:
         fmt = rec.detect_format(f.path)
         if fmt is None:
-            out.driver_rows.append(rec.error_row(f.path, None, f.size, rec.UNSUPPORTED_FORMAT, f.path))
+            out.driver_rows.append(rec.error_row(f.path, None, f.size, rec.UNSUPPORTED_FORMAT, f.path, f.aliases))
         elif f.size == 0:
-            out.driver_rows.append(rec.error_row(f.path, fmt, 0, rec.EMPTY_FILE, "the file has no bytes"))
+            out.driver_rows.append(rec.error_row(f.path, fmt, 0, rec.EMPTY_FILE, "the file has no bytes", f.aliases))
         elif _python_reads(f, cfg):
             ranges += _file_ranges(f, fmt, out.split if _splittable(f, fmt, cfg) else None, cfg, s3)
         elif f.size > BINARY_FILE_LIMIT:
@@ -184,6 +224,7 @@ def plan(files: list[InputFile], cfg: rec.ReaderConfig, parallelism: int, s3: re
                     rec.FILE_TOO_LARGE,
                     f"{f.size} bytes: Spark's binaryFile reads at most "
                     f"{BINARY_FILE_LIMIT} from this file system; copy it to a local or mounted disk, or split it",
+                    f.aliases,
                 )
             )
         else:
@@ -207,21 +248,24 @@ def _pack_plan(out: Plan, ranges: list[rec.Range], cfg: rec.ReaderConfig, parall
 def _file_ranges(
     f: InputFile, fmt: str, split: int | None, cfg: rec.ReaderConfig, s3: remote.S3Access | None = None
 ) -> list[rec.Range]:
+    whole = [rec.Range(f.path, fmt, f.size, 0, f.size, f.local, aliases=f.aliases)]
     if split is None or f.size <= split:
-        return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+        return whole
     if fmt == rec.WARC_FMT:
         try:
             with remote.open_input(f.local, s3) as fh:
                 if fh.read(2) == GZIP_MAGIC:  # gzip without the name: read whole
-                    return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+                    return whole
                 cuts = warc.record_starts(Stream(fh, False), cfg.max_record_bytes, split)
         except OSError:  # the range task reports it as the file's error
-            return [rec.Range(f.path, fmt, f.size, 0, f.size, f.local)]
+            return whole
         aligned = True
     else:
         cuts, aligned = list(range(split, f.size, split)), False
     bounds = [0, *cuts, f.size]
-    return [rec.Range(f.path, fmt, f.size, a, b, f.local, aligned) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [
+        rec.Range(f.path, fmt, f.size, a, b, f.local, aligned, f.aliases) for a, b in zip(bounds, bounds[1:]) if b > a
+    ]
 
 
 def _pack(ranges: list[rec.Range], capacity: int) -> list[list[rec.Range]]:
@@ -253,7 +297,8 @@ def read_raw(
         binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
         if p.remote_tasks:  # small files: Spark would pack 2 a task (openCostInBytes 4 MB, 8 MB a task)
             binary = binary.coalesce(p.remote_tasks)
-        frames.append(binary.mapInArrow(_read_contents(cfg, counters), RAW_SCHEMA))
+        aliases = {f.path: f.aliases for f in p.remote if f.aliases}
+        frames.append(binary.mapInArrow(_read_contents(cfg, counters, aliases), RAW_SCHEMA))
     if p.driver_rows:  # a few rows: one partition, not one per core
         frames.append(spark.createDataFrame(p.driver_rows, RAW_SCHEMA).coalesce(1))
     counters.ranges_total = p.ranges + len(p.remote)
@@ -310,7 +355,7 @@ def _read_ranges(cfg: rec.ReaderConfig, counters: Counters, s3: remote.S3Access 
         def rows() -> Iterator[dict[str, Any]]:
             for batch in batches:
                 for r in batch.to_pylist():
-                    rng = rec.Range(**r)
+                    rng = rec.Range(**{**r, "aliases": tuple(r["aliases"] or ())})
                     yield from _counted(rec.parse_range(rng, cfg, s3=s3), rng.end - rng.start, counters)
 
         yield from _batches(rows())
@@ -318,14 +363,14 @@ def _read_ranges(cfg: rec.ReaderConfig, counters: Counters, s3: remote.S3Access 
     return read
 
 
-def _read_contents(cfg: rec.ReaderConfig, counters: Counters):
+def _read_contents(cfg: rec.ReaderConfig, counters: Counters, aliases: dict[str, tuple[str, ...]]):
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def rows() -> Iterator[dict[str, Any]]:
             for batch in batches:
                 paths, lengths, contents = batch.column("path"), batch.column("length"), batch.column("content")
                 for i in range(batch.num_rows):
                     path, size = paths[i].as_py(), lengths[i].as_py()
-                    rng = rec.Range(path, rec.detect_format(path), size, 0, size)
+                    rng = rec.Range(path, rec.detect_format(path), size, 0, size, aliases=aliases.get(path, ()))
                     yield from _counted(rec.parse_range(rng, cfg, contents[i].as_py()), size, counters)
 
         yield from _batches(rows())

@@ -77,9 +77,11 @@ def named_gzip(path: str) -> bool:
     return path.lower().endswith((".gz", ".gzip"))
 
 
-def error_row(path: str, fmt: str | None, size: int, reason: str, detail: str) -> dict[str, Any]:
+def error_row(
+    path: str, fmt: str | None, size: int, reason: str, detail: str, aliases: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The reader row of a file read by nobody (empty, unsupported, too large): one error."""
-    state = RangeState(Range(path, fmt or "unknown", size, 0, size), ReaderConfig())
+    state = RangeState(Range(path, fmt or "unknown", size, 0, size, aliases=aliases), ReaderConfig())
     state.file_error(reason, detail)
     return file_row(path, state.stats())
 
@@ -222,6 +224,7 @@ def merge_stats(parts: list[dict[str, Any]]) -> tuple[dict[str, Any], str | None
         "errors": [e for p in parts for e in p["errors"]],
         "regions": dict(sorted(regions.items())),
         "ranges": len(parts),
+        **next(({"also_named": p["also_named"]} for p in parts if p.get("also_named")), {}),
     }
     if merged["records"] == 0 and not merged["errors"] and regions:
         reason = max(sorted(regions), key=lambda k: (regions[k]["bytes"], regions[k]["count"]))

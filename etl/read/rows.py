@@ -102,6 +102,7 @@ class Range:
     end: int
     local: str | None = None  # where Python opens it: an OS path or an s3 URI (None: the bytes are given)
     aligned: bool = False  # start is known to begin a record (WARC ranges come from a walk)
+    aliases: tuple[str, ...] = ()  # other names the inputs gave this file (etl.read.readers.distinct_files)
 
 
 def derived_doc_id(path: str, offset: int) -> str:
@@ -201,6 +202,7 @@ class RangeState:
             "errors": self.errors,
             "regions": dict(sorted(self.regions.items())),
             **({"region_offsets": dict(sorted(self.region_offsets.items()))} if self.region_offsets else {}),
+            **({"also_named": list(self.rng.aliases)} if self.rng.aliases and self.rng.start == 0 else {}),
         }
 
 

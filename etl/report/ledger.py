@@ -120,6 +120,7 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
     skipped: Counter[str] = Counter()
     regions: dict[str, Counter[str]] = defaultdict(Counter)
     file_errors: list[dict[str, Any]] = []
+    duplicate_inputs: dict[str, list[str]] = {}
     for path in sorted(files):
         f = files[path]
         reader = f["reader"]
@@ -139,6 +140,9 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
         }
         if reader["regions"]:
             entry["regions"] = reader["regions"]
+        if reader.get("also_named"):  # the file was named more than once and read once
+            entry["also_named"] = reader["also_named"]
+            duplicate_inputs[path] = reader["also_named"]
         for reason, r in reader["regions"].items():
             regions[reason].update(r)
         skipped.update(reader["skipped"])
@@ -157,6 +161,7 @@ def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:
             "skipped_non_document_records": dict(sorted(skipped.items())),
             "file_errors": file_errors,
             "unframed_regions": {k: dict(v) for k, v in sorted(regions.items())},
+            "duplicate_inputs": duplicate_inputs,
         },
         "documents": totals["documents"],
         "rejected": totals["rejected"],
