@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from base.s3 import S3Config
 from etl.classify.quality import QualityConfig, quality_summary
 from etl.classify.stage import ClassifyConfig
 from etl.clean.decontaminate import DecontaminateConfig
@@ -34,8 +35,8 @@ from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
 from etl.runtime.failpoints import failpoint
+from etl.runtime.objstore import publish_output
 from etl.runtime.progress import Counters, label_jobs, report_progress
-from etl.runtime.publish import HadoopStorage, publish_dir
 from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
 from etl.shards.stage import ShardsConfig
@@ -84,7 +85,7 @@ def clean_corpus(
     spark = spark or session("zhcorpus-clean", cfg.spark)
     res = resources(cfg.rules, {})
     laps, counters = Laps(), Counters(spark.sparkContext)
-    with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
+    with publish_output(output, overwrite, spark, cfg.reader.s3) as out:
         with report_progress(spark.sparkContext, counters, "clean"):
             with label_jobs(spark.sparkContext, "read, clean, classify"):
                 marked = read_clean_classify(
@@ -113,8 +114,8 @@ def clean_corpus(
 
 def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
     documents, rejected = marked.text_bytes()
-    sized(marked.documents(), documents, output).write.parquet(out.path("documents"))
-    sized(marked.rejected(), rejected, output).write.parquet(out.path("rejected"))
+    out.write_parquet("documents", sized(marked.documents(), documents, output))
+    out.write_parquet("rejected", sized(marked.rejected(), rejected, output))
 
 
 TEMPLATE_KEYS = "template_keys"  # a nightly version's template key counts (etl.classify.crawl_repeat)
@@ -129,13 +130,15 @@ def build_corpus(
     spark: SparkSession | None = None,
     index_run: str | None = None,
     template_history: list[str] | None = None,
+    before_commit: Callable[[Any, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """The whole chain; ``index_run`` names this build's batch in the dedup index (default: random).
     The index learns the kept documents before the output is published (a crash in between is
     undone by the nightly refresh, which retracts the batch of an unpublished version).
     ``template_history``: earlier builds' ``template_keys/`` (the nightly's versions), counted with
     this input's by the template rule; given (even empty), this build writes its own
-    ``template_keys/`` for the builds after it."""
+    ``template_keys/`` for the builds after it. ``before_commit(staging, report)`` writes more
+    files into the output before it is published (the nightly's pointers, on a store)."""
     from etl.clean.decontaminate import prepare
     from etl.dedup.index import DedupIndex
     from etl.report.html import render as render_html
@@ -145,7 +148,7 @@ def build_corpus(
     index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()) if index_dir else None
     evals = prepare(spark, cfg.decontaminate)
     laps, counters = Laps(), Counters(spark.sparkContext)
-    with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
+    with publish_output(output, overwrite, spark, cfg.reader.s3) as out:
         with report_progress(spark.sparkContext, counters, "build"):
             with label_jobs(spark.sparkContext, "read, clean, classify"):
                 marked = read_clean_classify(
@@ -154,7 +157,7 @@ def build_corpus(
             try:
                 parts = _build_phases(cfg, marked, index, evals, out, laps)
                 if marked.template_counts is not None:
-                    marked.template_counts.write.parquet(out.path(TEMPLATE_KEYS))
+                    out.write_parquet(TEMPLATE_KEYS, marked.template_counts)
             finally:
                 marked.unpersist()
         if index is not None:
@@ -178,6 +181,8 @@ def build_corpus(
         )
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
         out.write_text("report.html", render_html(json.loads(json.dumps(report))))  # as a reader of report.json sees it
+        if before_commit is not None:
+            before_commit(out, report)
     return report
 
 
@@ -222,13 +227,13 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
                 contaminated.withColumn("offset", F.lit(None).cast("long")).select(*REJECTED_COLUMNS)
             )
             dropped = dropped_by_file(contaminated)
-        sized(rejected, rejected_bytes, cfg.output).write.parquet(out.path("rejected"))
+        out.write_parquet("rejected", sized(rejected, rejected_bytes, cfg.output))
         dedup.documents_written = documents.count()
     laps.lap("decontaminate")
     with label_jobs(sc, "shards"):
         shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
     with label_jobs(sc, "report: distributions"):
-        extra["distributions"] = distributions(documents, tokens, spark.read.parquet(out.path("duplicates")))
+        extra["distributions"] = distributions(documents, tokens, out.read_parquet(spark, "duplicates"))
     tokens.unpersist()
     laps.lap("tokenize_shards")
     kept = documents.select("doc_id")
@@ -245,25 +250,27 @@ def dedup_corpus(
     overwrite: bool = False,
     spark: SparkSession | None = None,
     output_cfg: OutputConfig | None = None,
+    s3: S3Config | None = None,
 ) -> dict[str, Any]:
     """Deduplicate Parquet documents (doc_id, text[, quality_score, source_file]); ``documents/``,
     ``duplicates/``, ``report.json`` (input documents = documents + duplicates). ``documents/``
-    is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``)."""
+    is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``). ``s3``:
+    the store's settings when ``output`` is on S3."""
     from etl.dedup.index import DedupIndex
     from etl.read.readers import list_inputs
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
     index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None
     laps = Laps()
-    with publish_dir(output, overwrite, HadoopStorage(spark)) as out:
+    with publish_output(output, overwrite, spark, s3) as out:
         docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
         output_cfg = output_cfg or OutputConfig()
         summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir, output_cfg)
         in_bytes = sum(f.size for f in list_inputs(spark, inputs))  # the survivors hold at most these
-        sized(deduped.survivors, in_bytes, output_cfg).write.parquet(out.path("documents"))
-        summary.documents_written = spark.read.parquet(out.path("documents")).count()
+        out.write_parquet("documents", sized(deduped.survivors, in_bytes, output_cfg))
+        summary.documents_written = out.read_parquet(spark, "documents").count()
         if index is not None:
             summary.index = {
                 "dir": index_dir,

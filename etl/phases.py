@@ -5,13 +5,17 @@ and returns a typed summary for ``etl.report.assemble``."""
 from __future__ import annotations
 
 import logging
+import tempfile
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from base.manifest import MANIFEST_FILE
+from base.s3 import is_s3
 from etl.dedup.stage import DedupConfig, dedup, largest_clusters
 from etl.report.assemble import DedupSummary, ShardSummary
 from etl.report.stats import cluster_sizes, log_histogram
@@ -65,10 +69,10 @@ def dedup_phase(
     with Checkpoints(spark, checkpoint_dir, "dedup") as cp:
         result = dedup(docs, cfg, index, checkpoints=cp)
         n_duplicates = result.duplicates.count()  # persisted (or driver-held): the write reads the same rows
-        sized(result.duplicates, n_duplicates * DUPLICATE_ROW_BYTES, output).write.parquet(out.path("duplicates"))
-        result.survivor_bands.write.parquet(out.path(f"{KEYS}/bands"))  # staged: the index writes its own files
-        result.survivor_exact.write.parquet(out.path(f"{KEYS}/exact"))
-    duplicates = spark.read.parquet(out.path("duplicates"))
+        out.write_parquet("duplicates", sized(result.duplicates, n_duplicates * DUPLICATE_ROW_BYTES, output))
+        out.write_parquet(f"{KEYS}/bands", result.survivor_bands)  # staged: the index writes its own files
+        out.write_parquet(f"{KEYS}/exact", result.survivor_exact)
+    duplicates = out.read_parquet(spark, "duplicates")
     source = F.col("source_file") if "source_file" in docs.columns else F.lit(NO_SOURCE_FILE)
     rows = (
         duplicates.join(docs.select("doc_id", source.alias("source_file")), "doc_id")
@@ -88,7 +92,7 @@ def dedup_phase(
     )
     survivors = docs.join(duplicates.select("doc_id"), "doc_id", "left_anti")
     return summary, Deduplicated(
-        survivors, spark.read.parquet(out.path(f"{KEYS}/bands")), spark.read.parquet(out.path(f"{KEYS}/exact"))
+        survivors, out.read_parquet(spark, f"{KEYS}/bands"), out.read_parquet(spark, f"{KEYS}/exact")
     )
 
 
@@ -103,13 +107,13 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
 
     spark = survivors.sparkSession
     if prepared.mode == "off":
-        survivors.write.parquet(out.path("documents"))
-        return spark.read.parquet(out.path("documents")), None, None
+        out.write_parquet("documents", survivors)
+        return out.read_parquet(spark, "documents"), None, None
     marked = decontaminate_stage(survivors, None, prepared).persist(StorageLevel.MEMORY_AND_DISK)
     columns = [*survivors.columns, "contamination"]
-    marked.where(F.col("reason").isNull()).select(*columns).write.parquet(out.path("documents"))
+    out.write_parquet("documents", marked.where(F.col("reason").isNull()).select(*columns))
     summary = decontaminate_summary(marked, prepared)
-    return spark.read.parquet(out.path("documents")), marked.where(F.col("reason").isNotNull()), summary
+    return out.read_parquet(spark, "documents"), marked.where(F.col("reason").isNotNull()), summary
 
 
 def shards_phase(
@@ -117,17 +121,22 @@ def shards_phase(
 ) -> tuple[ShardSummary, DataFrame]:
     """Tokenize once (persisted: the shards and the token histogram both read it; the caller
     unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the
-    documents into ``tokenizer/``."""
+    documents into ``tokenizer/``. A ``tokenizer.model`` on S3 (a committed output) is fetched
+    into the local cache, verified (``base.committed.fetch_tree``)."""
     from etl.shards.stage import ship_tokenizer, tokenize_stage, write_token_shards
 
-    tokenizer_dir = tok.model or _train_into(documents, tok, out.path("tokenizer"))
+    tokenizer_dir = _tokenizer_dir(tok.model, out) if tok.model else _train_into(documents, tok, out)
     n = shards.num_shards
     if n <= 0:
         chars = documents.agg(F.sum("n_chars")).first()[0] or 0
         n = max(1, -(-int(chars * 1.5) // (shards.target_mb << 20)))
     shipped = ship_tokenizer(documents.sparkSession, tokenizer_dir)
     tokens = tokenize_stage(documents, shipped).persist(StorageLevel.MEMORY_AND_DISK)
-    manifest = write_token_shards(tokens, shipped, out.path("shards"), n)
+    manifest = write_token_shards(tokens, shipped, out.path("shards"), n, access=out.access)
+    for s in manifest["shards"]:  # what a store's commit lists (a no-op on a file system)
+        for kind in ("bin", "idx", "src"):
+            out.record(f"shards/{s[kind]}", s[f"{kind}_bytes"], s[f"{kind}_sha256"])
+    out.adopt(f"shards/{MANIFEST_FILE}")
     summary = ShardSummary(
         manifest="shards/manifest.json",
         tokenizer=tok.model or "tokenizer/",
@@ -142,7 +151,26 @@ def shards_phase(
     return summary, tokens
 
 
-def _train_into(documents: DataFrame, tok: TokenizerConfig, uri: str) -> str:
+def _tokenizer_dir(model: str, out: "Staging") -> str:
+    """``tokenizer.model`` as a local directory: itself, or fetched from a committed output on S3."""
+    if not is_s3(model):
+        return model
+    from base.committed import fetch_tree
+    from base.s3 import S3Access, S3Config
+
+    access = out.access or S3Access.resolve(S3Config())
+    return str(fetch_tree(model, access.filesystem()))
+
+
+def _train_into(documents: DataFrame, tok: TokenizerConfig, out: "Staging") -> str:
+    """Train on ``documents`` into ``OUT/tokenizer/``: in place on a file system; on a store,
+    into a local directory whose files are then uploaded with the attempt."""
+    uri = out.path("tokenizer")
+    if out.access is not None:
+        target = str(Path(tempfile.mkdtemp(prefix="zhcorpus-tokenizer-")) / "tokenizer")
+        train_tokenizer(documents, tok, target, {"inputs": ["documents/"]})
+        out.put_tree("tokenizer", target)
+        return target
     if uri.startswith("file:"):
         target = uri[len("file:") :]
     elif "://" in uri:

@@ -7,8 +7,11 @@ by the next run). The output's parent must be writable: the check creates and re
 directory there, so a read-only disk or a missing permission is reported in one line before
 hours of reading, not as a Java trace at the end. Every refusal is one line, with the fix.
 
-Paths on other file systems (``hdfs://``, ``s3a://``) are compared as normalised URIs (no
-symlinks there); their permissions are Hadoop's to check when the job writes.
+Paths on other file systems (``hdfs://``, ``s3://``) are compared as normalised URIs (no
+symlinks there; ``s3a://`` is the same store as ``s3://``); their permissions are the store's to
+check when the job writes (on S3, the writer's lock is the first write: ``etl.runtime.objstore``).
+An ``s3a://`` output is refused in one line that names ``s3://``: pyspark ships no Hadoop S3
+connector, and outputs on S3 are written through pyarrow with their own commit protocol.
 """
 
 from __future__ import annotations
@@ -47,7 +50,18 @@ def normalise(path: str | os.PathLike) -> tuple[str, str]:
             local = urlsplit("file:" + local).path
         return "", os.path.realpath(_glob_root(local))
     root = posixpath.normpath(_glob_root(parts.path) or "/")
-    return f"{parts.scheme}://{parts.netloc}", root
+    scheme = "s3" if parts.scheme.lower() == "s3a" else parts.scheme
+    return f"{scheme}://{parts.netloc}", root
+
+
+def refuse_s3a(path: str | os.PathLike, what: str = "output") -> None:
+    """An ``s3a://`` path to be written: the one-line refusal that names ``s3://``."""
+    s = os.fspath(path)
+    if urlsplit(s).scheme.lower() == "s3a":
+        raise PathRefused(
+            f"refusing {what} {s}: s3a:// needs Hadoop's S3 connector, which pyspark does not ship; "
+            f"write it as {'s3://' + s.split('://', 1)[1]} (pyarrow, committed by _commit.json: docs/storage.md)"
+        )
 
 
 def _glob_root(path: str) -> str:
@@ -65,7 +79,8 @@ def _inside(child: str, parent: str) -> bool:
 
 
 def check_output(output: str | os.PathLike, inputs: list[str | os.PathLike], what: str = "output") -> None:
-    """Refuse ``output`` if it overlaps any input; then check its parent is writable."""
+    """Refuse ``output`` if it overlaps any input or is ``s3a://``; then check its parent is writable."""
+    refuse_s3a(output, what)
     fs, out = normalise(output)
     for inp in inputs:
         ifs, path = normalise(inp)

@@ -165,6 +165,8 @@ def storage_for(path: str, spark=None) -> Storage:
 class Staging:
     """Where a publication is written before it is committed."""
 
+    access = None  # base.s3.S3Access of a staging on an object store (etl.runtime.objstore); None here
+
     def __init__(self, storage: Storage, root: str):
         self.storage, self.root = storage, root
 
@@ -178,6 +180,20 @@ class Staging:
     def delete(self, name: str) -> None:
         """Remove an intermediate component before the commit."""
         self.storage.delete(self.path(name))
+
+    def write_parquet(self, name: str, df) -> None:
+        """``df`` as the Parquet directory ``name`` (Spark's writer, through Hadoop)."""
+        df.write.parquet(self.path(name))
+
+    def read_parquet(self, spark, name: str):
+        return spark.read.parquet(self.path(name))
+
+    def adopt(self, name: str) -> None:
+        """A file written under ``path(name)`` by someone else: nothing to record on a file system
+        (an object store's staging records it for its commit: ``etl.runtime.objstore``)."""
+
+    def record(self, name: str, size: int, sha256: str) -> None:
+        """As ``adopt``, with the size and sha256 known."""
 
 
 @contextmanager
@@ -263,11 +279,18 @@ def _libc() -> ctypes.CDLL | None:
     return _libc_handle  # type: ignore[return-value]
 
 
-def put_file(local: str | Path, dest_uri: str) -> None:
+def put_file(local: str | Path, dest_uri: str, access=None) -> None:
     """Copy a local file to ``dest_uri`` (any ``pyarrow.fs`` URI or path: executors have no
     SparkSession) under a temporary name, then rename it: a retried or speculative task never
-    leaves a half-written file under the final name."""
+    leaves a half-written file under the final name. With ``access`` (``base.s3.S3Access``),
+    ``dest_uri`` is an ``s3://`` key written in one upload (an object appears whole or not at all)."""
     import pyarrow.fs as pafs
+
+    if access is not None:
+        from etl.runtime.s3frames import upload
+
+        upload(local, dest_uri, access)
+        return
 
     fs, dest = pafs.FileSystem.from_uri(dest_uri)
     partial = f"{dest}.{uuid.uuid4().hex[:8]}.partial"

@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 
 from base.indexed_dataset import SOURCE_DTYPE, IndexedDatasetWriter, dtype_for_vocab
 from base.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
+from base.s3 import S3Access
 from etl.runtime.publish import put_file
 from etl.runtime.ship import ship_directory
 from filters.classify import sha256_file
@@ -190,18 +191,28 @@ def distinct_sources(df: DataFrame) -> list[str]:
 
 
 def write_token_shards(
-    tokens: DataFrame, shipped: ShippedTokenizer, out_dir: str, num_shards: int, sources: list[str] | None = None
+    tokens: DataFrame,
+    shipped: ShippedTokenizer,
+    out_dir: str,
+    num_shards: int,
+    sources: list[str] | None = None,
+    access: S3Access | None = None,
 ) -> dict[str, Any]:
     """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs, ``.src`` sidecars and
     ``manifest.json``. ``sources``: every source name in ``tokens``, sorted (computed from
-    ``tokens`` when None; cheap when ``tokens`` is persisted)."""
+    ``tokens`` when None; cheap when ``tokens`` is persisted). ``access``: ``out_dir`` is an
+    ``s3://`` prefix written through pyarrow's S3 file system with these settings."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
-    out_dir = _absolute(out_dir)
-    fs, root = pafs.FileSystem.from_uri(out_dir)
+    if access is not None:
+        fs, root = access.filesystem(), out_dir.split("://", 1)[1]
+    else:
+        out_dir = _absolute(out_dir)
+        fs, root = pafs.FileSystem.from_uri(out_dir)
     if fs.get_file_info(f"{root}/{MANIFEST_FILE}").type != pafs.FileType.NotFound:
         raise FileExistsError(f"{out_dir} already holds a {MANIFEST_FILE}; write shards to a fresh directory")
-    fs.create_dir(root, recursive=True)
+    if access is None:
+        fs.create_dir(root, recursive=True)
     dtype = dtype_for_vocab(shipped.vocab_size)
     shard = F.pmod(F.xxhash64("doc_id"), F.lit(num_shards)).cast("int").alias("shard")
     sources = distinct_sources(tokens) if sources is None else sorted(sources)
@@ -213,14 +224,14 @@ def write_token_shards(
     )
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id, source_index)
+        yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id, source_index, access)
 
     rows = {r["shard"]: r for r in ordered.mapInArrow(apply, SHARD_ROW_DDL).collect()}
     for i in range(num_shards):
         if i not in rows:  # no document hashed here: an empty pair, written by the driver
-            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id, source_index)
+            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id, source_index, access)
     manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype, sources)
-    with fs.open_output_stream(f"{root}/{MANIFEST_FILE}") as f:
+    with fs.open_output_stream(f"{root}/{MANIFEST_FILE}", compression=None) as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
     log.info(
         "shards: %d pairs, %d documents, %d tokens (%s) -> %s",
@@ -234,7 +245,12 @@ def write_token_shards(
 
 
 def _write_partition(
-    batches: Iterator[pa.RecordBatch], out_dir: str, dtype: str, eod_id: int, source_index: dict[str, int]
+    batches: Iterator[pa.RecordBatch],
+    out_dir: str,
+    dtype: str,
+    eod_id: int,
+    source_index: dict[str, int],
+    access: S3Access | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Rows arrive sorted by (shard, doc_id); one output row per shard seen."""
 
@@ -250,7 +266,7 @@ def _write_partition(
     stream = _Peekable(docs())
     while stream.peek() is not None:
         shard = stream.peek()[0]
-        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id, source_index)
+        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id, source_index, access)
         yield pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
 
 
@@ -261,6 +277,7 @@ def _write_shard_files(
     dtype: str,
     eod_id: int,
     source_index: dict[str, int],
+    access: S3Access | None = None,
 ) -> dict[str, Any]:
     """Write one shard (``.bin``, ``.idx``, ``.src``) locally, hash it, publish it to ``out_dir``;
     returns its manifest row."""
@@ -287,7 +304,7 @@ def _write_shard_files(
         for kind in ("bin", "idx", "src"):
             local = tmp / f"{name}.{kind}"
             row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
-            put_file(local, f"{out_dir}/{name}.{kind}")
+            put_file(local, f"{out_dir}/{name}.{kind}", access)
         return row
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
