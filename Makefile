@@ -3,7 +3,10 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-nodeps.txt | cksum | cut -d' ' -f1)
+# the compiled per-document pass (filters._docpass, C++) is built by the editable install: its
+# sources are in the stamp, so a change to them rebuilds it
+NATIVE_SRC := setup.py $(sort $(wildcard filters/docpass_cpp/*.cpp filters/docpass_cpp/*.h))
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements.lock requirements-nodeps.txt $(NATIVE_SRC) | cksum | cut -d' ' -f1)
 DEMO_CRAWL := data/demo_crawl
 DEMO_OUT   := out/demo
 DEMO_SEED  := data/seed
@@ -14,8 +17,9 @@ DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
+$(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt $(NATIVE_SRC)
 	@command -v java >/dev/null || { echo "Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@command -v $${CXX:-g++} >/dev/null || command -v c++ >/dev/null || { echo "a C++17 compiler is required for filters._docpass (apt-get install g++)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c requirements.lock -e '.[test]'

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 
+from filters import docpass
 from filters import thresholds as th
 from filters.crawl_repeat import CrawlRepeatConfig
 from filters.markdown import prose
@@ -155,20 +157,31 @@ class Screen:
             tuple(th.reference_value(profile, FLUENCY, p) for p in BUCKET_PERCENTILES) if profile is not None else None
         )
         self.safety = SafetyScorer(cfg.safety) if cfg.safety.enabled else None
+        # the statistics and the fluency score from the compiled pass (the same values; None: the
+        # Python reference below)
+        self.native = docpass.QualityPass(self.fluency) if docpass.enabled() else None
 
-    def __call__(self, texts: Sequence[str]) -> Screened:
+    def __call__(self, texts: Sequence[str] | pa.Array) -> Screened:
+        """``texts``: Python strings or an Arrow string array (read by the compiled pass in place)."""
         n = len(texts)
-        signals = (
-            {k: np.asarray(v, dtype=np.float64) for k, v in signals_batch(texts).items()}
-            if n
-            else {s.name: np.zeros(0) for s in SIGNALS}
-        )
-        # the language model scores the prose, as the statistics do (code is no Chinese sentence)
-        ppl = (
-            self.fluency.perplexity_batch([prose(t) for t in texts])
-            if self.fluency is not None and n
-            else np.full(n, np.nan)
-        )
+        native = _arrow(texts) if self.native is not None and n else None
+        if native is not None:
+            values, ppl = self.native(native)
+            signals = {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+            texts = native.to_pylist() if self.safety else texts
+        else:
+            texts = texts.to_pylist() if isinstance(texts, (pa.Array, pa.ChunkedArray)) else texts
+            signals = (
+                {k: np.asarray(v, dtype=np.float64) for k, v in signals_batch(texts).items()}
+                if n
+                else {s.name: np.zeros(0) for s in SIGNALS}
+            )
+            # the language model scores the prose, as the statistics do (code is no Chinese sentence)
+            ppl = (
+                self.fluency.perplexity_batch([prose(t) for t in texts])
+                if self.fluency is not None and n
+                else np.full(n, np.nan)
+            )
         signals[FLUENCY] = np.asarray(ppl, dtype=np.float64)
         buckets: list[str | None] = [None] * n
         if self.cuts is not None:
@@ -184,3 +197,12 @@ class Screen:
                 flags[i].append(t.reason)
         reasons = [f[0] if f and self.cfg.mode == "filter" else None for f in flags]
         return Screened(signals, buckets, [{k: v for k, v in s.items() if v} for s in safety], flags, reasons)
+
+
+def _arrow(texts: Sequence[str] | pa.Array) -> pa.Array | None:
+    """``texts`` as an Arrow string array for the compiled pass; None for a text that is no UTF-8
+    (a lone surrogate): the reference reads it."""
+    try:
+        return docpass.strings(texts)
+    except (pa.ArrowException, UnicodeEncodeError):
+        return None

@@ -122,7 +122,7 @@ def quality_batch(batch: pa.RecordBatch, screen: Screen) -> pa.RecordBatch:
     cols = {name: batch.column(name).to_pylist() for name in ("stage", "reason")}
     kept_back = batch.column(CLEAN_FLAG).to_pylist() if CLEAN_FLAG in batch.schema.names else [None] * n
     if len(live):
-        got = screen(batch.column("text").take(pa.array(live)).to_pylist())
+        got = screen(batch.column("text").take(pa.array(live)))  # Arrow in: the compiled pass reads it in place
         for name in signals:
             signals[name][live] = np.round(got.signals[name], 6)
         for j, i in enumerate(live):

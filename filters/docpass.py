@@ -1,0 +1,240 @@
+"""The compiled per-document pass (issue 33): one C++ walk over each document (``filters/docpass_cpp/``,
+built as ``filters._docpass`` by ``pip install``/``make install``) that gives what the quality
+stage reads and the tokenizer's pre-segmentation:
+
+- every label-free statistic of ``filters.quality`` (its words cut once, jieba's HMM-off cut
+  compiled from jieba's own dictionary), and which documents can hold a contact id at all
+  (``filters.quality_contact`` then runs on those only, by chunk, as the reference does);
+- the fluency model's log-probability (``filters.fluency``: its tables, KenLM's backoff query);
+- ``filters.tokenizer.presegment`` of a batch (the same words as rjieba and jieba).
+
+The Python modules stay the reference: every value here equals theirs (float32 for float32), which
+``tests/test_docpass.py`` holds on thousands of varied documents, the way ``filters.segment`` holds
+rjieba to jieba. Texts go in as Arrow string arrays (their offset and data buffers, no Python
+string per document) and results come out as numpy arrays.
+
+Fallback: without the extension (a checkout not built: ``make install`` builds it) the callers
+use the Python reference, with one WARNING per process; the outputs are the same, only slower.
+``ZHCORPUS_DOCPASS=0`` in the environment forces the reference (``bench``, ``compare_builds``; on a
+cluster set it with ``spark.executorEnv.ZHCORPUS_DOCPASS``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+log = logging.getLogger("zhcorpus")
+
+ENV = "ZHCORPUS_DOCPASS"  # "0": use the Python reference, never the compiled pass
+
+
+def _load_extension():
+    try:
+        from filters import _docpass
+    except ImportError as e:
+        log.warning(
+            "filters._docpass is not built (%s): the quality signals, fluency and pre-segmentation run in "
+            "the Python reference, ~5x slower (build it: make install, or python setup.py build_ext --inplace)",
+            e,
+        )
+        return None
+    return _docpass
+
+
+@lru_cache(maxsize=None)
+def _extension():
+    return _load_extension()
+
+
+def enabled() -> bool:
+    """Whether the compiled pass is used: built, and not turned off by ``ZHCORPUS_DOCPASS=0``."""
+    return os.environ.get(ENV, "1") != "0" and _extension() is not None
+
+
+def strings(texts: pa.Array | Sequence[str]) -> pa.Array:
+    """``texts`` as an Arrow string array (``pa.array`` raises on a lone surrogate: no UTF-8)."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if not isinstance(texts, pa.Array):
+        texts = pa.array(texts, pa.string())
+    if pa.types.is_dictionary(texts.type):
+        texts = texts.cast(pa.string())
+    return texts
+
+
+def buffers(texts: pa.Array) -> tuple[np.ndarray, Any]:
+    """(int64 offsets, data buffer) of a string or large_string array; a null is an empty text."""
+    if texts.null_count:
+        texts = texts.fill_null("")
+    wide = pa.types.is_large_string(texts.type)
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    data = texts.buffers()[2]
+    return offsets, (data if data is not None else b"")
+
+
+@lru_cache(maxsize=None)
+def engine():
+    """The per-process ``_docpass.Engine`` (jieba's dictionary, the quality tables), or None."""
+    ext = _extension()
+    if ext is None:
+        return None
+    from filters import quality as q
+    from filters import quality_contact as qc
+    from filters import quality_repeat as rep
+    from filters.markdown import _MARKUP_HINTS
+    from filters.quality_words import FUNCTION_WORDS
+
+    if len(NATIVE_SIGNALS) != ext.N_SIG:
+        log.warning(
+            "filters._docpass computes %d signals, filters.quality has %d: rebuild it", ext.N_SIG, len(q.SIGNALS)
+        )
+        return None
+    dictionary = files("jieba").joinpath("dict.txt").read_bytes().decode("utf-8")
+    params = {
+        "short_line_chars": q.SHORT_LINE_CHARS,
+        "separator_share": q.SEPARATOR_SHARE,
+        "menu_min_items": q.MENU_MIN_ITEMS,
+        "menu_max_item_chars": q.MENU_MAX_ITEM_CHARS,
+        "max_closers": q.MAX_CLOSERS,
+        "date_max": q._DATE_MAX,
+        "chunk_chars": q.CHUNK_CHARS,
+        "min_id_digits": qc.MIN_ID_DIGITS,
+    }
+    fw = np.sort(rep.text_keys(sorted(FUNCTION_WORDS)))
+    return ext.Engine(dictionary, q.char_table(), fw, qc._char_kinds(), list(_MARKUP_HINTS), params)
+
+
+def _signal_names() -> tuple[str, ...]:
+    from filters.quality import SIGNAL_NAMES
+
+    return tuple(n for n in SIGNAL_NAMES if n != CONTACT)
+
+
+CONTACT = "contact_density"  # the one statistic Python finishes (on the candidates the pass finds)
+NATIVE_SIGNALS = _signal_names()  # the compiled pass's columns, in order
+
+
+def cut_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:
+    """Word lengths of each text's jieba HMM-off cut (for tests and the parity checks)."""
+    offsets, data = buffers(strings(texts))
+    lengths, per_text = engine().cut(offsets, data)
+    bounds = np.concatenate(([0], np.cumsum(per_text)))
+    return [lengths[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:
+    """``filters.tokenizer.presegment(t)`` (HMM off) for each text, from the compiled cut."""
+    offsets, data = buffers(strings(texts))
+    return engine().presegment(offsets, data)
+
+
+class QualityPass:
+    """Signals and fluency of a batch through the compiled pass; ``fluency``: the profile's
+    ``FluencyModel`` (None: no perplexity). Build once per worker (it copies the model's n-grams
+    into its own tables)."""
+
+    def __init__(self, fluency=None):
+        from filters import fluency as fl
+
+        self.engine = engine()
+        self.fluency = fluency
+        if fluency is not None:
+            simple, length, offset, flat = fl._char_tables()
+            t = fluency.tables
+            self.engine.set_fluency(
+                {
+                    "simple": simple.view(np.uint8),
+                    "length": length,
+                    "offset": offset,
+                    "flat": flat,
+                    "fold": fl._fold_table(),
+                    "id_of": fluency.id_of,
+                    "radix": t.radix,
+                    "order": t.order,
+                    "max_chars": -1 if fluency.max_chars is None else fluency.max_chars,
+                    "log_prob_1": t.log_prob[0],
+                    "backoff_1": t.backoff[0],
+                },
+                t.keys[1:],
+                t.log_prob[1:],
+                [t.backoff[n] if n < t.order - 1 else None for n in range(1, t.order)],
+            )
+
+    def __call__(self, texts: pa.Array | Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """({signal: float32 per text} in ``filters.quality.SIGNAL_NAMES`` order, the fluency
+        perplexity per text (NaN: none; all NaN without a model)) of each text's prose."""
+        from filters.markdown import prose_rows
+        from filters.quality import SIGNAL_NAMES
+
+        arr = strings(texts)
+        offsets, data = buffers(arr)
+        n = len(arr)
+        alt_index = np.full(n, -1, dtype=np.int64)
+        alt_texts: list[str] = []
+        row_counts = np.zeros(n, dtype=np.int64)
+        rows: list[int] = []
+        prose: dict[int, str] = {}  # the texts read as Python strings, by index (their prose)
+        for i in np.flatnonzero(self.engine.markup(offsets, data)).tolist():
+            text = arr[i].as_py()
+            read, table_rows = prose_rows(text)
+            prose[i] = read
+            if read is not text:
+                alt_index[i] = len(alt_texts)
+                alt_texts.append(read)
+            row_counts[i] = len(table_rows)
+            rows += table_rows
+        alt_offsets, alt_data = buffers(strings(alt_texts))
+        row_offsets = np.concatenate(([0], np.cumsum(row_counts)))
+        sig, visible, contact, chunk, sums, counts, python = self.engine.quality(
+            offsets,
+            data,
+            alt_index,
+            alt_offsets,
+            alt_data,
+            row_offsets,
+            np.asarray(rows, dtype=np.int64),
+            self.fluency is not None,
+        )
+        values = {name: sig[:, j] for j, name in enumerate(NATIVE_SIGNALS)}
+        values[CONTACT] = self._contact(arr, prose, contact, chunk, visible)
+        ppl = self._perplexity(arr, prose, sums, counts, python) if self.fluency is not None else np.full(n, np.nan)
+        return {name: values[name] for name in SIGNAL_NAMES}, ppl
+
+    @staticmethod
+    def _contact(arr: pa.Array, prose: dict[int, str], contact, chunk, visible) -> np.ndarray:
+        """contact_density: ``quality_contact.contact_counts`` over the candidates of each chunk
+        (the reference runs it on the whole chunk; what it finds lies in the candidates)."""
+        from filters.quality_contact import contact_counts
+
+        counts = np.zeros(len(arr))
+        candidates = np.flatnonzero(contact)
+        for c in np.unique(chunk[candidates]).tolist():
+            idx = candidates[chunk[candidates] == c].tolist()
+            texts = [prose[i] if i in prose else arr[i].as_py() for i in idx]
+            lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+            starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
+            counts[idx] = contact_counts("\n".join(texts), starts)
+        density = np.divide(1000.0 * counts, visible, out=np.zeros(len(arr)), where=visible > 0)
+        return density.astype(np.float32)
+
+    def _perplexity(self, arr: pa.Array, prose: dict[int, str], sums, counts, python) -> np.ndarray:
+        """10 ** (-sum / tokens) (``FluencyModel.perplexity_batch``); the texts holding a character
+        the per-character tables cannot normalise go through ``fluency._nfkc_lower`` first."""
+        from filters.fluency import _nfkc_lower
+
+        redo = np.flatnonzero(python).tolist()
+        if redo:
+            limit = self.fluency.max_chars
+            texts = [_nfkc_lower((prose[i] if i in prose else arr[i].as_py())[:limit] + "\n") for i in redo]
+            offsets, data = buffers(strings(texts))
+            s, c = self.engine.fluency_folded(offsets, data)
+            sums[redo], counts[redo] = s, c
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(counts > 0, 10.0 ** (-sums / np.maximum(counts, 1)), np.nan)

@@ -1,0 +1,339 @@
+// filters._docpass: the compiled per-document pass (filters/docpass.py wraps it; the Python
+// modules it mirrors stay the reference: filters.quality, filters.fluency, filters.segment with
+// rjieba/jieba, filters.tokenizer.presegment). Texts come in as Arrow string buffers (int64
+// offsets, UTF-8 bytes) and results go out as numpy arrays: no Python object per document,
+// except the pre-segmented strings SentencePiece reads.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "fluency.h"
+#include "segment.h"
+#include "signals.h"
+
+namespace py = pybind11;
+using namespace docpass;
+
+namespace {
+
+template <typename T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+// Arrow-style strings: offsets (n + 1, int64) into UTF-8 bytes
+struct Strings {
+  const int64_t* offsets;
+  const uint8_t* data;
+  int64_t n;
+  Strings(const Array<int64_t>& offsets_, const py::buffer& data_) {
+    py::buffer_info info = data_.request();
+    offsets = offsets_.data();
+    data = static_cast<const uint8_t*>(info.ptr);
+    n = static_cast<int64_t>(offsets_.size()) - 1;
+  }
+  const uint8_t* at(int64_t i) const { return data + offsets[i]; }
+  size_t size(int64_t i) const { return static_cast<size_t>(offsets[i + 1] - offsets[i]); }
+};
+
+// Whether a text holds one of `hints` (filters.markdown._MARKUP_HINTS: a text without one is its
+// own prose), in one scan of its bytes: the hints are looked up by their first byte.
+class Hints {
+ public:
+  explicit Hints(const std::vector<std::string>& hints) : by_first_(256) {
+    for (const std::string& h : hints) {
+      if (!h.empty()) by_first_[static_cast<uint8_t>(h[0])].push_back(h);
+    }
+  }
+  bool any(const uint8_t* p, size_t n) const {
+    for (size_t i = 0; i < n; ++i) {
+      for (const std::string& h : by_first_[p[i]]) {
+        if (h.size() <= n - i && std::equal(h.begin(), h.end(), reinterpret_cast<const char*>(p + i))) return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> by_first_;
+};
+
+constexpr uint8_t DIGIT_LIKE = 1, ID_CHAR = 2;  // filters.quality_contact._char_kinds
+
+// Whether filters.quality_contact can find anything in the text: a cluster of >= min_digits
+// digit-like characters at most 3 apart, a run of >= 6 id characters, "://", "www" in any case,
+// a dot (or 点) between id characters, an @.
+bool contact_candidate(const uint32_t* c, int64_t n, const uint8_t* kinds, int64_t min_digits) {
+  int64_t cluster = 0, last_digit = -100, run = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t k = kinds[c[i]];
+    if (k & DIGIT_LIKE) {
+      cluster = i - last_digit <= 3 ? cluster + 1 : 1;
+      last_digit = i;
+      if (cluster >= min_digits) return true;
+    }
+    run = (k & ID_CHAR) ? run + 1 : 0;
+    if (run >= 6) return true;
+    uint32_t x = c[i];
+    if (x == '@' || x == 0xFF20) return true;
+    if (x == ':' && i + 2 < n && c[i + 1] == '/' && c[i + 2] == '/') return true;
+    if ((x == 'w' || x == 'W') && i + 2 < n && (c[i + 1] | 0x20) == 'w' && (c[i + 2] | 0x20) == 'w') return true;
+    if ((x == '.' || x == 0x70B9) && i > 0 && i + 1 < n && (kinds[c[i - 1]] & ID_CHAR) && (kinds[c[i + 1]] & ID_CHAR)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class Engine {
+ public:
+  Engine(const std::string& dictionary, Array<uint8_t> quality_table, Array<uint64_t> function_words,
+         Array<uint8_t> contact_kinds, const std::vector<std::string>& markup_hints, py::dict params)
+      : dict_(dictionary), quality_table_(quality_table), contact_kinds_(contact_kinds), hints_(markup_hints) {
+    SignalParams p;
+    p.table = quality_table_.data();
+    p.function_words.assign(function_words.data(), function_words.data() + function_words.size());
+    p.short_line_chars = params["short_line_chars"].cast<int64_t>();
+    p.separator_share = params["separator_share"].cast<double>();
+    p.menu_min_items = params["menu_min_items"].cast<int64_t>();
+    p.menu_max_item_chars = params["menu_max_item_chars"].cast<int64_t>();
+    p.max_closers = params["max_closers"].cast<int>();
+    p.date_max = params["date_max"].cast<int64_t>();
+    chunk_chars_ = params["chunk_chars"].cast<int64_t>();
+    min_id_digits_ = params["min_id_digits"].cast<int64_t>();
+    signals_ = std::make_unique<SignalPass>(std::move(p));
+  }
+
+  void set_fluency(py::dict tables, py::list keys, py::list log_prob, py::list backoff) {
+    // the per-code-point tables are read in place: kept alive here
+    simple_ = Array<uint8_t>(tables["simple"]);
+    length_ = Array<uint8_t>(tables["length"]);
+    offset_ = Array<int64_t>(tables["offset"]);
+    flat_ = Array<uint32_t>(tables["flat"]);
+    fold_ = Array<uint32_t>(tables["fold"]);
+    id_of_ = Array<int32_t>(tables["id_of"]);
+    FluencyTables t;
+    t.simple = simple_.data();
+    t.length = length_.data();
+    t.offset = offset_.data();
+    t.flat = flat_.data();
+    t.fold = fold_.data();
+    t.id_of = id_of_.data();
+    t.radix = tables["radix"].cast<uint64_t>();
+    t.order = tables["order"].cast<int>();
+    t.max_chars = tables["max_chars"].cast<int64_t>();
+    Array<float> lp1(tables["log_prob_1"]), bo1(tables["backoff_1"]);
+    t.log_prob1.assign(lp1.data(), lp1.data() + lp1.size());
+    t.backoff1.assign(bo1.data(), bo1.data() + bo1.size());
+    // orders >= 2 are copied into the scorer's hash tables
+    std::vector<const uint64_t*> k;
+    std::vector<const float*> lp, bo;
+    std::vector<int64_t> sizes;
+    std::vector<Array<uint64_t>> hold_k;
+    std::vector<Array<float>> hold_f;
+    hold_k.reserve(keys.size());
+    hold_f.reserve(2 * keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      hold_k.emplace_back(keys[i]);
+      hold_f.emplace_back(log_prob[i]);
+      k.push_back(hold_k.back().data());
+      lp.push_back(hold_f.back().data());
+      sizes.push_back(static_cast<int64_t>(hold_k.back().size()));
+      if (backoff[i].is_none()) {
+        bo.push_back(nullptr);
+      } else {
+        hold_f.emplace_back(backoff[i]);
+        bo.push_back(hold_f.back().data());
+      }
+    }
+    fluency_ = std::make_unique<FluencyScorer>(std::move(t), k, lp, bo, sizes);
+  }
+
+  size_t fluency_bytes() const { return fluency_ ? fluency_->memory_bytes() : 0; }
+  size_t dictionary_nodes() const { return dict_.nodes(); }
+
+  Array<uint8_t> markup(Array<int64_t> offsets, py::buffer data) {
+    Strings s(offsets, data);
+    Array<uint8_t> out(s.n);
+    auto o = out.mutable_data();
+    {
+      py::gil_scoped_release release;
+      for (int64_t i = 0; i < s.n; ++i) o[i] = hints_.any(s.at(i), s.size(i));
+    }
+    return out;
+  }
+
+  // jieba HMM-off words: (lengths of every word, words per text)
+  py::tuple cut(Array<int64_t> offsets, py::buffer data) {
+    Strings s(offsets, data);
+    std::vector<int64_t> lengths, per_text(s.n);
+    {
+      py::gil_scoped_release release;
+      for (int64_t i = 0; i < s.n; ++i) {
+        decode_utf8(s.at(i), s.size(i), codes_);
+        ends_.clear();
+        dict_.cut(codes_.data(), static_cast<int64_t>(codes_.size()), ends_);
+        int64_t prev = 0;
+        for (int64_t e : ends_) {
+          lengths.push_back(e - prev);
+          prev = e;
+        }
+        per_text[i] = static_cast<int64_t>(ends_.size());
+      }
+    }
+    return py::make_tuple(Array<int64_t>(lengths.size(), lengths.data()), Array<int64_t>(per_text.size(), per_text.data()));
+  }
+
+  // filters.tokenizer.presegment: the words, ' ' -> U+2582 and '\n' -> U+2583, joined by ' '
+  py::list presegment(Array<int64_t> offsets, py::buffer data) {
+    Strings s(offsets, data);
+    py::list out(s.n);
+    for (int64_t i = 0; i < s.n; ++i) {
+      {
+        py::gil_scoped_release release;
+        decode_utf8(s.at(i), s.size(i), codes_);
+        ends_.clear();
+        dict_.cut(codes_.data(), static_cast<int64_t>(codes_.size()), ends_);
+        text_.clear();
+        int64_t prev = 0;
+        for (int64_t e : ends_) {
+          if (prev) text_.push_back(' ');
+          for (int64_t j = prev; j < e; ++j) {
+            uint32_t c = codes_[j];
+            append_utf8(text_, c == ' ' ? 0x2582 : c == '\n' ? 0x2583 : c);
+          }
+          prev = e;
+        }
+      }
+      out[i] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(text_.data(), text_.size(), "strict"));
+    }
+    return out;
+  }
+
+  // Every signal of the texts' prose (main, or alt where alt_index >= 0), their contact candidacy,
+  // chunks, and (with a fluency model) its log-prob sums and token counts.
+  py::tuple quality(Array<int64_t> offsets, py::buffer data, Array<int64_t> alt_index, Array<int64_t> alt_offsets,
+                    py::buffer alt_data, Array<int64_t> row_offsets, Array<int64_t> rows, bool with_fluency) {
+    Strings main(offsets, data), alt(alt_offsets, alt_data);
+    const int64_t n = main.n;
+    const int64_t* alt_i = alt_index.data();
+    auto text = [&](int64_t i, const uint8_t*& p, size_t& size) {
+      if (alt_i[i] >= 0) {
+        p = alt.at(alt_i[i]);
+        size = alt.size(alt_i[i]);
+      } else {
+        p = main.at(i);
+        size = main.size(i);
+      }
+    };
+    Array<float> sig({n, static_cast<int64_t>(N_SIG)});
+    Array<int64_t> visible(n), chunk(n), counts(n);
+    Array<uint8_t> contact(n), python(n);
+    Array<double> sums(n);
+    float* sig_p = sig.mutable_data();
+    int64_t *vis_p = visible.mutable_data(), *chunk_p = chunk.mutable_data(), *count_p = counts.mutable_data();
+    uint8_t *contact_p = contact.mutable_data(), *python_p = python.mutable_data();
+    double* sum_p = sums.mutable_data();
+    const int64_t *row_off = row_offsets.data(), *row_p = rows.data();
+    if (with_fluency && !fluency_) throw std::runtime_error("no fluency model: call set_fluency first");
+    {
+    py::gil_scoped_release release;
+    // filters.quality._chunks: consecutive texts of about chunk_chars characters; the reference
+    // looks for date stamps in a chunk only when it holds ':' or '-'
+    std::vector<uint8_t> stamps;
+    std::vector<int64_t> local(n);
+    int64_t size = 0, id = -1, first = 0;
+    bool mark = false;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* p;
+      size_t bytes;
+      text(i, p, bytes);
+      int64_t len = static_cast<int64_t>(utf8_length(p, bytes));
+      if (i == 0 || (size && size + len > chunk_chars_)) {
+        if (id >= 0) stamps.push_back(mark);
+        ++id, first = i, size = 0, mark = false;
+      }
+      size += len + 1;
+      chunk_p[i] = id;
+      local[i] = i - first;
+      for (size_t j = 0; j < bytes && !mark; ++j) mark = p[j] == ':' || p[j] == '-';
+    }
+    if (n) stamps.push_back(mark);
+    DocResult r;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* p;
+      size_t bytes;
+      text(i, p, bytes);
+      decode_utf8(p, bytes, codes_);
+      const uint32_t* c = codes_.data();
+      const int64_t len = static_cast<int64_t>(codes_.size());
+      ends_.clear();
+      dict_.cut(c, len, ends_);
+      signals_->compute(c, len, ends_, row_p + row_off[i], row_off[i + 1] - row_off[i],
+                        static_cast<uint64_t>(local[i]), stamps[chunk_p[i]] != 0, r);
+      std::copy(r.sig, r.sig + N_SIG, sig_p + i * N_SIG);
+      vis_p[i] = r.visible;
+      contact_p[i] = contact_candidate(c, len, contact_kinds_.data(), min_id_digits_);
+      sum_p[i] = 0.0;
+      count_p[i] = 0;
+      python_p[i] = 0;
+      if (with_fluency) python_p[i] = !fluency_->score(c, len, sum_p[i], count_p[i]);
+    }
+    }
+    return py::make_tuple(sig, visible, contact, chunk, sums, counts, python);
+  }
+
+  // fluency sums and counts of texts normalised by Python (fluency._nfkc_lower of t[:max] + "\n")
+  py::tuple fluency_folded(Array<int64_t> offsets, py::buffer data) {
+    Strings s(offsets, data);
+    Array<double> sums(s.n);
+    Array<int64_t> counts(s.n);
+    double* sp = sums.mutable_data();
+    int64_t* cp = counts.mutable_data();
+    {
+      py::gil_scoped_release release;
+      for (int64_t i = 0; i < s.n; ++i) {
+        decode_utf8(s.at(i), s.size(i), codes_);
+        fluency_->score_folded(codes_.data(), static_cast<int64_t>(codes_.size()), sp[i], cp[i]);
+      }
+    }
+    return py::make_tuple(sums, counts);
+  }
+
+ private:
+  Dictionary dict_;
+  Array<uint8_t> quality_table_, contact_kinds_;
+  Hints hints_;
+  std::unique_ptr<SignalPass> signals_;
+  std::unique_ptr<FluencyScorer> fluency_;
+  Array<uint8_t> simple_, length_;  // the numpy tables the fluency scorer reads in place
+  Array<int64_t> offset_;
+  Array<uint32_t> flat_, fold_;
+  Array<int32_t> id_of_;
+  int64_t chunk_chars_ = 1 << 20, min_id_digits_ = 5;
+  std::vector<uint32_t> codes_;
+  std::vector<int64_t> ends_;
+  std::string text_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_docpass, m) {
+  m.doc() = "The compiled per-document pass of filters/docpass.py";
+  m.attr("N_SIG") = static_cast<int>(N_SIG);
+  py::class_<Engine>(m, "Engine")
+      .def(py::init<const std::string&, Array<uint8_t>, Array<uint64_t>, Array<uint8_t>, const std::vector<std::string>&,
+                    py::dict>())
+      .def("set_fluency", &Engine::set_fluency)
+      .def("fluency_bytes", &Engine::fluency_bytes)
+      .def("dictionary_nodes", &Engine::dictionary_nodes)
+      .def("markup", &Engine::markup)
+      .def("cut", &Engine::cut)
+      .def("presegment", &Engine::presegment)
+      .def("quality", &Engine::quality)
+      .def("fluency_folded", &Engine::fluency_folded);
+}
