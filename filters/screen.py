@@ -71,7 +71,7 @@ class QualityConfig:
     off: tuple[str, ...] = (FLUENCY, "short_line_frac")
     safety: SafetyConfig = field(default_factory=SafetyConfig)
     # Crawl-level template repetition (filters.crawl_repeat): a document most of whose sampled
-    # 10-character spans are held by >= 5 other texts of the same crawl is a template page.
+    # 8-character spans are held by >= 5 other texts of the same crawl is a template page.
     template: CrawlRepeatConfig = field(default_factory=CrawlRepeatConfig)
 
     def rules(self) -> list[tuple[str, str]]:

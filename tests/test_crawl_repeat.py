@@ -3,6 +3,7 @@ reference of the crawl aggregation, and the Spark stage held to that reference."
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -285,3 +286,57 @@ def test_a_farm_a_few_pages_a_night_is_seen_with_the_nights_before(spark):
     assert not any(r.reason == REASON for r in alone.rows.collect())
     second = crawl_repeat_stage(night(pages[3:]), cfg, prior_counts=prior)
     assert all(r.reason == REASON for r in second.rows.collect())
+
+
+def test_spun_pages_keep_the_stretches_between_swaps():
+    """Issue 32: a spinner swaps a word for a synonym every few characters. One stock article with a
+    slot every 7th character, each filled from 6 synonyms page by page, on 40 pages: an 8-character
+    span holds one slot (about 7 pages agree on it: held) on 6 of 7 offsets, a 10-character span two
+    slots (36 fillings, 1 page each) on 3 of 7. The default span length sees the farm, 10 does not,
+    and prose stays prose."""
+    rng = random.Random(7)
+    stock = "".join(PROSE).replace("，", "").replace("。", "")
+    fixed = [stock[i : i + 6] for i in range(0, 6 * 16, 6)]
+    swaps = [rng.sample("甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳", 6) for _ in fixed]
+    pages = ["".join(f + rng.choice(s) for f, s in zip(fixed, swaps)) + "。" for _ in range(40)]
+    prose = [p + q for p, q in zip(PROSE, reversed(PROSE))]
+    cfg = CrawlRepeatConfig(modulus=1, min_clause=0)
+    assert cfg.ngram == CrawlRepeatConfig().ngram == 8
+    shares, n = crawl_template_shares(pages + prose, cfg)
+    assert all(is_template(s, k, cfg) for s, k in zip(shares[:40], n[:40]))
+    assert not any(is_template(s, k, cfg) for s, k in zip(shares[40:], n[40:]))
+    ten = CrawlRepeatConfig(ngram=10, modulus=1, min_clause=0)
+    shares, n = crawl_template_shares(pages, ten)
+    assert sum(is_template(s, k, ten) for s, k in zip(shares, n)) <= 2
+
+
+class _Root:
+    """A corpus root on a local folder, as etl.nightly's (is_dir, read_text, uri)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def is_dir(self, rel: str) -> bool:
+        return (self.path / rel).is_dir()
+
+    def read_text(self, rel: str) -> str | None:
+        return (self.path / rel).read_text(encoding="utf-8") if (self.path / rel).exists() else None
+
+    def uri(self, rel: str) -> str:
+        return str(self.path / rel)
+
+
+def test_nightly_counts_only_keys_cut_the_same_way(tmp_path):
+    """Keys cut with another span length never match tonight's: a version built before a change of
+    settings is left out of the template history (with a warning), the others are counted."""
+    from etl.classify.crawl_repeat import template_history
+
+    cfg = CrawlRepeatConfig()
+    for v, ngram in (("v000001", 10), ("v000002", cfg.ngram), ("v000003", cfg.ngram)):
+        (tmp_path / "versions" / v / "template_keys").mkdir(parents=True)
+        template = {"ngram": ngram, "modulus": cfg.modulus, "min_clause": cfg.min_clause}
+        report = {"config": {"quality": {"template": template}}}
+        (tmp_path / "versions" / v / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    (tmp_path / "versions" / "v000004").mkdir()  # no template_keys/ (the rule was off)
+    got = template_history(_Root(tmp_path), ["v000001", "v000002", "v000003", "v000004"], cfg)
+    assert got == [str(tmp_path / "versions" / v / "template_keys") for v in ("v000002", "v000003")]

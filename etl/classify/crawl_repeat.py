@@ -2,7 +2,7 @@
 whole input, after read → clean → quality → classify.
 
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
-   template) gives its distinct keys (sampled 10-character spans and clauses), tagged with an
+   template) gives its distinct keys (sampled 8-character spans and clauses), tagged with an
    identity of its text, so exact copies of one text count once.
 2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``; the nightly adds
    the counts its published versions kept); the keys held by at least ``min_docs`` are template
@@ -229,3 +229,29 @@ def reference_spans(spark, profile_dir: str, cfg: CrawlRepeatConfig) -> tuple[Da
     keys = pq.read_table(path).column("key").to_numpy()
     frame = spark.createDataFrame(pa.table({"key": keys}).to_pandas())
     return frame, {"reference_spans": {"file": str(path), "keys": int(len(keys)), "sha256": meta["sha256"]}}
+
+
+TEMPLATE_SETTINGS = ("ngram", "modulus", "min_clause")  # what a template key is cut with
+
+
+def template_history(root, versions: list[str], cfg: CrawlRepeatConfig, keys_dir: str = "template_keys") -> list[str]:
+    """The published versions' ``keys_dir`` (their template key counts) whose keys were cut the way
+    tonight's are, by their report.json's ``config.quality.template``: keys cut with other settings
+    never match tonight's, so a version built before a change of settings is left out (a warning
+    says which). ``root``: the corpus root (``is_dir``, ``read_text`` and ``uri`` of a relative
+    path)."""
+    want = {k: getattr(cfg, k) for k in TEMPLATE_SETTINGS}
+    out = []
+    for v in versions:
+        if not root.is_dir(f"versions/{v}/{keys_dir}"):
+            continue
+        try:
+            report = json.loads(root.read_text(f"versions/{v}/report.json") or "")
+            had = {k: report["config"]["quality"]["template"][k] for k in TEMPLATE_SETTINGS}
+        except (ValueError, KeyError, TypeError):
+            had = None
+        if had != want:
+            log.warning("template keys of %s were cut with %s, tonight's with %s: not counted", v, had, want)
+            continue
+        out.append(root.uri(f"versions/{v}/{keys_dir}"))
+    return out
