@@ -75,6 +75,15 @@ def run_job(body: Callable[[], int]) -> int:
         log.debug("refused", exc_info=True)
         log.error("%s", e)
         return EXIT_REFUSED
+    except Exception as e:  # a damaged dedup index found by a Spark task: still a one-line refusal
+        from etl.dedup.index_files import raised_in_task
+
+        refused = raised_in_task(e)
+        if refused is None:
+            raise
+        log.debug("refused in a Spark task", exc_info=True)
+        log.error("%s", refused)
+        return EXIT_REFUSED
 
 
 def exit_code(report: dict) -> int:

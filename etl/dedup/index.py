@@ -38,6 +38,7 @@ import logging
 import math
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import reduce
 
@@ -163,6 +164,7 @@ class DedupIndex:
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
         self._format = FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
+        self._unverified_told: set[str] = set()  # segments without checksums the log has named
         self._check_settings()
 
     @classmethod
@@ -232,7 +234,20 @@ class DedupIndex:
         """The live segments, by sequence."""
         commits = self._commits()
         replaced = {r["sequence"] for c in commits for r in c.get("replaces", [])}
-        return [self._segment(c) for c in commits if c["sequence"] not in replaced]
+        segs = [self._segment(c) for c in commits if c["sequence"] not in replaced]
+        unverified = [s.name for s in segs if not all(f.sha256 for f in s.files)]
+        if unverified and set(unverified) - self._unverified_told:
+            self._unverified_told.update(unverified)
+            log.warning(
+                "dedup index %s: %d segment(s) committed without checksums (%s): their files are read "
+                "but not verified; a compaction that merges them writes checksums "
+                "(python -m jobs.compact_index --index %s rewrites every segment)",
+                self.root,
+                len(unverified),
+                ", ".join(unverified[:5]) + (", …" if len(unverified) > 5 else ""),
+                self.root,
+            )
+        return segs
 
     def _segment(self, c: dict) -> Segment:
         if c["layout"] == 0:  # read by Spark (_legacy_frame) until a compaction rewrites it
@@ -240,7 +255,10 @@ class DedupIndex:
                 c["_files"] = tuple(self._legacy_files(c["name"]))
             docs = sum(f.rows for f in c["_files"] if f.part == EXACT)
             return Segment(c["name"], c["sequence"], "batch", 0, docs, c["_files"], layout=0)
-        files = tuple(IndexFile(p, part, bucket, c["bits"], rows) for p, part, bucket, rows in c["files"])
+        sums = c.get("checksums", {})  # absent: committed before checksums
+        files = tuple(
+            IndexFile(p, part, bucket, c["bits"], rows, *sums.get(p, (0, ""))) for p, part, bucket, rows in c["files"]
+        )
         return Segment(
             c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files, tuple(c.get("replaces", [])), c["layout"]
         )
@@ -261,7 +279,8 @@ class DedupIndex:
                     continue
                 rel = path[len(self.root.toString()) + 1 :]
                 band = [s for s in rel.split("/") if s.startswith("band=")]
-                rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
+                with ixf.reading(f"{root}/{rel}"):
+                    rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
                 out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows))
         return out
 
@@ -337,7 +356,23 @@ class DedupIndex:
         ]
         if not paths:
             return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
+        self._verify_in_tasks([f for f in s.files if f.sha256 and self._Path(self.root, f.path).toString() in paths])
         return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
+
+    def _verify_in_tasks(self, files: list[IndexFile]) -> None:
+        """Check ``files`` against their commit record before Spark reads them whole (a Spark
+        read of a damaged file is a Java trace, or no error at all): a task a few files."""
+        if not files:
+            return
+        root = self.root.toString()
+
+        def check(f: IndexFile) -> None:
+            fs, base = ixf.filesystem(root)
+            ixf.verify(fs, f"{base}/{f.path}", f.size, f.sha256)
+
+        sc = self.spark.sparkContext
+        with label_jobs(sc, "dedup index: verify files"), _refused_in_tasks():
+            sc.parallelize(files, min(len(files), 2 * sc.defaultParallelism)).foreach(check)
 
     def _legacy_frame(self, s: Segment, part: str) -> DataFrame:
         """(band, key, doc_id) or (exact_key, doc_id) of a segment of layout 0 or 1: both store
@@ -409,7 +444,7 @@ class DedupIndex:
             st = ScanStats()
             return [(lookup_here(cat_bc.value, share[0], share[1], columns, st), st)]
 
-        with label_jobs(sc, "dedup: index lookup"):
+        with label_jobs(sc, "dedup: index lookup"), _refused_in_tasks():
             results = sc.parallelize(shares, n).flatMap(task).collect()
         for _, st in results:
             stats.add(st)
@@ -559,7 +594,7 @@ class DedupIndex:
             .sortWithinPartitions("part", "bucket")
         )
         task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
-        out = sorted_rows.mapInArrow(task, "path string, part int, bucket int, bits int, rows bigint").collect()
+        out = sorted_rows.mapInArrow(task, ixf.WRITTEN_DDL).collect()
         return [IndexFile(**r.asDict()) for r in out]
 
     def _commit(
@@ -575,6 +610,7 @@ class DedupIndex:
             "bits": bits,
             "docs": docs,
             "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
+            "checksums": {f.path: [f.size, f.sha256] for f in files},  # verified before each read
             "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces],
         }
         if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
@@ -618,15 +654,28 @@ class DedupIndex:
         bits = self._bits(docs)
         units = ixf.merge_units([f for s in chosen for f in s.files], bits)
         where = "driver" if docs * (self.params.bands + 2) <= self.cfg.driver_max_rows else "spark"
-        files = self._merge(units, f"compacted/{name}", bits, where)
+        checks = {f.path: (f.size, f.sha256) for s in chosen for f in s.files if f.sha256}
+        with self._undone_on_error(name):
+            files = self._merge(units, f"compacted/{name}", bits, where, checks)
         return self._commit_compaction(name, bits, docs, files, chosen, where, t0)
+
+    @contextmanager
+    def _undone_on_error(self, name: str):
+        """A compaction that fails before its commit (a damaged input file) removes what it
+        wrote: the index is left as it was, not for the next writer to tidy."""
+        try:
+            yield
+        except Exception:
+            self.fs.delete(self._Path(self.root, f"compacted/{name}"), True)
+            raise
 
     def _rewrite_legacy(self, legacy: list[Segment], t0: float) -> dict:
         """Legacy segments (read by Spark) rewritten as one segment of this layout."""
         name = f"compacted-{self._next_sequence():08d}"
         bands = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in legacy])
         exact = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
-        docs, bits, files = self._write(f"compacted/{name}", bands, exact)
+        with self._undone_on_error(name):
+            docs, bits, files = self._write(f"compacted/{name}", bands, exact)
         return self._commit_compaction(name, bits, docs, files, legacy, "legacy rewrite", t0)
 
     def _commit_compaction(
@@ -650,16 +699,23 @@ class DedupIndex:
             "seconds": round(time.perf_counter() - t0, 3),
         }
 
-    def _merge(self, units: list[tuple[int, int, list[str]]], segment: str, bits: int, where: str) -> list[IndexFile]:
+    def _merge(
+        self,
+        units: list[tuple[int, int, list[str]]],
+        segment: str,
+        bits: int,
+        where: str,
+        checks: dict[str, tuple[int, str]],
+    ) -> list[IndexFile]:
         root, opts = self.root.toString(), self._opts()
 
         def merge(unit):
             part, bucket, inputs = unit
-            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts)
+            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks)
 
         if where == "driver":
             return [f for u in units for f in merge(u)]
-        with label_jobs(self.spark.sparkContext, f"dedup index: compact into {segment}"):
+        with label_jobs(self.spark.sparkContext, f"dedup index: compact into {segment}"), _refused_in_tasks():
             return self.spark.sparkContext.parallelize(units, len(units)).flatMap(merge).collect()
 
     def _clean_leftovers(self) -> None:
@@ -711,6 +767,19 @@ class DedupIndex:
 
     def _write_atomic(self, path, text: str) -> None:
         write_atomic(path.toString(), text, self.storage)
+
+
+@contextmanager
+def _refused_in_tasks():
+    """An ``IndexFileError`` raised in a Spark task reaches the driver as a Java error carrying
+    the Python trace: raised again here as itself, so a job refuses in one line."""
+    try:
+        yield
+    except Exception as e:
+        found = ixf.raised_in_task(e)
+        if found is None:
+            raise
+        raise found from e
 
 
 def _bucket_col(columns: list[str], bits: int) -> Column:

@@ -25,6 +25,15 @@ Spark until a compaction rewrites them): 0, issue 24's batches (Spark ``partitio
 files of (key, doc_id), unsorted, no file list in the commit); 1, d1c9a89 / ef083ea
 (2026-11-25: bucketed and sorted as here, but band files of (key, doc_id) and no ``docs``);
 ``LAYOUT`` 2, the files above.
+
+Checksums (issue 34): each file is hashed (sha256) as it is written, and its commit record lists
+every file with its size and sha256 (``checksums``). A lookup or a compaction verifies a file
+before it reads it (``verify``, once a process), so a damaged file is refused with one line that
+names it (``IndexFileError``), never half-read: a flipped byte in the uncompressed key column
+would otherwise decode without an error and miss the duplicates it held. Verifying reads the
+whole file where a lookup reads the key column of some row groups (bench: docs/dedup.md).
+Segments committed before checksums are read unverified (the index says so in the log); any
+error pyarrow raises on an index file is an ``IndexFileError`` naming it all the same.
 """
 
 from __future__ import annotations
@@ -56,7 +65,15 @@ _HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16, dtype=np.uint8)
 
 
 class IndexFileError(ValueError):
-    """A file of the index does not hold what its commit record says: the index is corrupt."""
+    """A file of the index does not hold what its commit record says: the index is corrupt.
+    A ``ValueError``: jobs refuse in one line (exit 2), having changed nothing."""
+
+
+DAMAGED = (
+    "the dedup index is damaged and was not changed: restore the file from a copy of the index, "
+    "or rebuild the index from the published corpus"
+)
+HASH_BLOCK = 8 << 20  # bytes read a call while a file's sha256 is checked
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,55 @@ class IndexFile:
     bucket: int
     bits: int  # the segment's bucket bits: the file's keys lie in key_range(bucket, bits)
     rows: int
+    size: int = 0  # bytes, and sha256 of the file as written ("": committed before checksums)
+    sha256: str = ""
+
+
+def verify(fs: pafs.FileSystem, path: str, size: int, sha256: str) -> None:
+    """Raise ``IndexFileError`` unless ``path`` has ``size`` bytes and that sha256 (read in
+    ``HASH_BLOCK`` pieces: memory does not grow with the file). Checked once a process."""
+    if (path, size, sha256) in _verified:
+        return
+    with reading(path):
+        h, n = hashlib.sha256(), 0
+        with fs.open_input_stream(path) as f:
+            while block := f.read(HASH_BLOCK):
+                h.update(block)
+                n += len(block)
+    if n != size:
+        raise IndexFileError(f"dedup index file {path} has {n} bytes, its commit record says {size}: {DAMAGED}")
+    if h.hexdigest() != sha256:
+        raise IndexFileError(f"dedup index file {path} fails its sha256 check (committed as {sha256[:12]}…): {DAMAGED}")
+    _verified.add((path, size, sha256))
+
+
+_verified: set[tuple[str, int, str]] = set()  # files this process has checked (they never change)
+
+
+def raised_in_task(e: BaseException) -> IndexFileError | None:
+    """The ``IndexFileError`` a Spark task raised, from the Python trace in the driver's error."""
+    text = str(e)
+    at = text.rfind("IndexFileError: ")
+    if at < 0:
+        return None
+    return IndexFileError(text[at + len("IndexFileError: ") :].strip().splitlines()[0])
+
+
+class reading:
+    """Any error pyarrow raises while reading ``path`` (a flipped byte: ``OSError: ZSTD
+    decompression failed``; a cut file: ``ArrowInvalid``) -> ``IndexFileError`` naming it."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or isinstance(exc, IndexFileError) or not isinstance(exc, (OSError, pa.ArrowException)):
+            return False
+        what = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise IndexFileError(f"dedup index file {self.path} cannot be read ({what}): {DAMAGED}") from exc
 
 
 @dataclass
@@ -177,7 +243,7 @@ def write_sorted(
         chunk = table.slice(start, opts.max_rows)
         name = f"{rel}/part-{i:05d}.parquet"
         tmp = f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
-        with fs.open_output_stream(tmp) as out:
+        with fs.open_output_stream(tmp) as raw, _Hashing(raw) as out:
             pq.write_table(
                 chunk,
                 out,
@@ -187,14 +253,54 @@ def write_sorted(
                 write_statistics=["key"],
             )
         fs.move(tmp, f"{root}/{name}")
-        files.append(IndexFile(name, part, bucket, bits, len(chunk)))
+        files.append(IndexFile(name, part, bucket, bits, len(chunk), out.size, out.sha256.hexdigest()))
     return files
 
 
-def open_file(fs: pafs.FileSystem, path: str, columns: list[str]) -> pq.ParquetFile:
-    """``path`` opened, after checking that it has ``columns`` (pyarrow would drop a missing one
-    without a word, or fail later on a length or schema mismatch)."""
-    pf = pq.ParquetFile(fs.open_input_file(path))
+class _Hashing:
+    """A write-only file that passes bytes through to ``raw`` and hashes them on the way: the
+    checksum of what was written, without reading it back."""
+
+    def __init__(self, raw):
+        self.raw, self.sha256, self.size, self.closed = raw, hashlib.sha256(), 0, False
+
+    def write(self, data) -> int:
+        data = memoryview(data)
+        self.sha256.update(data)
+        self.size += len(data)
+        self.raw.write(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def close(self) -> None:
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def open_file(
+    fs: pafs.FileSystem, path: str, columns: list[str], check: tuple[int, str] | None = None
+) -> pq.ParquetFile:
+    """``path`` opened, after checking its (size, sha256) from the commit record when given
+    (``verify``), and that it has ``columns`` (pyarrow would drop a missing one without a word,
+    or fail later on a length or schema mismatch). Callers read it inside ``reading(path)``."""
+    if check is not None:
+        verify(fs, path, *check)
+    with reading(path):
+        pf = pq.ParquetFile(fs.open_input_file(path))
     missing = [c for c in columns if c not in pf.schema_arrow.names]
     if missing:
         raise IndexFileError(
@@ -218,12 +324,23 @@ def _matching_rows(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def lookup_file(
-    fs: pafs.FileSystem, path: str, queries: np.ndarray, columns: list[str], stats: ScanStats
+    fs: pafs.FileSystem,
+    path: str,
+    queries: np.ndarray,
+    columns: list[str],
+    stats: ScanStats,
+    check: tuple[int, str] | None = None,
 ) -> pa.Table | None:
-    """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique).
+    """The rows (key + ``columns``) of one file whose key is in ``queries`` (sorted, unique),
+    the file verified first against ``check`` (size, sha256) when given.
     Reads the key column of the row groups whose min/max admit a query, then ``columns`` of
     the row groups that hold a match only."""
-    pf = open_file(fs, path, ["key", *columns])
+    pf = open_file(fs, path, ["key", *columns], check)
+    with reading(path):
+        return _lookup_open(pf, queries, columns, stats)
+
+
+def _lookup_open(pf: pq.ParquetFile, queries: np.ndarray, columns: list[str], stats: ScanStats) -> pa.Table | None:
     md = pf.metadata
     ki = pf.schema_arrow.names.index("key")
     stats.files += 1
@@ -269,12 +386,15 @@ class Catalog:
     route: int
     files: dict[tuple[int, int, int], list[str]] = field(default_factory=dict)
     bits: dict[int, list[int]] = field(default_factory=dict)  # part -> the bucket bits its segments use
+    checks: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (size, sha256), where committed
 
     @classmethod
     def of(cls, root: str, files: list[IndexFile]) -> "Catalog":
         cat = cls(root, max((f.bits for f in files), default=0))
         for f in files:
             cat.files.setdefault((f.part, f.bits, f.bucket), []).append(f.path)
+            if f.sha256:
+                cat.checks[f.path] = (f.size, f.sha256)
         for part, b in {(f.part, f.bits) for f in files}:
             cat.bits.setdefault(part, []).append(b)
         return cat
@@ -303,7 +423,7 @@ def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str]
             continue
         part, queries = int(parts[lo]), np.unique(keys[lo:hi])
         for path in cat.paths(part, int(buckets[lo])):
-            got = lookup_file(fs, f"{root}/{path}", queries, columns, stats)
+            got = lookup_file(fs, f"{root}/{path}", queries, columns, stats, cat.checks.get(path))
             if got is not None:
                 out.append(got.append_column("part", pa.array(np.full(len(got), part, np.int32))))
     stats.cpu_s += time.process_time() - t0
@@ -331,36 +451,61 @@ def lookup_named(cat: Catalog, parts: np.ndarray, keys: np.ndarray, stats: ScanS
 
 
 def merge_bucket(
-    cat_root: str, inputs: list[str], segment: str, part: int, bucket: int, bits: int, opts: FileOptions
+    cat_root: str,
+    inputs: list[str],
+    segment: str,
+    part: int,
+    bucket: int,
+    bits: int,
+    opts: FileOptions,
+    checks: dict[str, tuple[int, str]] | None = None,
 ) -> list[IndexFile]:
     """Compaction of one (part, bucket) of a new segment of ``bits``: the rows of ``inputs``
-    (files of the merged segments that cover the bucket) whose key lies in the bucket, sorted and
-    written anew. Row groups outside the bucket's key range are skipped by their statistics."""
+    (files of the merged segments that cover the bucket, verified against ``checks`` where it
+    has them) whose key lies in the bucket, sorted and written anew. Row groups outside the
+    bucket's key range are skipped by their statistics."""
     fs, root = filesystem(cat_root)
     lo, hi = key_range(bucket, bits)
     schema = schema_of(part)
     tables = []
     for path in inputs:
-        pf = open_file(fs, f"{root}/{path}", schema.names)
-        ki = pf.schema_arrow.names.index("key")
-        for g in range(pf.metadata.num_row_groups):
-            st = pf.metadata.row_group(g).column(ki).statistics
-            if st is not None and st.has_min_max and (st.max < lo or st.min > hi):
-                continue
-            t = pf.read_row_group(g, columns=schema.names, use_threads=False)
-            keys = t.column("key")
-            t = t.filter(pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi)))
-            if len(t):
-                tables.append(t.cast(schema))
+        where = f"{root}/{path}"
+        pf = open_file(fs, where, schema.names, (checks or {}).get(path))
+        with reading(where):
+            tables += _rows_in_range(pf, schema, lo, hi)
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     return write_sorted(fs, root, segment, table, part, bucket, bits, opts)
+
+
+def _rows_in_range(pf: pq.ParquetFile, schema: pa.Schema, lo: int, hi: int) -> list[pa.Table]:
+    ki = pf.schema_arrow.names.index("key")
+    out = []
+    for g in range(pf.metadata.num_row_groups):
+        st = pf.metadata.row_group(g).column(ki).statistics
+        if st is not None and st.has_min_max and (st.max < lo or st.min > hi):
+            continue
+        t = pf.read_row_group(g, columns=schema.names, use_threads=False)
+        keys = t.column("key")
+        t = t.filter(pc.and_(pc.greater_equal(keys, lo), pc.less_equal(keys, hi)))
+        if len(t):
+            out.append(t.cast(schema))
+    return out
 
 
 # --- what a segment's writers and Spark tasks run (pure pyarrow) ---------------------------------
 
 WRITTEN = pa.schema(
-    [("path", pa.string()), ("part", pa.int32()), ("bucket", pa.int32()), ("bits", pa.int32()), ("rows", pa.int64())]
+    [
+        ("path", pa.string()),
+        ("part", pa.int32()),
+        ("bucket", pa.int32()),
+        ("bits", pa.int32()),
+        ("rows", pa.int64()),
+        ("size", pa.int64()),
+        ("sha256", pa.string()),
+    ]
 )
+WRITTEN_DDL = "path string, part int, bucket int, bits int, rows bigint, size bigint, sha256 string"
 
 
 def with_keys(t: pa.Table) -> pa.Table:
