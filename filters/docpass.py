@@ -16,7 +16,13 @@ string per document) and results come out as numpy arrays.
 Fallback: without the extension (a checkout not built: ``make install`` builds it) the callers
 use the Python reference, with one WARNING per process; the outputs are the same, only slower.
 ``ZHCORPUS_DOCPASS=0`` in the environment forces the reference (``bench``, ``compare_builds``; on a
-cluster set it with ``spark.executorEnv.ZHCORPUS_DOCPASS``)."""
+cluster set it with ``spark.executorEnv.ZHCORPUS_DOCPASS``).
+
+Drift: the reference is where rules change (issue 32 moves them weekly). A ``QualityPass`` checks
+itself against the reference on ``SELF_CHECK`` (hand-made texts of every statistic) when it is
+built, and the ``Screen`` audits one document in ``AUDIT_EVERY`` of every batch; a difference logs
+a WARNING naming the signal and the process goes on with the Python reference, so a changed rule
+takes effect at once, slower, until filters/docpass_cpp/ is re-synced (tests/test_docpass.py)."""
 
 from __future__ import annotations
 
@@ -135,10 +141,48 @@ def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:
     return engine().presegment(offsets, data)
 
 
+AUDIT_EVERY = 500  # the Screen compares one document in this many of each batch with the reference
+# Texts of every statistic's cases, on which a QualityPass is compared with the reference when built.
+SELF_CHECK = (
+    "",
+    " \t\u3000\n\n  \n",
+    "新闻标题一 2024-02-24\n新闻标题二 2024-02-25\n正文。\n帖子 10:20\n回复内容。\n另一条 3月5日 \n2018.3.13 ))",
+    "首页 > 新闻 > 正文\n首页 | 新闻 | 体育 | 财经\n—— —— ——\n★★★★★\n===== 分割线 =====\n a | b | c | d ",
+    "他说：“好。”\n她问：“真的吗？”）\n（完）\n「结束。」』\n好。 ”\n短行\n标签",
+    "加微信 abc_123456 咨询\nQQ:12345678\n电话：138 0013 8000\n联系 tel 010-12345678\n"
+    "www.example.com 或 http://a.b.cn/x 或 a@b.com ＠ x点com\n12345（微信同号）\nyr⑧⑨⑧⑦⑤⑧ vx（https://c.cn）",
+    "重复的一行。\n重复的一行。\n\n重复的一段。\n第二行。\n\n重复的一段。\n第二行。\n",
+    "的的的的的的 是是是 了了了 我们我们我们 中国人民中国人民中国人民中国人民 abc abc abc abc 之乎者也",
+    "ＡＢＣ ａｂｃ １２３ Ǆǅǆ Σας ΣΑΣ ﬁ ㍿ ① ⅷ e\u0301 한국어 カタカナ 𠀀𠀁 \ufeff\u200b 😂👍🏻 \U0001d7cf",
+    "2009-6-13 12:30 v1.2.3-beta 1.6G/2.4GHz ¥12.50 45%的人 c++/C#/AT&T 1998-01-01 第一百二十条\r\n结束",
+    "# 安装\n\n使用 `pip install x` 安装。\n\n```bash\nmake demo\n```\n\n| 名称 | 数量 |\n|---|---|\n| 苹果 | 3 |\n"
+    "- 第一章\n> 引用的话。\n---\n点击[这里](https://example.com/a)，<b>加粗</b>，**强调**。",
+    "国务院总理今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的国际问题交换了意见。\n"
+    "总理说，中国政府高度重视发展同各国的友好合作关系。当天北京气温２５℃，增长１３.５%。",
+)
+
+
+def differences(native: tuple[dict[str, np.ndarray], np.ndarray], texts: Sequence[str], fluency) -> list[str]:
+    """The signals (and ``fluency_ppl``) on which ``native``, a ``QualityPass`` result for
+    ``texts``, differs from the Python reference."""
+    from filters.markdown import prose
+    from filters.quality import signals_batch
+
+    values, ppl = native
+    expected = signals_batch(list(texts))
+    differ = [name for name in expected if not np.array_equal(values[name], expected[name])]
+    if fluency is not None:
+        reference = fluency.perplexity_batch([prose(t) for t in texts])
+        if not np.array_equal(ppl, reference, equal_nan=True):
+            differ.append("fluency_ppl")
+    return differ
+
+
 class QualityPass:
     """Signals and fluency of a batch through the compiled pass; ``fluency``: the profile's
-    ``FluencyModel`` (None: no perplexity). Build once per worker (it copies the model's n-grams
-    into its own tables)."""
+    ``FluencyModel`` (None: no perplexity). Build once per worker: it copies the model's n-grams
+    into its own tables, then compares itself with the reference on ``SELF_CHECK`` (``drift``:
+    what differs; empty when nothing does)."""
 
     def __init__(self, fluency=None):
         from filters import fluency as fl
@@ -166,6 +210,19 @@ class QualityPass:
                 t.log_prob[1:],
                 [t.backoff[n] if n < t.order - 1 else None for n in range(1, t.order)],
             )
+        self.drift = self.audit(list(SELF_CHECK))
+
+    def audit(self, texts: Sequence[str]) -> list[str]:
+        """What differs from the reference on ``texts`` (each side reads them as one batch); a
+        difference is logged as a WARNING."""
+        drift = differences(self(texts), texts, self.fluency) if texts else []
+        if drift:
+            log.warning(
+                "the compiled quality pass differs from the Python reference on %s: re-sync "
+                "filters/docpass_cpp/ (tests/test_docpass.py); this process uses the Python reference",
+                ", ".join(drift),
+            )
+        return drift
 
     def __call__(self, texts: pa.Array | Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """({signal: float32 per text} in ``filters.quality.SIGNAL_NAMES`` order, the fluency

@@ -171,3 +171,21 @@ def test_screen_equals_the_reference(documents, fluency_model, tmp_path):
 
 def test_presegment_equals_the_tokenizers(documents):
     assert docpass.presegment_batch(documents) == [presegment(d) for d in documents]
+
+
+def test_a_changed_reference_is_caught_and_followed(monkeypatch, documents):
+    """A rule changed in filters.quality but not in filters/docpass_cpp/: the pass finds it on its
+    self-check (and a Screen's batch audit), and the Screen goes on with the reference."""
+    docpass.engine()  # built with the rules as they are
+    monkeypatch.setattr(q, "SHORT_LINE_CHARS", 4)
+    assert docpass.QualityPass(None).drift == ["short_line_frac"]
+    assert Screen(QualityConfig(profile="")).native is None
+    monkeypatch.undo()
+    screen = Screen(QualityConfig(profile=""))
+    assert screen.native is not None
+    monkeypatch.setattr(q, "SEPARATOR_SHARE", 0.9)
+    batch = [CRAFTED[5]] + documents[:999]  # the first document of a batch is audited: a menu page
+    got = screen(pa.array(batch))
+    assert screen.native is None
+    expected = q.signals_batch(batch)["separator_line_frac"]
+    np.testing.assert_array_equal(got.signals["separator_line_frac"], expected)
