@@ -74,6 +74,9 @@ def test_a_corrupt_member_in_the_middle_is_skipped_counted_and_every_later_recor
     # a record whose header the member inflated before its damage is known, and rejected
     assert len(lost) == (damage in ("flipped_middle", "cut_short")), lost
     assert stats["records"] == len(recs)
+    offsets = [r["offset"] for r in recs]  # offsets (and ids derived from them) never collide
+    intact, _ = _read("f.warc.gz", b"".join(members))
+    assert offsets == sorted(set(offsets)) and offsets[:BAD] == [r["offset"] for r in intact[:BAD]]
     # the damage is one file error: where it starts in the file, the compressed bytes skipped,
     # and the record known to lie in it (its header inflated before the damage), if any
     start = sum(map(len, members[:BAD]))

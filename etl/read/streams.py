@@ -55,19 +55,21 @@ class Skipped:
 class _Inflater:
     """Concatenated gzip members -> decompressed chunks; records where each member starts.
 
-    Compressed bytes are given to zlib ``FEED`` at a time, so what a corrupt member inflated
-    before its damage reaches the reader (a record's header: the record is known, and rejected).
+    Compressed bytes are given to zlib ``FEED`` at a time (a view, never a copy). A member's
+    output is held until its CRC is checked; what a corrupt member inflated before its damage is
+    the error's ``salvage``, which tells the reader the records it held (known, and rejected).
     After a corrupt member, ``recover`` rescans the raw file from the member's second byte for a
     member header whose first ``TRIAL`` compressed bytes inflate without error: a header-like
     triple inside deflate data is no member, a real one is taken however damaged the one before."""
 
     def __init__(self, raw: BinaryIO):
         self._raw = raw
-        self._pending = b""  # raw bytes not yet given to a decompressor
-        self._at = raw.tell()  # raw offset of _pending[0]
+        self._buf = b""  # raw bytes read; _buf[_p:] not yet given to a decompressor
+        self._p = 0
+        self._at = raw.tell()  # raw offset of _buf[_p]
         self._d = None  # decompressor of the member in progress
         self._eof = False
-        self.out = 0  # decompressed bytes produced so far
+        self.out = 0  # decompressed bytes handed out (and salvaged) so far
         self.member_starts: list[int] = []
         self._member_at = 0  # raw offset of the member in progress
         self._member_out = 0  # its decompressed bytes handed out
@@ -78,28 +80,37 @@ class _Inflater:
         data = self._raw.read(CHUNK)
         if not data:
             self._eof = True
-        self._pending += data
+        self._buf, self._p = self._buf[self._p :] + data, 0
 
     def _start_member(self) -> bool:
         """At a member boundary: False at the end of the input."""
         begin = self._at
         while True:
-            while len(self._pending) < 3 and not self._eof:
+            while len(self._buf) - self._p < 3 and not self._eof:
                 self._more()
-            n = len(self._pending)
-            self._pending = self._pending.lstrip(b"\x00")  # zero padding after the last member is allowed
-            self._at += n - len(self._pending)
-            if self._pending or self._eof:
+            while self._p < len(self._buf) and self._buf[self._p] == 0:  # zero padding after the last member
+                self._p += 1
+                self._at += 1
+            if self._p < len(self._buf) or self._eof:
                 break
-        if not self._pending:
+        if self._p == len(self._buf):
             return False
-        if not self._pending.startswith(_MEMBER_START):  # zero bytes before them are no padding either
+        if not self._buf.startswith(_MEMBER_START, self._p):  # zero bytes before them are no padding either
             self._damage_at = begin
             raise StreamBroken(CORRUPT_GZIP, f"bytes at {begin} after a gzip member are not a gzip member")
         self._d = zlib.decompressobj(31)
         self._member_at, self._member_out = self._at, 0
         self.member_starts.append(self.out)
         return True
+
+    def _feed(self) -> memoryview:
+        """The next ``FEED`` raw bytes of the member in progress (no copy)."""
+        if self._p == len(self._buf) and not self._eof:
+            self._more()
+        data = memoryview(self._buf)[self._p : self._p + FEED]
+        self._p += len(data)
+        self._at += len(data)
+        return data
 
     def read(self) -> bytes:
         """The next non-empty chunk, b"" at the end; raises ``StreamBroken``. A member's output
@@ -113,17 +124,12 @@ class _Inflater:
         size = 0
         while True:
             if self._d is None:
-                if held:
-                    return b"".join(held)
+                if held:  # a member ended: its CRC checked
+                    break
                 if not self._start_member():
                     return b""
             d = self._d
-            data = d.unconsumed_tail
-            if not data:
-                if not self._pending and not self._eof:
-                    self._more()
-                data, self._pending = self._pending[:FEED], self._pending[FEED:]
-                self._at += len(data)
+            data = d.unconsumed_tail or self._feed()
             if not data:
                 self._d, self._damage_at = None, None  # every byte was inflated: nothing to skip
                 err = StreamBroken(TRUNCATED, "compressed stream ended inside a gzip member")
@@ -139,8 +145,8 @@ class _Inflater:
                 err.salvage, err.salvage_at = self._salvage(held), self.out
                 self.out += len(err.salvage)
                 raise err from e
-            if d.eof:  # what was fed past the member's end is the next member's
-                self._pending = d.unused_data + self._pending
+            if d.eof:  # what was fed past the member's end is the next member's: the tail of the fed bytes
+                self._p -= len(d.unused_data)
                 self._at -= len(d.unused_data)
                 self._d = None
             if out:
@@ -181,7 +187,7 @@ class _Inflater:
         found = self._scan(start + 1)
         end = found if found is not None else self._raw.seek(0, 2)
         self._raw.seek(end)
-        self._pending, self._at, self._eof = b"", end, found is None
+        self._buf, self._p, self._at, self._eof = b"", 0, end, found is None
         return found is not None, Skipped(start, end - start)
 
     def _scan(self, start: int) -> int | None:
