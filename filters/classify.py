@@ -30,7 +30,7 @@ from filters.markdown import prose
 from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 from filters.text import nfkc_lower_batch
 
-PREPROCESS_VERSION = "2"  # bump when preprocess() changes: models trained before must be retrained
+PREPROCESS_VERSION = "3"  # bump when preprocess() changes: models trained before must be retrained
 # v2 (issue 32): the models read a page's prose (``filters.markdown.prose``): code blocks, code spans,
 # link targets, HTML tags and Markdown markers are not words of the page (a README's `pip install`,
 # identifiers and URLs read as spam's Latin contact ids: the v1 spam model removed 37 of 86
