@@ -141,6 +141,20 @@ def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:
     return engine().presegment(offsets, data)
 
 
+def word_ids():
+    """A tokenizer's cache of the ids of the words it has encoded (``encode_batch``)."""
+    return _extension().WordIds()
+
+
+def encode_batch(cache, texts: pa.Array | Sequence[str], encode) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of ``presegment(t)`` for each text, as Arrow's list<int32> layout (offsets, ids).
+    SentencePiece splits a pre-segmented text at its spaces and encodes each word alone, so the
+    ids are the words' ids in order: ``encode`` (a list of words -> their ids) is called once
+    per batch, for the words ``cache`` (``word_ids()``) has not seen."""
+    offsets, data = buffers(strings(texts))
+    return engine().encode(cache, offsets, data, encode)
+
+
 AUDIT_EVERY = 500  # the Screen compares one document in this many of each batch with the reference
 # Texts of every statistic's cases, on which a QualityPass is compared with the reference when built.
 SELF_CHECK = (

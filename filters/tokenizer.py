@@ -33,14 +33,26 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
+import pyarrow as pa
+
+from filters import docpass
 from filters.classify import ModelError, sha256_file
-from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity, segmenter_info
+from filters.segment import (
+    REFERENCE,
+    SegmentationMismatch,
+    Segmenter,
+    get_segmenter,
+    require_parity,
+    segmenter_info,
+)
 
 log = logging.getLogger("zhcorpus")
 
@@ -98,6 +110,7 @@ class ZhTokenizer:
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
         self.vocab_size = self.sp.get_piece_size()
         self.unk_id, self.pad_id, self.eod_id = self.sp.unk_id(), self.sp.pad_id(), self.sp.eos_id()
+        self._word_ids = None  # the ids of the words encoded so far (encode_arrays)
 
     @classmethod
     def load(
@@ -132,10 +145,42 @@ class ZhTokenizer:
     def encode(self, text: str) -> list[int]:
         return self.sp.encode(self.presegment(text))
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        """One list of ids per text (segmentation per text, then one SentencePiece call)."""
-        seg = self.segmenter
-        return self.sp.encode([presegment(t, self.hmm, seg) for t in texts], num_threads=1)
+    def presegment_batch(self, texts: Sequence[str] | Any) -> list[str]:
+        """``presegment`` of each text (Python strings, or an Arrow string array; a null is ""). With
+        the native engine and no HMM the compiled pass cuts them (``filters.docpass``: jieba's
+        words, as rjieba's), reading an Arrow array in place; otherwise the segmenter, text by text."""
+        if not self.hmm and self.segmenter.engine != REFERENCE and docpass.enabled():
+            try:
+                return docpass.presegment_batch(texts)
+            except (pa.ArrowException, UnicodeEncodeError):  # a lone surrogate: no UTF-8
+                pass
+        if not isinstance(texts, Sequence):
+            texts = [t or "" for t in texts.to_pylist()]
+        return [presegment(t, self.hmm, self.segmenter) for t in texts]
+
+    def encode_arrays(self, texts: Sequence[str] | Any) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of each text as Arrow's list<int32> layout: (offsets, ids), both int32. With
+        the compiled pass, each distinct pre-segmented word goes through SentencePiece once per
+        process (``filters.docpass.encode_batch``: the same ids, no Python object per token)."""
+        if not self.hmm and self.segmenter.engine != REFERENCE and docpass.enabled():
+            try:
+                if self._word_ids is None:
+                    self._word_ids = docpass.word_ids()
+                return docpass.encode_batch(self._word_ids, texts, self._encode_words)
+            except (pa.ArrowException, UnicodeEncodeError):  # a lone surrogate: no UTF-8
+                pass
+        ids = self.encode_batch(texts)
+        lengths = np.fromiter(map(len, ids), dtype=np.int32, count=len(ids))
+        offsets = np.zeros(len(ids) + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return offsets, np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(offsets[-1]))
+
+    def _encode_words(self, words: list[str]) -> list[list[int]]:
+        return self.sp.encode(words, num_threads=1)
+
+    def encode_batch(self, texts: Sequence[str] | Any) -> list[list[int]]:
+        """One list of ids per text (``presegment_batch``, then one SentencePiece call)."""
+        return self.sp.encode(self.presegment_batch(texts), num_threads=1)
 
     def decode(self, ids: Iterable[int]) -> str:
         """Inverse of ``encode``; control ids (``<eod>``, ``<pad>``) decode to ''."""

@@ -189,3 +189,21 @@ def test_a_changed_reference_is_caught_and_followed(monkeypatch, documents):
     assert screen.native is None
     expected = q.signals_batch(batch)["separator_line_frac"]
     np.testing.assert_array_equal(got.signals["separator_line_frac"], expected)
+
+
+def test_token_ids_equal_sentencepieces(documents, tmp_path):
+    """encode_arrays (each distinct word through SentencePiece once, kept in a per-tokenizer cache)
+    against SentencePiece on the whole pre-segmented text, over two batches (the second reads the
+    first's cache) and a second tokenizer with its own cache."""
+    from filters.tokenizer import ZhTokenizer
+    from tests.test_tokenizer import train_tiny_tokenizer
+
+    train_tiny_tokenizer(tmp_path / "tok")
+    tok = ZhTokenizer.load(tmp_path / "tok")
+    for batch in (documents[:1700], documents[1700:]):
+        offsets, ids = tok.encode_arrays(pa.array(batch))
+        expected = tok.sp.encode([presegment(d) for d in batch])
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    assert len(tok._word_ids) > 1000
+    other = ZhTokenizer.load(tmp_path / "tok")
+    assert other._word_ids is None or len(other._word_ids) == 0

@@ -35,7 +35,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -138,27 +138,53 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tok = _tokenizer(shipped)
         for b in batches:
-            texts = [t or "" for t in b.column("text").to_pylist()]
-            audit_presegmentation(tok, b.column("doc_id").to_pylist(), texts, shipped.audit_every)
-            ids = tok.encode_batch(texts)
-            tokens, n_tokens = token_arrays(ids)
+            texts = b.column("text")  # read in place by the compiled pass
+            offsets, ids = tok.encode_arrays(texts)
+            audit_tokens(tok, b.column("doc_id").to_pylist(), texts, offsets, ids, shipped.audit_every)
+            tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
             yield pa.RecordBatch.from_arrays(
-                [b.column("doc_id"), b.column("source"), tokens, n_tokens], schema=TOKENS_SCHEMA
+                [b.column("doc_id"), b.column("source"), tokens, pa.array(np.diff(offsets))], schema=TOKENS_SCHEMA
             )
 
     return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
 
 
-def audit_presegmentation(tok: ZhTokenizer, doc_ids: list[str | None], texts: list[str], every: int) -> None:
-    """The audited documents' pre-segmentation again with the jieba engine: equal, or the job stops."""
-    if not every or tok.segmenter.engine == REFERENCE:
+def audit_presegmentation(
+    tok: ZhTokenizer,
+    doc_ids: list[str | None],
+    texts: Sequence[str] | pa.Array,
+    every: int,
+    pieces: list[str] | None = None,
+) -> None:
+    """The audited documents' pre-segmentation (``pieces``, what was encoded; default: the
+    tokenizer's segmenter's) again with the jieba engine: equal, or the job stops."""
+    if not every or (tok.segmenter.engine == REFERENCE and pieces is None):
         return
     reference = get_segmenter(REFERENCE, tok.hmm)
-    for key, text in zip(doc_ids, texts):
+    for j, key in enumerate(doc_ids):
         if key is not None and audited(key, every):
-            expected, got = presegment(text, tok.hmm, reference), tok.presegment(text)
+            text = (texts[j].as_py() if isinstance(texts, pa.Array) else texts[j]) or ""
+            got = pieces[j] if pieces is not None else tok.presegment(text)
+            expected = presegment(text, tok.hmm, reference)
             if expected != got:
                 raise audit_failure("tokenization", key, expected, got, tok.segmenter)
+
+
+def audit_tokens(
+    tok: ZhTokenizer, doc_ids: list[str | None], texts: pa.Array, offsets: np.ndarray, ids: np.ndarray, every: int
+) -> None:
+    """The audited documents (~1/``every``): their pre-segmentation against the jieba engine's
+    (``audit_presegmentation``), and their ids against SentencePiece's on the whole pre-segmented
+    text; a difference stops the job."""
+    picked = [j for j, key in enumerate(doc_ids) if key is not None and audited(key, every)]
+    if not picked:
+        return
+    sample = texts.take(pa.array(picked))
+    pieces = tok.presegment_batch(sample)
+    audit_presegmentation(tok, [doc_ids[j] for j in picked], sample, 1, pieces)
+    for j, piece in zip(picked, pieces):
+        if tok.sp.encode(piece) != ids[offsets[j] : offsets[j + 1]].tolist():
+            raise RuntimeError(f"tokenization: the ids of document {doc_ids[j]!r} are not SentencePiece's")
 
 
 def token_arrays(ids: list[list[int]]) -> tuple[pa.ListArray, pa.Int32Array]:

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,69 @@ bool contact_candidate(const uint32_t* c, int64_t n, const uint8_t* kinds, int64
     }
   }
   return false;
+}
+
+// SentencePiece ids of pre-segmented words, for one tokenizer. SentencePiece (split by whitespace)
+// encodes each ' '-led word of a pre-segmented text on its own, so a text's ids are its words' ids
+// in order: each distinct word is encoded once (by the tokenizer, in Python) and kept here. A word
+// is known by its dictionary node (most words), its code point (another single character), or its
+// spelling (ASCII runs, "\r\n"); led by a space or not (the first word of a text).
+class WordIds {
+ public:
+  enum Kind { NODE, CHAR, TEXT };
+  static constexpr uint32_t NONE = 0xFFFFFFFFu;
+  static constexpr size_t MAX_IDS = size_t(1) << 26;  // ~256 MB of ids at most: then start again
+  // key: (node or code point) * 2 + led by a space (NODE, CHAR); spelled: the word (TEXT)
+  uint32_t find(Kind kind, uint64_t key, const std::string& spelled) const {
+    if (kind == NODE) return key < by_node_.size() ? by_node_[key] : NONE;
+    if (kind == CHAR) {
+      auto it = by_char_.find(key);
+      return it == by_char_.end() ? NONE : it->second;
+    }
+    auto it = by_text_.find(spelled);
+    return it == by_text_.end() ? NONE : it->second;
+  }
+  uint32_t add(Kind kind, uint64_t key, const std::string& spelled, const std::vector<int32_t>& ids) {
+    uint32_t entry = static_cast<uint32_t>(spans_.size());
+    spans_.push_back({arena_.size(), ids.size()});
+    arena_.insert(arena_.end(), ids.begin(), ids.end());
+    if (kind == NODE) {
+      if (key >= by_node_.size()) by_node_.resize(key + 1, NONE);
+      by_node_[key] = entry;
+    } else if (kind == CHAR) {
+      by_char_[key] = entry;
+    } else {
+      by_text_[spelled] = entry;
+    }
+    return entry;
+  }
+  void append(uint32_t entry, std::vector<int32_t>& out) const {
+    const auto& s = spans_[entry];
+    out.insert(out.end(), arena_.begin() + s.first, arena_.begin() + s.first + s.second);
+  }
+  bool full() const { return arena_.size() > MAX_IDS; }
+  void clear() {
+    by_node_.clear();
+    by_char_.clear();
+    by_text_.clear();
+    spans_.clear();
+    arena_.clear();
+  }
+  size_t size() const { return spans_.size(); }
+
+ private:
+  std::vector<uint32_t> by_node_;
+  std::unordered_map<uint64_t, uint32_t> by_char_;
+  std::unordered_map<std::string, uint32_t> by_text_;
+  std::vector<std::pair<size_t, size_t>> spans_;
+  std::vector<int32_t> arena_;
+};
+
+// filters.tokenizer.presegment's spelling of codes[a:b]: ' ' -> U+2582, '\n' -> U+2583, led by ' '
+inline void spell(const uint32_t* codes, int64_t a, int64_t b, bool space, std::string& out) {
+  out.clear();
+  if (space) out.push_back(' ');
+  for (int64_t j = a; j < b; ++j) append_utf8(out, codes[j] == ' ' ? 0x2582 : codes[j] == '\n' ? 0x2583 : codes[j]);
 }
 
 class Engine {
@@ -214,6 +278,97 @@ class Engine {
     return out;
   }
 
+  // Token ids of filters.tokenizer.presegment(text) for each text: (list offsets, ids), int32,
+  // Arrow's list<int32> layout. `encode` (SentencePiece, on a list of str) gives the ids of the
+  // words `cache` does not hold yet, all of a batch's at once.
+  py::tuple encode(WordIds& cache, Array<int64_t> offsets, py::buffer data, py::function encode) {
+    Strings s(offsets, data);
+    if (cache.full()) cache.clear();
+    struct Missing {
+      WordIds::Kind kind;
+      uint64_t key;
+      std::string spelled;
+    };
+    constexpr uint32_t PENDING = 0x80000000u;
+    std::vector<uint32_t> entries;  // per word of the batch, in order: a cache entry or PENDING | missing
+    std::vector<int64_t> words_per_text(s.n);
+    std::vector<Missing> missing;   // words to encode, first seen first
+    std::unordered_map<uint64_t, uint32_t> pending_key[2];  // NODE, CHAR
+    std::unordered_map<std::string, uint32_t> pending_text;
+    {
+      py::gil_scoped_release release;
+      std::string spelled;
+      for (int64_t i = 0; i < s.n; ++i) {
+        decode_utf8(s.at(i), s.size(i), codes_);
+        ends_.clear();
+        nodes_.clear();
+        dict_.cut(codes_.data(), static_cast<int64_t>(codes_.size()), ends_, &nodes_);
+        int64_t prev = 0;
+        for (size_t w = 0; w < ends_.size(); ++w) {
+          const int64_t e = ends_[w];
+          const bool space = prev > 0;
+          WordIds::Kind kind = nodes_[w] != Dictionary::NONE ? WordIds::NODE : e - prev == 1 ? WordIds::CHAR : WordIds::TEXT;
+          uint64_t key = kind == WordIds::NODE ? uint64_t(nodes_[w]) * 2 + space
+                         : kind == WordIds::CHAR ? uint64_t(codes_[prev]) * 2 + space
+                                                 : 0;
+          if (kind == WordIds::TEXT) spell(codes_.data(), prev, e, space, spelled);
+          uint32_t entry = cache.find(kind, key, spelled);
+          if (entry == WordIds::NONE) {
+            const uint32_t next = static_cast<uint32_t>(missing.size());
+            uint32_t k;
+            bool added;
+            if (kind == WordIds::TEXT) {
+              auto r = pending_text.emplace(spelled, next);
+              k = r.first->second, added = r.second;
+            } else {
+              auto r = pending_key[kind].emplace(key, next);
+              k = r.first->second, added = r.second;
+            }
+            if (added) {
+              if (kind != WordIds::TEXT) spell(codes_.data(), prev, e, space, spelled);
+              missing.push_back({kind, key, spelled});
+            }
+            entry = PENDING | k;
+          }
+          entries.push_back(entry);
+          prev = e;
+        }
+        words_per_text[i] = static_cast<int64_t>(ends_.size());
+      }
+    }
+    std::vector<uint32_t> resolved(missing.size());
+    if (!missing.empty()) {
+      py::list words(missing.size());
+      for (size_t k = 0; k < missing.size(); ++k) {
+        const std::string& w = missing[k].spelled;
+        words[k] = py::reinterpret_steal<py::object>(
+            PyUnicode_DecodeUTF8(w.data(), static_cast<Py_ssize_t>(w.size()), "strict"));
+      }
+      py::list ids = encode(words);
+      if (ids.size() != missing.size()) throw std::runtime_error("encode returned another number of texts");
+      std::vector<int32_t> buf;
+      for (size_t k = 0; k < missing.size(); ++k) {
+        buf.clear();
+        for (py::handle x : ids[k]) buf.push_back(x.cast<int32_t>());
+        resolved[k] = cache.add(missing[k].kind, missing[k].key, missing[k].spelled, buf);
+      }
+    }
+    std::vector<int32_t> values;
+    Array<int32_t> list_offsets(s.n + 1);
+    int32_t* lo = list_offsets.mutable_data();
+    lo[0] = 0;
+    size_t w = 0;
+    for (int64_t i = 0; i < s.n; ++i) {
+      for (int64_t k = 0; k < words_per_text[i]; ++k, ++w) {
+        uint32_t entry = entries[w];
+        cache.append(entry & PENDING ? resolved[entry & ~PENDING] : entry, values);
+      }
+      if (values.size() > static_cast<size_t>(INT32_MAX)) throw std::runtime_error("over 2**31 tokens in a batch");
+      lo[i + 1] = static_cast<int32_t>(values.size());
+    }
+    return py::make_tuple(list_offsets, Array<int32_t>(values.size(), values.data()));
+  }
+
   // Every signal of the texts' prose (main, or alt where alt_index >= 0), their contact candidacy,
   // chunks, and (with a fluency model) its log-prob sums and token counts.
   py::tuple quality(Array<int64_t> offsets, py::buffer data, Array<int64_t> alt_index, Array<int64_t> alt_offsets,
@@ -317,6 +472,7 @@ class Engine {
   int64_t chunk_chars_ = 1 << 20, min_id_digits_ = 5;
   std::vector<uint32_t> codes_;
   std::vector<int64_t> ends_;
+  std::vector<uint32_t> nodes_;
   std::string text_;
 };
 
@@ -325,6 +481,7 @@ class Engine {
 PYBIND11_MODULE(_docpass, m) {
   m.doc() = "The compiled per-document pass of filters/docpass.py";
   m.attr("N_SIG") = static_cast<int>(N_SIG);
+  py::class_<WordIds>(m, "WordIds").def(py::init<>()).def("__len__", &WordIds::size).def("clear", &WordIds::clear);
   py::class_<Engine>(m, "Engine")
       .def(py::init<const std::string&, Array<uint8_t>, Array<uint64_t>, Array<uint8_t>, const std::vector<std::string>&,
                     py::dict>())
@@ -334,6 +491,7 @@ PYBIND11_MODULE(_docpass, m) {
       .def("markup", &Engine::markup)
       .def("cut", &Engine::cut)
       .def("presegment", &Engine::presegment)
+      .def("encode", &Engine::encode)
       .def("quality", &Engine::quality)
       .def("fluency_folded", &Engine::fluency_folded);
 }

@@ -166,30 +166,36 @@ void Dictionary::grow() {
   slots_.swap(bigger);
 }
 
-void Dictionary::cut(const uint32_t* codes, int64_t n, std::vector<int64_t>& ends) const {
+void Dictionary::cut(const uint32_t* codes, int64_t n, std::vector<int64_t>& ends, std::vector<uint32_t>* nodes) const {
   int64_t i = 0;
   while (i < n) {
     if (block_char(codes[i])) {
       int64_t j = i + 1;
       while (j < n && block_char(codes[j])) ++j;
-      cut_block(codes + i, j - i, i, ends);
+      cut_block(codes + i, j - i, i, ends, nodes);
       i = j;
-    } else if (codes[i] == '\r' && i + 1 < n && codes[i + 1] == '\n') {
+      continue;
+    }
+    if (codes[i] == '\r' && i + 1 < n && codes[i + 1] == '\n') {
       ends.push_back(i + 2);  // re_skip_default: "\r\n" is one word
       i += 2;
     } else {
       ends.push_back(++i);  // any other character outside the blocks is a word of its own
     }
+    if (nodes) nodes->push_back(NONE);
   }
 }
 
-void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::vector<int64_t>& ends) const {
+void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::vector<int64_t>& ends,
+                           std::vector<uint32_t>* nodes) const {
   // calc: route[idx] = max over the DAG's ends x of (weight(s[idx:x+1]) + route[x+1], x)
   score_.assign(n + 1, 0.0);
   next_.assign(n + 1, 0);
+  next_node_.resize(n + 1);
   for (int64_t k = n - 1; k >= 0; --k) {
     double best = 0.0;
     int64_t best_x = -1;
+    uint32_t best_node = NONE;
     uint32_t node = 0;
     for (int64_t x = k; x < n; ++x) {
       node = child(node & ~WORD, s[x]);
@@ -199,6 +205,7 @@ void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::ve
         if (best_x < 0 || v > best || (v == best && x > best_x)) {
           best = v;
           best_x = x;
+          best_node = node & ~WORD;
         }
       }
     }
@@ -208,6 +215,7 @@ void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::ve
     }
     score_[k] = best;
     next_[k] = best_x;
+    next_node_[k] = best_node;
   }
   // __cut_DAG_NO_HMM: single ASCII letters and digits collect into one word
   int64_t x = 0;
@@ -217,13 +225,20 @@ void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::ve
     if (y - x == 1 && eng_char(s[x])) {
       buf = true;
     } else {
-      if (buf) ends.push_back(offset + x);
+      if (buf) {
+        ends.push_back(offset + x);
+        if (nodes) nodes->push_back(NONE);
+      }
       buf = false;
       ends.push_back(offset + y);
+      if (nodes) nodes->push_back(next_node_[x]);
     }
     x = y;
   }
-  if (buf) ends.push_back(offset + n);
+  if (buf) {
+    ends.push_back(offset + n);
+    if (nodes) nodes->push_back(NONE);
+  }
 }
 
 }  // namespace docpass

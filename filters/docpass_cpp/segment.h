@@ -19,14 +19,15 @@ class Dictionary {
   // prefixes is a node; a node's frequency is the last line's for a word, 0 for a bare prefix.
   explicit Dictionary(const std::string& text);
 
-  // Word end positions (exclusive) of jieba.lcut(codes[0:n], HMM=False), appended to `ends`.
-  void cut(const uint32_t* codes, int64_t n, std::vector<int64_t>& ends) const;
+  // Word end positions (exclusive) of jieba.lcut(codes[0:n], HMM=False), appended to `ends`; with
+  // `nodes`, each word's dictionary node (a word of the dictionary), or NONE, appended there.
+  void cut(const uint32_t* codes, int64_t n, std::vector<int64_t>& ends, std::vector<uint32_t>* nodes = nullptr) const;
 
   size_t nodes() const { return weight_.size(); }
-
- private:
   // A node reference: its id, with WORD set when it is a word with a frequency (get_DAG keeps it)
   static constexpr uint32_t NONE = 0xFFFFFFFFu, WORD = 0x80000000u;
+
+ private:
   struct Slot {
     uint64_t key;  // (parent << 21 | code point) + 1; 0 = empty
     uint32_t child;
@@ -45,7 +46,8 @@ class Dictionary {
   uint32_t add_child(uint32_t node, uint32_t cp);
   void grow();
   void pack();
-  void cut_block(const uint32_t* codes, int64_t n, int64_t offset, std::vector<int64_t>& ends) const;
+  void cut_block(const uint32_t* codes, int64_t n, int64_t offset, std::vector<int64_t>& ends,
+                 std::vector<uint32_t>* nodes) const;
 
   std::vector<uint32_t> root_;  // code point -> child of the root (planes 0-2), NONE if absent
   std::vector<Slot> slots_;     // the other edges while building (one table, open addressing)
@@ -58,6 +60,7 @@ class Dictionary {
   double log_total_ = 0.0;
   mutable std::vector<double> score_;
   mutable std::vector<int64_t> next_;
+  mutable std::vector<uint32_t> next_node_;
 };
 
 }  // namespace docpass
