@@ -117,6 +117,9 @@ def test_report_page_renders_its_plots_in_chromium(built, tmp_path):
         assert cell("input records") == f"{r['input']['records']:,}"
         assert cell("duplicates") == f"{r['duplicates']:,}"
         assert cell("balanced") == "True"
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert f"tokens: {r['shards']['total_tokens']:,}" in body  # issue 35: separators as elsewhere
+        assert browser.save_screenshot(str(tmp_path / "report.png")) and (tmp_path / "report.png").stat().st_size
     finally:
         browser.quit()
 

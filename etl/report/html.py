@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import html
 import io
+import math
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "figure.dpi": 96})
 PLOTS = ("dropped", "doc_chars", "doc_tokens", "cluster_sizes", "tokens_per_source", "signals")
@@ -64,6 +66,12 @@ def _dropped(report: dict[str, Any]) -> str:
 def _histogram(plot_id: str, caption: str, hist: dict[str, Any] | None, unit: str) -> str:
     if not hist or not hist["by_source"]:
         return _empty(plot_id, caption, "not computed in this build")
+    fig, _ = histogram_axes(hist, unit)
+    return _figure(plot_id, caption, _svg(fig))
+
+
+def histogram_axes(hist: dict[str, Any], unit: str):
+    """The figure of a log-binned histogram (``report.json``'s ``bins_per_decade``, ``by_source``)."""
     per = hist["bins_per_decade"]
     fig, ax = plt.subplots(figsize=(6, 3.2))
     for source, counts in hist["by_source"].items():
@@ -73,10 +81,26 @@ def _histogram(plot_id: str, caption: str, hist: dict[str, Any] | None, unit: st
         edges = [10 ** (k / per) for k, _ in bins] + [10 ** ((bins[-1][0] + 1) / per)]
         ax.stairs([v for _, v in bins], edges, label=source, linewidth=1.5)
     ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis, ax.get_xlim())
     ax.set_xlabel(unit)
     ax.set_ylabel("documents")
     ax.legend(fontsize=8)
-    return _figure(plot_id, caption, _svg(fig))
+    return fig, ax
+
+
+def _plain_log_ticks(axis, limits: tuple[float, float]) -> None:
+    """Labels of a log axis as plain numbers with thousands separators (200, 5,000), no minor
+    labels: matplotlib labels the minor ticks of a range under a decade or two in scientific
+    notation (2×10², 3×10², …), one over another. Majors at 1-2-5 of each decade when the range
+    spans under three decades, at the powers of ten beyond (every other one past five decades: a
+    label of 1,000,000 is as wide as a decade)."""
+    lo, hi = limits
+    decades = math.log10(hi / lo) if lo > 0 else 9.0
+    subs = (1.0, 2.0, 5.0) if decades < 3 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12 if decades <= 5 else 5))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=12))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _bars(plot_id: str, caption: str, data: dict[str, int] | None, xlabel: str, ylabel: str, log_y=False) -> str:
@@ -87,6 +111,7 @@ def _bars(plot_id: str, caption: str, data: dict[str, int] | None, xlabel: str, 
     ax.bar([str(k) for k in keys], [data[k] for k in keys], color="#4f81bd")
     if log_y:
         ax.set_yscale("log")
+        _plain_log_ticks(ax.yaxis, ax.get_ylim())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _figure(plot_id, caption, _svg(fig))
@@ -190,6 +215,13 @@ def _decontamination_table(report: dict[str, Any]) -> str:
     )
 
 
+def summary_line(job: dict[str, Any], shards: dict[str, Any]) -> str:
+    """The line under the title: the build's time, master and tokens."""
+    total = shards.get("total_tokens")
+    tokens = f"{total:,}" if isinstance(total, int) else "n/a"
+    return f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; tokens: {tokens}</p>"
+
+
 def render(report: dict[str, Any]) -> str:
     dist = report.get("distributions", {})
     shards = report.get("shards") or {}
@@ -214,8 +246,7 @@ def render(report: dict[str, Any]) -> str:
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>{job.get('elapsed_s', '?')} s on {html.escape(str(job.get('spark_master', '?')))}; "
-        f"tokens: {shards.get('total_tokens', 'n/a')}</p>"
+        + summary_line(job, shards)
         + "".join(figures)
         + "<h2>Ledger</h2>"
         + _ledger_table(report)
