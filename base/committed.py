@@ -37,7 +37,7 @@ FORMAT = "zhcorpus-commit-v1"
 CACHE_ENV = "ZHCORPUS_CACHE"  # where fetched files go; default ~/.cache/zhcorpus
 
 
-class CommitError(OSError):
+class CommitError(ValueError):
     """A committed output that cannot be read as committed: a file missing, or not the size or
     sha256 the commit lists. One line, naming the file."""
 
@@ -221,3 +221,35 @@ def relative_uri(base_dir: str, rel: str) -> str:
     """``rel`` (a manifest's relative path, ``..`` allowed) against the URI directory ``base_dir``."""
     scheme, rest = base_dir.rstrip("/").split("://", 1)
     return f"{scheme}://{posixpath.normpath(posixpath.join(rest, rel))}"
+
+
+def local_manifest(uri: str, fs, cache: Path | None = None) -> Path:
+    """A shard manifest on a store as a local manifest whose files are in the cache: ``uri`` is a
+    build output, its ``shards/``, a ``manifest.json`` or a nightly refresh's ``corpus.json``.
+    Every file the manifest lists is resolved through the commit that holds it (a nightly's
+    ``corpus.json`` lists the shards of several versions) and fetched, verified (``fetch``);
+    the local manifest names them by absolute path. Returns its path."""
+    from base.manifest import MANIFEST_FILE
+
+    cache = cache or cache_root()
+    commits: dict[str, Commit] = {}
+    commit, name = resolve(uri.rstrip("/"), fs, commits)
+    name = name or "shards"  # a build output's root
+    if commit.is_dir(name):
+        name = f"{name}/{MANIFEST_FILE}"
+    manifest = json.loads(read_bytes(commit, name, fs))
+    here = posixpath.dirname(f"{commit.root}/{name}")
+    for shard in manifest["shards"]:
+        for kind in ("bin", "idx", "src"):
+            if kind in shard:
+                owner, rel = resolve(relative_uri(here, shard[kind]), fs, commits)
+                shard[kind] = str(fetch(owner, [rel], fs, cache) / rel)
+        shard["name"] = shard["bin"].removesuffix(".bin")
+    text = json.dumps(manifest, indent=1, sort_keys=True)
+    path = cache / "manifests" / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return path

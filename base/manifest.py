@@ -68,10 +68,20 @@ def build_manifest(rows: list[dict[str, Any]], shipped, dtype: np.dtype, sources
 def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str, Any]:
     """The shard manifests of ``shard_dirs`` (version -> its ``shards/`` directory, in order)
     merged into one, paths relative to ``relative_to``. Every version must share one tokenizer."""
+    return merge_loaded(
+        {
+            v: (json.loads((d / MANIFEST_FILE).read_text(encoding="utf-8")), os.path.relpath(d, relative_to))
+            for v, d in shard_dirs.items()
+        }
+    )
+
+
+def merge_loaded(manifests: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
+    """``merge_manifests`` of manifests already read: version -> (its manifest, the relative path
+    from the merged manifest to its ``shards/``), in order (a nightly refresh on a store reads
+    them from the versions' commits)."""
     merged: dict[str, Any] | None = None
-    for v, shard_dir in shard_dirs.items():
-        m = json.loads((shard_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
-        rel = os.path.relpath(shard_dir, relative_to)
+    for v, (m, rel) in manifests.items():
         shards = []
         for s in m["shards"]:
             entry = {**s, "version": v}
@@ -85,7 +95,7 @@ def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str,
             merged = {k: v2 for k, v2 in m.items() if k not in ("shards", "totals", "tokens_per_source", "sources")}
             merged.update(shards=[], tokens_per_source={})
         elif m["tokenizer_sha256"] != merged["tokenizer_sha256"]:
-            raise ValueError(f"version {v} was tokenized with another tokenizer than {next(iter(shard_dirs))}")
+            raise ValueError(f"version {v} was tokenized with another tokenizer than {next(iter(manifests))}")
         merged["shards"] += shards
         for src, n in m["tokens_per_source"].items():
             merged["tokens_per_source"][src] = merged["tokens_per_source"].get(src, 0) + n
@@ -98,7 +108,7 @@ def merge_manifests(shard_dirs: dict[str, Path], relative_to: Path) -> dict[str,
         "documents": sum(s["documents"] for s in merged["shards"]),
         "tokens": sum(s["tokens"] for s in merged["shards"]),
     }
-    merged["versions"] = list(shard_dirs)
+    merged["versions"] = list(manifests)
     return merged
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from base.s3 import S3Config
+from base.s3 import S3Access, S3Config, is_s3
 from etl.classify.quality import QualityConfig, quality_summary
 from etl.classify.stage import ClassifyConfig
 from etl.clean.decontaminate import DecontaminateConfig
@@ -35,7 +35,7 @@ from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
 from etl.runtime.failpoints import failpoint
-from etl.runtime.objstore import publish_output
+from etl.runtime.objstore import publish_output, read_parquet
 from etl.runtime.progress import Counters, label_jobs, report_progress
 from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
@@ -257,18 +257,17 @@ def dedup_corpus(
     is sized by the input's Parquet bytes (``output_cfg``, default ``OutputConfig()``). ``s3``:
     the store's settings when ``output`` is on S3."""
     from etl.dedup.index import DedupIndex
-    from etl.read.readers import list_inputs
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
     index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None
     laps = Laps()
     with publish_output(output, overwrite, spark, s3) as out:
-        docs = spark.read.parquet(*inputs)  # read again where needed: cheaper than caching the text
+        docs = read_parquet(spark, inputs, s3)  # read again where needed: cheaper than caching the text
         files = _files(docs)
         n_in = sum(f["records"] for f in files.values())
         output_cfg = output_cfg or OutputConfig()
         summary, deduped = dedup_phase(docs, cfg, index, out, spark_cfg.checkpoint_dir, output_cfg)
-        in_bytes = sum(f.size for f in list_inputs(spark, inputs))  # the survivors hold at most these
+        in_bytes = _input_bytes(spark, inputs, s3)  # the survivors hold at most these
         out.write_parquet("documents", sized(deduped.survivors, in_bytes, output_cfg))
         summary.documents_written = out.read_parquet(spark, "documents").count()
         if index is not None:
@@ -302,6 +301,21 @@ def dedup_corpus(
         )
         out.write_text("report.json", json.dumps(report, ensure_ascii=False, indent=2))
     return report
+
+
+def _input_bytes(spark: SparkSession, inputs: list[str], s3: S3Config | None) -> int:
+    """Bytes of the Parquet inputs: listed by Hadoop, or by the commits of ``s3://`` outputs."""
+    from etl.read.readers import list_inputs
+
+    if not any(is_s3(p) for p in inputs):
+        return sum(f.size for f in list_inputs(spark, inputs))
+    from base.committed import resolve
+
+    access, commits, total = S3Access.resolve(s3 or S3Config()), {}, 0
+    for p in inputs:
+        commit, name = resolve("s3://" + p.split("://", 1)[1].rstrip("/"), access.filesystem(), commits)
+        total += sum(commit.files[n].size for n in commit.names(name))
+    return total
 
 
 def _files(docs) -> dict[str, dict[str, Any]]:

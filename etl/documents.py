@@ -23,6 +23,7 @@ from etl.clean.pii import PiiConfig
 from etl.read import records as rec
 from etl.read.ids import unique_ids
 from etl.read.readers import read_raw
+from etl.runtime.objstore import read_parquet
 from etl.runtime.progress import Counters, label_jobs
 from filters.config import RulesConfig
 
@@ -143,7 +144,7 @@ def read_clean_classify(
         # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
         reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
         screened.summary["template"] = {**asdict(quality.template), **spans}
-        prior = spark.read.parquet(*template_history) if template_history else None
+        prior = read_parquet(spark, template_history, reader.s3) if template_history else None  # s3: committed
         with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):
             done = crawl_repeat_stage(
                 cached, quality.template, quality.mode, reference, prior, keep_counts=template_history is not None

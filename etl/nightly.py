@@ -31,18 +31,20 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from base.manifest import merge_manifests
+from base.manifest import MANIFEST_FILE, merge_loaded, merge_manifests
+from etl.classify.crawl_repeat import template_history
 from etl.corpus import TEMPLATE_KEYS, BuildConfig, build_corpus
+from etl.nightly_root import LocalRoot, StoreRoot
+from etl.nightly_root import corpus_root as corpus_root_at
 from etl.read import remote
 from etl.read.records import detect_format
 from etl.runtime.failpoints import failpoint
-from etl.runtime.locks import Lock, Locked
+from etl.runtime.locks import Locked
 from etl.runtime.publish import write_atomic
 
 log = logging.getLogger("zhcorpus")
@@ -91,26 +93,25 @@ def crawl_files(
     return [x for x in found if after is None or x > tuple(after)]
 
 
-def published(corpus: Path) -> str | None:
-    current = corpus / "CURRENT"
-    return current.read_text(encoding="utf-8").strip() if current.exists() else None
+def published(corpus: Path | LocalRoot | StoreRoot) -> str | None:
+    root = corpus if isinstance(corpus, (LocalRoot, StoreRoot)) else LocalRoot(str(corpus))
+    current = root.read_text("CURRENT")
+    return current.strip() if current is not None else None
 
 
 def version_name(n: int) -> str:
     return f"v{n:06d}"
 
 
-def _recover(corpus: Path, index, current: str | None, version: str) -> None:
+def _recover(root: LocalRoot | StoreRoot, index, current: str | None, version: str) -> None:
     """Remove what a killed run left of ``version``: its directory and its index batch."""
-    leftover = corpus / "versions" / version
-    if leftover.exists():
-        log.warning("removing unpublished %s left by an interrupted run", leftover)
-        shutil.rmtree(leftover)
+    if root.remove(f"versions/{version}"):
+        log.warning("removing unpublished %s left by an interrupted run", root.uri(f"versions/{version}"))
     if index is not None and index.retract(version):
         log.warning("retracted index batch %s of an unpublished build", version)
-    for other in (corpus / "versions").glob("v*"):  # newer than CURRENT: never published
-        if current is None or other.name > current:
-            shutil.rmtree(other, ignore_errors=True)
+    for other in root.versions():  # newer than CURRENT: never published
+        if current is None or other > current:
+            root.remove(f"versions/{other}")
 
 
 def refresh(
@@ -121,15 +122,16 @@ def refresh(
     spark=None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """Returns {"published": version | None, ...}. Raises RefreshLocked."""
+    """Returns {"published": version | None, ...}. Raises RefreshLocked. ``corpus_root`` is a
+    local path or ``s3://bucket/prefix`` (``etl.nightly_root``: the store's settings are
+    ``reader.s3``, as for an s3:// crawl root)."""
     from etl.dedup.index import DedupIndex
     from etl.runtime.spark import session
 
-    corpus = Path(corpus_root).resolve()
-    (corpus / "versions").mkdir(parents=True, exist_ok=True)
-    with Lock(corpus / ".lock", "another refresh"):  # a dead holder on this host is taken over
-        current = published(corpus)
-        history = json.loads((corpus / "versions" / current / "refresh.json").read_text()) if current else None
+    root = corpus_root_at(corpus_root, cfg.reader.s3)
+    with root.lock():
+        current = published(root)
+        history = json.loads(root.read_text(f"versions/{current}/refresh.json") or "null") if current else None
         new = crawl_files(
             crawl_root,
             history and history["watermark"],
@@ -141,14 +143,14 @@ def refresh(
             new = new[: cfg.refresh.max_files]
         version = version_name(history["number"] + 1 if history else 1)
         spark = spark or session("zhcorpus-nightly", cfg.spark)
-        index_dir = index_dir or str(corpus / "dedup-index")
+        index_dir = index_dir or root.uri("dedup-index")
         index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index)
-        _recover(corpus, index, current, version)
+        _recover(root, index, current, version)
         if not new:
             log.info("nothing new in %s since %s", crawl_root, current or "the beginning")
             result = {"published": None, "current": current, "new_files": 0}
         else:
-            result = _publish_version(cfg, corpus, history, version, new, index_dir, spark)
+            result = _publish_version(cfg, root, history, version, new, index_dir, spark)
         # After publishing, so every batch it merges belongs to a published version (never
         # retracted); a compaction killed here is finished by the next run, new files or not.
         result["compaction"] = index.compact()
@@ -158,7 +160,7 @@ def refresh(
 
 def _publish_version(
     cfg: NightlyConfig,
-    corpus: Path,
+    root: LocalRoot | StoreRoot,
     history: dict | None,
     version: str,
     new: list[tuple[int, str]],
@@ -167,42 +169,52 @@ def _publish_version(
 ) -> dict[str, Any]:
     tokenizer = history["tokenizer"] if history else cfg.tokenizer.model
     build_cfg = replace(cfg, tokenizer=replace(cfg.tokenizer, model=tokenizer)) if tokenizer else cfg
-    out = corpus / "versions" / version
+    out = root.uri(f"versions/{version}")
     log.info("building %s from %d new files", version, len(new))
-    # the template rule counts the published versions' keys with tonight's (a farm a few pages a night)
-    prior = [
-        str(d)
-        for v in (history["versions"] if history else [])
-        if (d := corpus / "versions" / v / TEMPLATE_KEYS).is_dir()
-    ]
-    report = build_corpus(
-        build_cfg,
-        [p for _, p in new],
-        str(out),
-        index_dir=index_dir,
-        spark=spark,
-        index_run=version,
-        template_history=prior,
-    )
-    failpoint("refresh:built")
     versions = (history["versions"] if history else []) + [version]
-    merged = merge_manifests({v: corpus / "versions" / v / "shards" for v in versions}, out)
-    write_atomic(out / "corpus.json", json.dumps(merged, indent=2, ensure_ascii=False, sort_keys=True))
+    # the template rule counts the published versions' keys with tonight's (a farm a few pages a night)
+    # keys cut the way tonight's are (a version built before a change of settings counts nothing)
+    prior = template_history(root, versions[:-1], cfg.quality.template, TEMPLATE_KEYS)
     record = {
         "version": version,
         "number": history["number"] + 1 if history else 1,
         "versions": versions,
         "files": [p for _, p in new],
         "watermark": list(new[-1]),
-        "tokenizer": tokenizer or str(out / "tokenizer"),
+        "tokenizer": tokenizer or f"{out}/tokenizer",
         "config": asdict(cfg),
     }
-    write_atomic(out / "refresh.json", json.dumps(record, indent=2, ensure_ascii=False))
+
+    def pointers(staging, _report) -> None:  # on a store: committed with the version
+        mine = json.loads(staging.read_bytes(f"shards/{MANIFEST_FILE}"))
+        loaded = {v: (root.shard_manifest(v), f"../{v}/shards") for v in versions[:-1]}
+        merged = merge_loaded({**loaded, version: (mine, "shards")})
+        staging.write_text("corpus.json", json.dumps(merged, indent=2, ensure_ascii=False, sort_keys=True))
+        staging.write_text("refresh.json", json.dumps(record, indent=2, ensure_ascii=False))
+
+    report = build_corpus(
+        build_cfg,
+        [p for _, p in new],
+        out,
+        index_dir=index_dir,
+        spark=spark,
+        index_run=version,
+        template_history=prior,
+        before_commit=pointers if root.on_store else None,
+    )
+    failpoint("refresh:built")
+    if not root.on_store:
+        corpus = root.path
+        merged = merge_manifests(
+            {v: corpus / "versions" / v / "shards" for v in versions}, corpus / "versions" / version
+        )
+        write_atomic(Path(out) / "corpus.json", json.dumps(merged, indent=2, ensure_ascii=False, sort_keys=True))
+        write_atomic(Path(out) / "refresh.json", json.dumps(record, indent=2, ensure_ascii=False))
     failpoint("refresh:manifest_written")
-    write_atomic(corpus / "CURRENT", version + "\n")  # the commit point
+    root.write_text("CURRENT", version + "\n")  # the commit point
     failpoint("refresh:published")
-    write_atomic(
-        corpus / "state.json",
+    root.write_text(
+        "state.json",
         json.dumps(
             {
                 "current": version,
@@ -244,7 +256,11 @@ def submit_training(
         return sid
     except RuntimeError:
         pass  # no such job
-    data = Path(corpus_root).resolve() / "versions" / version / "corpus.json"
+    data = (
+        f"{corpus_root.rstrip('/')}/versions/{version}/corpus.json"
+        if remote.is_s3(corpus_root)
+        else Path(corpus_root).resolve() / "versions" / version / "corpus.json"
+    )
     client.submit_job(
         submission_id=sid,
         entrypoint=(f"python -m jobs.train_lm --config {train_config} --data {data} --output {output_root}/{version}"),

@@ -19,6 +19,7 @@ from typing import ClassVar
 from base.log import setup_logging
 from etl.corpus import dedup_corpus
 from etl.dedup.stage import DedupConfig
+from etl.runtime.objstore import StoreConfig
 from etl.runtime.paths import check_job_paths
 from etl.runtime.spark import SparkConfig
 from jobs import cli
@@ -29,6 +30,7 @@ from jobs.config import load_config
 class DedupJobConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// input, output or index's store
     RENAMED: ClassVar[dict[str, str]] = {"master": "spark.master", "minhash": "dedup.minhash", "verify": "dedup.verify"}
 
 
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         cfg = load_config(DedupJobConfig, args.config, args.overrides)
         check_job_paths(args.input, args.output, args.index)  # before any work: the input is never written
-        r = dedup_corpus(cfg.spark, cfg.dedup, args.input, args.output, args.index, args.overwrite)
+        r = dedup_corpus(cfg.spark, cfg.dedup, args.input, args.output, args.index, args.overwrite, s3=cfg.reader.s3)
         cli.log.info(
             "dedup: %d in, %d kept, duplicates %s (%.1f s)",
             r["input"]["records"],

@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         "jobs.nightly_refresh", __doc__, None, "classify.spam_model=models/spam --set refresh.settle_seconds=60"
     )
     p.add_argument("--crawl-root", required=True, help="directory the crawler drops files into")
-    p.add_argument("--corpus-root", required=True, help="the published corpus (versions/, CURRENT, state.json)")
+    p.add_argument(
+        "--corpus-root", required=True, help="the published corpus (versions/, CURRENT, state.json): a path or s3://"
+    )
     p.add_argument("--index", default=None, help="dedup index (default: CORPUS_ROOT/dedup-index)")
     p.add_argument("--submit-training", action="store_true", help="after publishing, submit continued training to Ray")
     p.add_argument("--ray-address", default="http://127.0.0.1:8265")
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         cfg = load_config(NightlyConfig, args.config, args.overrides)
         check_job_paths([args.crawl_root], args.corpus_root, args.index)  # the crawl is never written
+        if args.submit_training and not args.train_output and "://" in args.corpus_root:
+            raise ValueError(f"--corpus-root {args.corpus_root} is on a store: pass --train-output (runs are local)")
         result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)  # a held lock: exit 3 (cli.run_job)
         if result["published"] and args.submit_training:
             submit_training(

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 from base.log import setup_logging
+from etl.runtime.objstore import StoreConfig, read_parquet
 from etl.runtime.paths import check_job_paths
 from etl.runtime.spark import SparkConfig, session
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
@@ -28,6 +29,7 @@ from jobs.config import load_config
 class TrainTokenizerConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// input or output's store
     RENAMED: ClassVar[dict[str, str]] = {
         "master": "spark.master",
         "sample": "tokenizer.sample",
@@ -47,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         check_job_paths(args.input, args.output)  # before any work: the input is never written
         spark = session("zhcorpus-train-tokenizer", cfg.spark)
         meta = train_tokenizer(
-            spark.read.parquet(*args.input), cfg.tokenizer, args.output, {"inputs": args.input, "config": asdict(cfg)}
+            read_parquet(spark, args.input, cfg.reader.s3),
+            cfg.tokenizer,
+            args.output,
+            {"inputs": args.input, "config": asdict(cfg)},
+            s3=cfg.reader.s3,
         )
         cli.log.info(
             "tokenizer -> %s: vocabulary %d, sha256 %s..., special ids %s, sample %d documents / %d characters, %.1f s",

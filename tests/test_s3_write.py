@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -153,82 +154,205 @@ def test_a_writer_whose_lock_was_broken_cannot_commit_over_another(store, creds)
         assert len(_keys(url, dest)) == 5
 
 
-# --- the jobs -------------------------------------------------------------------------------------
+# --- the jobs ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory) -> Path:
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _pages(lo: int, hi: int) -> list[dict]:
     from demo.sources import news_pages
 
-    src = tmp_path_factory.mktemp("s3_write") / "in"
-    src.mkdir()
-    rows = [{"id": f"d{i}", "text": "\n".join(p), "source": "news"} for i, (_, p, _) in enumerate(news_pages()[:40])]
-    rows.append({"id": "copy", "text": rows[3]["text"], "source": "news"})
-    (src / "a.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return src
+    return [{"id": f"d{i}", "text": "\n".join(news_pages()[i][1]), "source": "news"} for i in range(lo, hi)]
 
 
-@pytest.fixture(scope="module")
-def local_build(spark, crawl, tmp_path_factory):
-    out = tmp_path_factory.mktemp("s3_write_local") / "corpus"
-    report = build_corpus(load_config(BuildConfig, None, SETTINGS), [str(crawl)], str(out), spark=spark)
-    return out, report
-
-
-def _ledger(report: dict) -> dict:
-    """The report without timings, config and resources."""
+def _ledger(report: dict, prefix: str = "") -> dict:
+    """The report without timings, config, resources and the dedup index's batch, file names
+    relative to ``prefix``, as a reader of report.json sees it."""
 
     def strip(x):
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("seconds",)}
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "index")}
         return [strip(v) for v in x] if isinstance(x, list) else x
 
-    return json.loads(json.dumps(strip({k: v for k, v in report.items() if k not in ("job", "config", "resources")})))
+    keep = {k: v for k, v in report.items() if k not in ("job", "config", "resources")}
+    return json.loads(json.dumps(strip(keep)).replace(prefix, "") if prefix else json.dumps(strip(keep)))
 
 
 def _rows(table: pa.Table, columns: list[str]) -> list[tuple]:
     return sorted(zip(*(table.column(c).to_pylist() for c in columns)), key=repr)
 
 
-def _committed_table(commit: cm.Commit, fs, name: str) -> pa.Table:
+def _committed_table(url: str, uri: str) -> pa.Table:
+    """Every committed Parquet file at or under ``uri``, read and verified."""
+    fs = _access(url).filesystem()
+    commit, name = cm.find(uri, fs)
     files = [n for n in commit.names(name) if n.endswith(".parquet")]
     return pa.concat_tables([pq.read_table(pa.BufferReader(cm.read_bytes(commit, n, fs))) for n in files])
 
 
-def _run_build(spark, argv: list[str]) -> int:
-    before = spark.conf.get("spark.sql.files.maxPartitionBytes")  # the job sets it on the shared session
+def _committed_json(url: str, uri: str) -> dict:
+    fs = _access(url).filesystem()
+    commit, name = cm.find(uri, fs)
+    return json.loads(cm.read_bytes(commit, name, fs))
+
+
+def _job(spark, main, argv: list[str]) -> int:
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")  # a job sets it on the shared session
     try:
-        return build_job.main(argv + [a for s in SETTINGS for a in ("--set", s)])
+        return main(argv)
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
 
 
-def test_build_corpus_job_publishes_to_s3_what_it_publishes_locally(spark, store, creds, crawl, local_build):  # noqa: F811
-    url, _ = store
-    local, want = local_build
-    dest = f"s3://{BUCKET}/corpus"
-    argv = ["--input", str(crawl), "--output", dest, "--set", f"reader.s3.endpoint_override={url}"]
-    assert _run_build(spark, argv) == cli.EXIT_OK
-    fs = _access(url).filesystem()
-    commit = cm.load(dest, fs)
-    report = json.loads(cm.read_bytes(commit, "report.json", fs))
-    assert want["duplicates"] > 0 and want["rejected"] > 0
-    assert _ledger(report) == _ledger(want)
+@pytest.fixture(scope="module")
+def nights(spark, store, tmp_path_factory):  # noqa: F811
+    """Three nights of jobs.nightly_refresh on s3:// (crawl root, corpus root, dedup index), and the
+    first night's files built locally by build_corpus for reference."""
+    from jobs import nightly_refresh
+
+    url, upload = store
+    root = tmp_path_factory.mktemp("s3_write")
+    first = _pages(0, 40) + [{"id": "copy", "text": _pages(3, 4)[0]["text"], "source": "news"}]
+    local = build_corpus(
+        load_config(BuildConfig, None, SETTINGS),
+        [str(_jsonl(root / "in" / "night1.jsonl", first))],
+        str(root / "local"),
+        spark=spark,
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "no-credentials"))
+        mp.setenv("AWS_ACCESS_KEY_ID", "test")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "test")
+        kept = pq.read_table(root / "local" / "documents", columns=["doc_id", "text"]).to_pylist()
+        kept = sorted(kept, key=lambda d: d["doc_id"])
+        near = [
+            {"id": f"n2-copy{i}", "text": d["text"][:100] + "的" + d["text"][101:], "source": "news"}
+            for i, d in enumerate(kept[:2])
+        ]
+        second = near + _pages(40, 43)
+        third = _pages(43, 46) + [{"id": "n3-copy", "text": second[-1]["text"], "source": "news"}]
+        argv = ["--crawl-root", f"s3://{BUCKET}/nightly-in/", "--corpus-root", f"s3://{BUCKET}/nightly"]
+        argv += ["--index", str(root / "index")]  # TODO: on the store
+        argv += ["--set", f"reader.s3.endpoint_override={url}", "--set", "refresh.settle_seconds=0"]
+        argv += [a for s in SETTINGS for a in ("--set", s)]
+        codes = []
+        for n, rows in enumerate((first, second, third), 1):
+            upload(f"nightly-in/night{n}.jsonl", _jsonl(root / "in" / f"night{n}.jsonl", rows).read_bytes())
+            time.sleep(1.1)  # the next night's object is modified a second later (S3 keeps seconds)
+            codes.append(_job(spark, nightly_refresh.main, argv))
+        yield {
+            "url": url,
+            "root": root,
+            "local": local,
+            "codes": codes,
+            "near": {r["id"]: d["doc_id"] for r, d in zip(near, kept)},
+        }
+
+
+def test_three_nights_on_s3_publish_what_a_local_build_publishes(spark, nights):
+    url, local, corpus = nights["url"], nights["root"] / "local", f"s3://{BUCKET}/nightly"
+    assert nights["codes"] == [cli.EXIT_OK] * 3
+    v1 = f"{corpus}/versions/v000001"
+    report = _committed_json(url, f"{v1}/report.json")
+    src = nights["root"] / "in"
+    assert nights["local"]["duplicates"] > 0 and nights["local"]["rejected"] > 0
+    assert _ledger(report, f"s3://{BUCKET}/nightly-in/") == _ledger(nights["local"], f"file:{src}/")
     for part, columns in {
         "documents": ["doc_id", "text", "source"],
         "rejected": ["doc_id", "stage", "reason"],
         "duplicates": ["doc_id", "duplicate_of", "kind"],
     }.items():
-        assert _rows(_committed_table(commit, fs, part), columns) == _rows(pq.read_table(local / part), columns), part
-    # shards and tokenizer byte-identical: the commit's sha256 of each file is the local file's
-    for name in commit.names("shards") + commit.names("tokenizer"):
+        got = _rows(_committed_table(url, f"{v1}/{part}"), columns)
+        assert got == _rows(pq.read_table(local / part), columns), part
+    fs = _access(url).filesystem()
+    commit, _ = cm.find(v1, fs)
+    for name in commit.names("shards") + commit.names("tokenizer"):  # byte-identical
         assert commit.files[name].sha256 == hashlib.sha256((local / name).read_bytes()).hexdigest(), name
-    assert sorted(commit.names("shards")) == sorted(f"shards/{p.name}" for p in (local / "shards").iterdir())
+    assert commit.names("shards") == sorted(f"shards/{p.name}" for p in (local / "shards").iterdir())
     assert not any(n.startswith("_dedup_keys") for n in commit.names())  # staged, removed before the commit
+    # the later nights: deduplicated against the index of the earlier ones, one corpus.json over all
+    got = fs.open_input_stream(f"{BUCKET}/nightly/CURRENT").read().decode()
+    assert got == "v000003\n"
+    dup = dict(_rows(_committed_table(url, f"{corpus}/versions/v000002/duplicates"), ["doc_id", "duplicate_of"]))
+    assert {k: dup.get(k) for k in nights["near"]} == nights["near"]
+    assert _rows(_committed_table(url, f"{corpus}/versions/v000003/duplicates"), ["doc_id", "duplicate_of"]) == [
+        ("n3-copy", "d42")
+    ]
+    merged = _committed_json(url, f"{corpus}/versions/v000003/corpus.json")
+    assert merged["versions"] == ["v000001", "v000002", "v000003"] and len(merged["shards"]) == 6
+    refresh2 = _committed_json(url, f"{corpus}/versions/v000002/refresh.json")
+    assert refresh2["tokenizer"] == f"{v1}/tokenizer"  # night 2 fetched it from the store
 
 
-def test_s3a_output_and_a_held_output_are_refused(spark, store, creds, crawl, caplog):  # noqa: F811
+def test_the_trainer_reads_shards_from_s3(nights, tmp_path, monkeypatch, creds):  # noqa: F811
+    """TokenData over the store (fetched into a cache, verified) gives the local build's samples; a
+    training run on the nightly's corpus.json; an object changed in the store is refused."""
+    import ray
+
+    from jobs.train_lm import CONFIGS
+    from train.data import DataConfig, TokenData
+    from train.job import TrainLMConfig, run
+
+    url, corpus = nights["url"], f"s3://{BUCKET}/nightly"
+    monkeypatch.setenv(cm.CACHE_ENV, str(tmp_path / "cache"))
+    cfg = DataConfig(seq_len=16, s3=S3Config(endpoint_override=url))
+    remote = TokenData(f"{corpus}/versions/v000001/corpus.json", cfg)
+    local = TokenData(nights["root"] / "local" / "shards", cfg)
+    assert np.array_equal(remote.samples(0, 64).numpy(), local.samples(0, 64).numpy())
+    latest = f"{corpus}/versions/v000003/corpus.json"
+    documents = _committed_json(url, latest)["totals"]["documents"]
+    assert sum(len(ds) for ds in TokenData(latest, cfg).shards) == documents
+
+    settings = ["train.steps=2", "train.eval_every=0", "ray.dashboard=false", f"data.s3.endpoint_override={url}"]
+    try:
+        summary = run(load_config(TrainLMConfig, CONFIGS / "debug.toml", settings), latest, str(tmp_path / "run"))
+    finally:
+        ray.shutdown()
+    assert summary["last"]["step"] == 2 and np.isfinite(summary["last"]["loss"])
+
+    fs = _access(url).filesystem()
+    commit, _ = cm.find(f"{corpus}/versions/v000003", fs)
+    name = max(commit.names("shards"), key=lambda n: commit.files[n].size)
+    with fs.open_output_stream(cm.bucket_key(commit.physical(name))) as f:
+        f.write(b"\0" * commit.files[name].size)  # the same size, other bytes
+    monkeypatch.setenv(cm.CACHE_ENV, str(tmp_path / "fresh-cache"))
+    with pytest.raises(cm.CommitError, match=f"v000003/{name}: .* but the commit lists"):
+        TokenData(latest, cfg)
+
+
+def test_dedup_and_tokenizer_jobs_read_and_write_s3(spark, nights, creds):  # noqa: F811
+    from jobs import dedup as dedup_job
+    from jobs import train_tokenizer as tokenizer_job
+
+    url, v1 = nights["url"], f"s3://{BUCKET}/nightly/versions/v000001"
+    at = ["--set", f"reader.s3.endpoint_override={url}"]
+    out = f"s3://{BUCKET}/dedup"
+    assert _job(spark, dedup_job.main, ["--input", f"{v1}/documents", "--output", out] + at) == cli.EXIT_OK
+    report = _committed_json(url, f"{out}/report.json")
+    kept = _committed_table(url, f"{v1}/documents").num_rows
+    assert (report["input"]["records"], report["documents"], report["duplicates"]) == (kept, kept, 0)
+    assert _committed_table(url, f"{out}/documents").num_rows == kept
+    tok = f"s3://{BUCKET}/tokenizer"
+    settings = [a for s in SETTINGS[:2] for a in ("--set", s)]
+    assert _job(spark, tokenizer_job.main, ["--input", f"{v1}/documents", "--output", tok] + at + settings) == 0
+    fs = _access(url).filesystem()
+    mine, built = cm.find(tok, fs)[0], cm.find(v1, fs)[0]
+    assert mine.files["tokenizer.model"] == built.files["tokenizer/tokenizer.model"]  # the same sample, the same model
+
+
+def _run_build(spark, argv: list[str]) -> int:
+    return _job(spark, build_job.main, argv + [a for s in SETTINGS for a in ("--set", s)])
+
+
+def test_s3a_output_and_a_held_output_are_refused(spark, store, creds, tmp_path, caplog):  # noqa: F811
     url, _ = store
+    crawl = _jsonl(tmp_path / "in" / "a.jsonl", _pages(0, 3)).parent
     caplog.set_level(logging.ERROR, logger="zhcorpus")
     assert _run_build(spark, ["--input", str(crawl), "--output", f"s3a://{BUCKET}/x"]) == cli.EXIT_REFUSED
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]

@@ -46,6 +46,7 @@ import torch
 
 from base.indexed_dataset import IndexedDatasetError
 from base.manifest import open_shards, read_manifest
+from base.s3 import S3Access, S3Config, is_s3
 
 log = logging.getLogger("zhcorpus")
 
@@ -67,6 +68,10 @@ class DataConfig:
     # share documents see them at nearly the same steps (the rule judge's paired runs; hashing
     # reads every document once, so it is for the judge's small corpora).
     order: str = "shuffle"
+    # The store of an s3:// manifest (a build's or a nightly refresh's output published there):
+    # every shard is fetched once into the local cache ($ZHCORPUS_CACHE, else ~/.cache/zhcorpus),
+    # verified against the commit's sha256, and memory-mapped from there (docs/storage.md).
+    s3: S3Config = field(default_factory=S3Config)
 
     def __post_init__(self):
         if self.order not in ORDERS:
@@ -75,6 +80,16 @@ class DataConfig:
             raise ValueError(f"seq_len must be >= 1, got {self.seq_len}")
         if not 0.0 <= self.valid_fraction <= 1.0:
             raise ValueError(f"valid_fraction must be in [0, 1], got {self.valid_fraction}")
+
+
+def shard_manifest(path: str | os.PathLike, cfg: DataConfig) -> str | os.PathLike:
+    """``path``, or for an ``s3://`` one the local manifest of its shards fetched into the cache
+    (``base.committed.local_manifest``: only committed files, each checked against its sha256)."""
+    if not is_s3(str(path)):
+        return path
+    from base.committed import local_manifest
+
+    return local_manifest(str(path), S3Access.resolve(cfg.s3).filesystem())
 
 
 class DataError(ValueError):
@@ -136,8 +151,9 @@ class TokenData:
         if split not in ("train", "valid"):
             raise ValueError(f"split must be 'train' or 'valid', got {split!r}")
         self.cfg, self.split, self.manifest_path = cfg, split, str(manifest_path)
-        self.shards = open_shards(manifest_path, cfg.verify)  # IndexedDatasetError names a missing/bad file
-        names = read_manifest(manifest_path, verify=False).get("sources")
+        local = shard_manifest(manifest_path, cfg)
+        self.shards = open_shards(local, cfg.verify)  # IndexedDatasetError names a missing/bad file
+        names = read_manifest(local, verify=False).get("sources")
         if names is None or any(ds.document_sources is None for ds in self.shards):
             raise IndexedDatasetError(
                 f"{manifest_path}: no per-document sources (.src sidecars); rebuild the shards with etl.shards.stage"

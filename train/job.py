@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from base.manifest import read_manifest
+from base.s3 import is_s3
 from train import checkpoint, launch
-from train.data import DataConfig
+from train.data import DataConfig, shard_manifest
 from train.launch_checks import check_cluster_fits
 from train.loop import Job, LoopConfig, check_compatible
 from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate
@@ -68,9 +69,13 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
     their own directories)."""
     from train.data import TokenData
 
-    manifest = Path(data).resolve()
-    manifest = manifest / "manifest.json" if manifest.is_dir() else manifest
-    vocab_size = read_manifest(manifest, verify=False).get("vocab_size")
+    if is_s3(data):  # a build or nightly output on S3: its shards are fetched into the local cache
+        manifest: str | Path = data
+        vocab_size = read_manifest(shard_manifest(data, cfg.data), verify=False).get("vocab_size")
+    else:
+        manifest = Path(data).resolve()
+        manifest = manifest / "manifest.json" if manifest.is_dir() else manifest
+        vocab_size = read_manifest(manifest, verify=False).get("vocab_size")
     if not vocab_size:
         raise LaunchError(f"{manifest} has no vocab_size: the model's vocabulary is the shards' tokenizer's")
     model = cfg.model.replace(vocab_size=vocab_size)

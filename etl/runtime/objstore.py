@@ -36,6 +36,7 @@ import hashlib
 import logging
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from base import committed as cm
@@ -217,7 +218,7 @@ class S3Staging:
 
         local = Path(local)
         for f in sorted([local] if local.is_file() else (p for p in local.rglob("*") if p.is_file())):
-            rel = name if f == local else f"{name}/{f.relative_to(local).as_posix()}"
+            rel = name if f == local else f"{name}/{f.relative_to(local).as_posix()}".lstrip("/")
             self.record(rel, *upload(f, self.path(rel), self.access))
 
     def adopt(self, name: str) -> None:
@@ -226,6 +227,14 @@ class S3Staging:
         if got is None:
             raise FileNotFoundError(self.path(name))
         self.record(name, len(got[0]), hashlib.sha256(got[0]).hexdigest())
+
+    def read_bytes(self, name: str) -> bytes:
+        """A file of this attempt, checked against its record."""
+        got = self.store.get(self._key(name))
+        data = got[0] if got else b""
+        if name not in self.files or cm.FileEntry(len(data), hashlib.sha256(data).hexdigest()) != self.files[name]:
+            raise cm.CommitError(f"{self.path(name)}: not the file recorded for this attempt")
+        return data
 
     def write_parquet(self, name: str, df) -> None:
         from etl.runtime.s3frames import write_frame
@@ -308,3 +317,35 @@ def publish_output(output: str, overwrite: bool, spark, s3: S3Config | None = No
     if is_s3(output):
         return publish_s3(output, overwrite, S3Access.resolve(s3 or S3Config()))
     return publish_dir(output, overwrite, HadoopStorage(spark))
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """The ``reader`` section of jobs that read no crawl (dedup, train_tokenizer): only ``reader.s3``,
+    the store an ``s3://`` output (or a committed ``s3://`` input) is on, as in every other job."""
+
+    s3: S3Config = field(default_factory=S3Config)
+
+
+def read_parquet(spark, paths: list[str], s3: S3Config | None = None):
+    """Parquet directories as one DataFrame: Spark's reader, or for ``s3://`` paths the files a
+    committed output lists under them (``base.committed``: a path inside an output published by
+    these jobs, e.g. ``s3://b/clean/documents``), read by the executors through pyarrow."""
+    if not any(is_s3(p) for p in paths):
+        return spark.read.parquet(*paths)
+    from etl.runtime.s3frames import read_frame
+
+    access = S3Access.resolve(s3 or S3Config())
+    return read_frame(spark, committed_files(paths, access), access)
+
+
+def committed_files(paths: list[str], access: S3Access) -> list[str]:
+    """The physical URIs of the committed Parquet files at or under each ``s3://`` path."""
+    fs, found, commits = access.filesystem(), [], {}
+    for p in paths:
+        commit, name = cm.resolve("s3://" + p.split("://", 1)[1].rstrip("/"), fs, commits)  # s3a: the same store
+        names = [n for n in commit.names(name) if n.endswith(".parquet")]
+        if not names:
+            raise FileNotFoundError(f"{p}: no Parquet files in the output committed at {commit.root}")
+        found += [commit.physical(n) for n in names]
+    return found

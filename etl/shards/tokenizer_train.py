@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from base.s3 import S3Config, is_s3
+from etl.runtime.objstore import publish_output
 from etl.runtime.publish import publish_dir
 from filters.tokenizer import TokenizerParams, train_sentencepiece, training_lines
 
@@ -100,10 +103,22 @@ def documents_with_text(docs: DataFrame, where: str) -> DataFrame:
 
 
 def train_tokenizer(
-    docs: DataFrame, cfg: TokenizerConfig, output: str, extra_meta: dict[str, Any], overwrite: bool = True
+    docs: DataFrame,
+    cfg: TokenizerConfig,
+    output: str,
+    extra_meta: dict[str, Any],
+    overwrite: bool = True,
+    s3: S3Config | None = None,
 ) -> dict[str, Any]:
     """Sample ``docs`` (doc_id, text), pre-segment, train, publish ``output`` (a local or shared-disk
-    directory) atomically; returns the tokenizer's metadata (plus ``train_seconds``)."""
+    directory, or an ``s3://`` prefix on the store ``s3``: trained into a local directory, then
+    published by the commit protocol of ``etl.runtime.objstore``) atomically; returns the
+    tokenizer's metadata (plus ``train_seconds``)."""
+    if is_s3(output):
+        with publish_output(output, overwrite, None, s3) as out, tempfile.TemporaryDirectory() as tmp:
+            meta = train_tokenizer(docs, cfg, f"{tmp}/tokenizer", extra_meta)
+            out.put_tree("", f"{tmp}/tokenizer")
+        return meta
     t0 = time.monotonic()
     docs = documents_with_text(docs, str(extra_meta.get("inputs", ""))[:200])
     cut = sample_cutoff(docs, cfg.sample)
