@@ -30,7 +30,7 @@ import logging
 import os
 from functools import lru_cache
 from importlib.resources import files
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -133,6 +133,97 @@ def cut_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:
     lengths, per_text = engine().cut(offsets, data)
     bounds = np.concatenate(([0], np.cumsum(per_text)))
     return [lengths[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@lru_cache(maxsize=None)
+def _classify_engine():
+    """The engine with jieba's HMM (finalseg's tables) and the classifiers' text tables set."""
+    import sys
+
+    from jieba.finalseg import emit_P, start_P, trans_P
+
+    from filters.classify import MAX_CHARS
+    from filters.fluency import nfkc_lower_tables
+
+    e = engine()
+    tags, low, high, floor = "BEMS", 0x4E00, 0x9FD5, -3.14e100  # finalseg.MIN_FLOAT
+    emit = np.full((4, high - low + 1), floor)
+    for y, tag in enumerate(tags):
+        for char, logp in emit_P[tag].items():
+            if low <= ord(char) <= high:
+                emit[y, ord(char) - low] = logp
+    trans = np.array([[trans_P[a].get(b, floor) for b in tags] for a in tags])
+    e.set_hmm(np.array([start_P[t] for t in tags]), trans, emit)
+    simple, length, offset, flat = nfkc_lower_tables()
+    space = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
+    space[[c for c in range(sys.maxunicode + 1) if chr(c).isspace()]] = 1
+    e.set_classify(simple.view(np.uint8), length, offset, flat, space, MAX_CHARS)
+    return e
+
+
+def cut_hmm_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:
+    """Word lengths of each text's jieba HMM-on cut (for tests and the parity checks)."""
+    offsets, data = buffers(strings(texts))
+    lengths, per_text = _classify_engine().cut_hmm(offsets, data)
+    bounds = np.concatenate(([0], np.cumsum(per_text)))
+    return [lengths[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+class Prose(NamedTuple):
+    """A batch's texts as the statistics and classifiers read them (``filters.markdown.prose``):
+    the Arrow array, and for the texts that hold markup their prose (``alt``, with ``alt_index``
+    per text, -1 = the text itself) and table rows; ``read``: the texts read as Python strings."""
+
+    texts: pa.Array
+    offsets: np.ndarray
+    data: Any
+    alt_index: np.ndarray
+    alt_offsets: np.ndarray
+    alt_data: Any
+    row_offsets: np.ndarray
+    rows: np.ndarray
+    read: dict[int, str]
+
+    def text(self, i: int) -> str:
+        return self.read[i] if i in self.read else self.texts[i].as_py()
+
+
+def prose_of(texts: pa.Array | Sequence[str]) -> Prose:
+    """``Prose`` of a batch: only the texts holding a markup hint (``_MARKUP_HINTS``, found by the
+    compiled pass) become Python strings and go through ``markdown.prose_rows``."""
+    from filters.markdown import prose_rows
+
+    arr = strings(texts)
+    offsets, data = buffers(arr)
+    n = len(arr)
+    alt_index = np.full(n, -1, dtype=np.int64)
+    alt_texts: list[str] = []
+    row_counts = np.zeros(n, dtype=np.int64)
+    rows: list[int] = []
+    read: dict[int, str] = {}
+    for i in np.flatnonzero(engine().markup(offsets, data)).tolist():
+        text = arr[i].as_py()
+        prose, table_rows = prose_rows(text)
+        read[i] = prose
+        if prose is not text:
+            alt_index[i] = len(alt_texts)
+            alt_texts.append(prose)
+        row_counts[i] = len(table_rows)
+        rows += table_rows
+    alt_offsets, alt_data = buffers(strings(alt_texts))
+    row_offsets = np.concatenate(([0], np.cumsum(row_counts)))
+    return Prose(arr, offsets, data, alt_index, alt_offsets, alt_data, row_offsets, np.asarray(rows, np.int64), read)
+
+
+def classifier_lines(texts: pa.Array | Sequence[str]) -> list[str]:
+    """``filters.classify.preprocess(t)`` of each text (the default engine, HMM on): one compiled
+    pass over its prose; a text with a character the per-character tables cannot normalise goes
+    through the Python function."""
+    from filters.classify import preprocess
+
+    p = prose_of(texts)
+    lines = _classify_engine().classify_lines(p.offsets, p.data, p.alt_index, p.alt_offsets, p.alt_data)
+    return [line if line is not None else preprocess(p.texts[i].as_py()) for i, line in enumerate(lines)]
 
 
 def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:
@@ -241,38 +332,20 @@ class QualityPass:
     def __call__(self, texts: pa.Array | Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """({signal: float32 per text} in ``filters.quality.SIGNAL_NAMES`` order, the fluency
         perplexity per text (NaN: none; all NaN without a model)) of each text's prose."""
-        from filters.markdown import prose_rows
         from filters.quality import SIGNAL_NAMES
 
-        arr = strings(texts)
-        offsets, data = buffers(arr)
-        n = len(arr)
-        alt_index = np.full(n, -1, dtype=np.int64)
-        alt_texts: list[str] = []
-        row_counts = np.zeros(n, dtype=np.int64)
-        rows: list[int] = []
-        prose: dict[int, str] = {}  # the texts read as Python strings, by index (their prose)
-        for i in np.flatnonzero(self.engine.markup(offsets, data)).tolist():
-            text = arr[i].as_py()
-            read, table_rows = prose_rows(text)
-            prose[i] = read
-            if read is not text:
-                alt_index[i] = len(alt_texts)
-                alt_texts.append(read)
-            row_counts[i] = len(table_rows)
-            rows += table_rows
-        alt_offsets, alt_data = buffers(strings(alt_texts))
-        row_offsets = np.concatenate(([0], np.cumsum(row_counts)))
+        p = prose_of(texts)
         sig, visible, contact, chunk, sums, counts, python = self.engine.quality(
-            offsets,
-            data,
-            alt_index,
-            alt_offsets,
-            alt_data,
-            row_offsets,
-            np.asarray(rows, dtype=np.int64),
+            p.offsets,
+            p.data,
+            p.alt_index,
+            p.alt_offsets,
+            p.alt_data,
+            p.row_offsets,
+            p.rows,
             self.fluency is not None,
         )
+        arr, prose, n = p.texts, p.read, len(p.texts)
         values = {name: sig[:, j] for j, name in enumerate(NATIVE_SIGNALS)}
         values[CONTACT] = self._contact(arr, prose, contact, chunk, visible)
         ppl = self._perplexity(arr, prose, sums, counts, python) if self.fluency is not None else np.full(n, np.nan)

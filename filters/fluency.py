@@ -110,9 +110,16 @@ def _each(form: str, codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray,
 
 @lru_cache(maxsize=1)
 def _char_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``nfkc_lower_tables`` with the flat array after the digit and space fold (``_fold_table``)."""
+    simple, length, offset, flat = nfkc_lower_tables()
+    return simple, length, offset, _fold_table()[flat]
+
+
+@lru_cache(maxsize=1)
+def nfkc_lower_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per code point c: whether ``_nfkc_lower`` of any text made of such characters is the
-    concatenation of theirs ("simple"), and that per-character result (after the digit and space
-    fold) as (length, offset into a flat array, flat array). NFKC = canonical composition of the
+    concatenation of theirs ("simple"), and that per-character result as (length, offset into a
+    flat array, flat array). NFKC = canonical composition of the
     compatibility decomposition (NFKD); c is simple when NFKD(c) holds no non-starter (nothing to
     reorder) and no character that is the second of a canonical pair (nothing composes), so
     NFKC(text) is the concatenation of the NFKD(c); lower() is per character except for the
@@ -140,7 +147,7 @@ def _char_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     length, offset = np.ones(0x110000, np.uint8), np.zeros(0x110000, np.int64)
     length[cps] = per_char
     offset[cps] = 1 + np.cumsum(per_char) - per_char  # after the NUL, which is itself
-    return simple, length, offset, _fold_table()[np.r_[0, low].astype(np.uint32)]
+    return simple, length, offset, np.r_[0, low].astype(np.uint32)
 
 
 def normalised_codes(texts: Sequence[str], max_chars: int | None = None) -> tuple[np.ndarray, np.ndarray]:

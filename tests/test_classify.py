@@ -520,6 +520,8 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
     from etl.clean.stage import ARROW_CLEANED
     from filters import segment
 
+    from filters import docpass
+
     root, texts = small_model
     rows = [
         {f.name: None for f in ARROW_CLEANED} | {"kind": "record", "doc_id": f"d{i}", "text": t}
@@ -528,6 +530,12 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
     batch = pa.RecordBatch.from_pylist(rows, schema=ARROW_CLEANED)
     model = TextClassifier(root)
     assert segment.audited("d7", 1) and sum(segment.audited(f"d{i}", 10) for i in range(1000)) in range(60, 140)
+    classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=1))  # compiled = jieba: passes
+    real_lines = docpass.classifier_lines
+    monkeypatch.setattr(docpass, "classifier_lines", lambda t: [line[:-1] for line in real_lines(t)])
+    with pytest.raises(segment.SegmentationMismatch, match="classification.*document 'd0'"):
+        classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=1))
+    monkeypatch.setenv(docpass.ENV, "0")  # the segmenter itself (rjieba) preprocesses
     classify_batch(batch, model, None, ClassifyConfig(segment_audit_every=1))  # rjieba = jieba: passes
     broken = segment.Segmenter("rjieba", True)
     real = broken._cut

@@ -207,3 +207,26 @@ def test_token_ids_equal_sentencepieces(documents, tmp_path):
     assert len(tok._word_ids) > 1000
     other = ZhTokenizer.load(tmp_path / "tok")
     assert other._word_ids is None or len(other._word_ids) == 0
+
+
+def test_hmm_cut_is_jiebas(documents):
+    """The classifiers' cut (HMM on): rjieba's glued HMM mode on every document, jieba itself on a
+    sample (both held to each other by tests/test_segment.py)."""
+    from filters.segment import get_segmenter
+
+    got = docpass.cut_hmm_lengths(documents)
+    native = get_segmenter("rjieba", True)
+    bad = [d for d, lengths in zip(documents, got) if lengths != [len(w) for w in native.cut(d)]]
+    assert not bad, f"{len(bad)} documents cut otherwise, e.g. {bad[0][:80]!r}"
+    jieba = get_segmenter("jieba", True)
+    sample = documents[::10]
+    assert docpass.cut_hmm_lengths(sample) == [[len(w) for w in jieba.cut(d)] for d in sample]
+
+
+def test_classifier_lines_equal_preprocess(documents):
+    from filters.classify import preprocess_batch
+
+    lines = docpass.classifier_lines(pa.array(documents))
+    expected = preprocess_batch(documents)
+    bad = [i for i, (a, b) in enumerate(zip(lines, expected)) if a != b]
+    assert not bad, f"{len(bad)} lines differ, e.g. {documents[bad[0]][:60]!r}: {lines[bad[0]][:60]!r}"

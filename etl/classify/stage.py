@@ -20,8 +20,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from etl.read import records as rec
 from etl.runtime.ship import ship_directory
-from filters.classify import TextClassifier, pareto_keep, preprocess, preprocess_batch
-from filters.segment import REFERENCE, Segmenter, audit_failure, audited, get_segmenter
+from filters import docpass
+from filters.classify import PREPROCESS_HMM, TextClassifier, pareto_keep, preprocess, preprocess_batch
+from filters.segment import DEFAULT_ENGINE, REFERENCE, Segmenter, audit_failure, audited, get_segmenter
 
 CLASSIFY_STAGE = "classify"
 SPAM, LOW_QUALITY = "spam", "low_quality"
@@ -114,8 +115,8 @@ def classify_batch(
     )
     if not len(live) or not (spam or quality):
         return batch
-    texts = batch.column("text").take(pa.array(live)).to_pylist()
-    lines = preprocess_batch(texts, segmenter=(spam or quality).segmenter)  # once, for both models
+    texts = batch.column("text").take(pa.array(live))
+    lines = classifier_lines(texts, (spam or quality).segmenter)  # once, for both models
     _audit(batch, live, texts, lines, (spam or quality).segmenter, cfg.segment_audit_every)
     spam_p = spam.positive_prob(lines, preprocessed=True) if spam else None
     quality_p = quality.positive_prob(lines, preprocessed=True) if quality else None
@@ -144,16 +145,29 @@ def classify_batch(
     )
 
 
+def classifier_lines(texts: pa.Array, segmenter: Segmenter) -> list[str]:
+    """``filters.classify.preprocess`` of each text: with the default engine (HMM on, as the
+    models were built) one compiled pass over each text's prose (``filters.docpass``, the same
+    lines), else ``preprocess_batch`` with ``segmenter``."""
+    if segmenter.engine == DEFAULT_ENGINE and segmenter.hmm == PREPROCESS_HMM and docpass.enabled():
+        try:
+            return docpass.classifier_lines(texts)
+        except (pa.ArrowException, UnicodeEncodeError):  # a lone surrogate: no UTF-8
+            pass
+    return preprocess_batch(texts.to_pylist(), segmenter=segmenter)
+
+
 def _audit(
-    batch: pa.RecordBatch, live: np.ndarray, texts: list[str], lines: list[str], segmenter: Segmenter, every: int
+    batch: pa.RecordBatch, live: np.ndarray, texts: pa.Array, lines: list[str], segmenter: Segmenter, every: int
 ) -> None:
-    """The audited documents' preprocessing again with the jieba engine: equal, or the job stops."""
-    if not every or segmenter.engine == REFERENCE:
+    """The audited documents' preprocessing (``lines``, what the models read) again with the jieba
+    engine: equal, or the job stops."""
+    if not every or (segmenter.engine == REFERENCE and not docpass.enabled()):
         return
     reference = get_segmenter(REFERENCE, segmenter.hmm)
     for j, key in enumerate(batch.column("doc_id").take(pa.array(live)).to_pylist()):
         if key is not None and audited(key, every):
-            expected = preprocess(texts[j], segmenter=reference)
+            expected = preprocess(texts[j].as_py(), segmenter=reference)
             if expected != lines[j]:
                 raise audit_failure("classification", key, expected, lines[j], segmenter)
 

@@ -217,6 +217,110 @@ class Engine {
     fluency_ = std::make_unique<FluencyScorer>(std::move(t), k, lp, bo, sizes);
   }
 
+  // jieba's finalseg tables: start (4), trans (4 x 4), emit (4 x the Han range), tags B E M S
+  void set_hmm(Array<double> start, Array<double> trans, Array<double> emit) {
+    auto h = std::make_unique<Hmm>();
+    const size_t span = Hmm::HAN_HI - Hmm::HAN_LO + 1;
+    if (start.size() != 4 || trans.size() != 16 || emit.size() != 4 * span) throw std::invalid_argument("HMM table shapes");
+    for (int y = 0; y < 4; ++y) {
+      h->start[y] = start.data()[y];
+      for (int z = 0; z < 4; ++z) h->trans[y][z] = trans.data()[4 * y + z];
+      h->emit[y].assign(emit.data() + y * span, emit.data() + (y + 1) * span);
+    }
+    hmm_ = std::move(h);
+  }
+
+  // The classifiers' text tables: NFKC + lower case per "simple" character (fluency's
+  // nfkc_lower_tables, unfolded) and str.isspace
+  void set_classify(Array<uint8_t> simple, Array<uint8_t> length, Array<int64_t> offset, Array<uint32_t> flat,
+                    Array<uint8_t> space, int64_t max_chars) {
+    c_simple_ = simple, c_length_ = length, c_offset_ = offset, c_flat_ = flat, c_space_ = space;
+    c_max_chars_ = max_chars;
+  }
+
+  // jieba HMM-on words: (lengths of every word, words per text)
+  py::tuple cut_hmm(Array<int64_t> offsets, py::buffer data) {
+    if (!hmm_) throw std::runtime_error("no HMM: call set_hmm first");
+    Strings s(offsets, data);
+    std::vector<int64_t> lengths, per_text(s.n);
+    {
+      py::gil_scoped_release release;
+      for (int64_t i = 0; i < s.n; ++i) {
+        decode_utf8(s.at(i), s.size(i), codes_);
+        ends_.clear();
+        dict_.cut_hmm(codes_.data(), static_cast<int64_t>(codes_.size()), *hmm_, ends_);
+        int64_t prev = 0;
+        for (int64_t e : ends_) {
+          lengths.push_back(e - prev);
+          prev = e;
+        }
+        per_text[i] = static_cast<int64_t>(ends_.size());
+      }
+    }
+    return py::make_tuple(Array<int64_t>(lengths.size(), lengths.data()), Array<int64_t>(per_text.size(), per_text.data()));
+  }
+
+  // filters.classify.preprocess of each text's prose (main, or alt where alt_index >= 0): the first
+  // max_chars characters, NFKC and lower case, whitespace folded, jieba's HMM-on words joined by
+  // spaces. None where a character is not "simple" (Python normalises that text).
+  py::list classify_lines(Array<int64_t> offsets, py::buffer data, Array<int64_t> alt_index, Array<int64_t> alt_offsets,
+                          py::buffer alt_data) {
+    if (!hmm_ || !c_simple_.size()) throw std::runtime_error("call set_hmm and set_classify first");
+    Strings main(offsets, data), alt(alt_offsets, alt_data);
+    const int64_t* alt_i = alt_index.data();
+    const uint8_t *simple = c_simple_.data(), *length = c_length_.data(), *space = c_space_.data();
+    const int64_t* offset = c_offset_.data();
+    const uint32_t* flat = c_flat_.data();
+    py::list out(main.n);
+    std::vector<uint32_t> folded;
+    for (int64_t i = 0; i < main.n; ++i) {
+      bool ok = true;
+      {
+        py::gil_scoped_release release;
+        const bool a = alt_i[i] >= 0;
+        decode_utf8(a ? alt.at(alt_i[i]) : main.at(i), a ? alt.size(alt_i[i]) : main.size(i), codes_,
+                    c_max_chars_ >= 0 ? static_cast<size_t>(c_max_chars_) : SIZE_MAX);
+        tmp_.clear();
+        for (uint32_t c : codes_) {
+          if (!simple[c]) {
+            ok = false;
+            break;
+          }
+          for (uint8_t k = 0; k < length[c]; ++k) tmp_.push_back(flat[offset[c] + k]);
+        }
+        if (ok) {
+          // " ".join(head.split())
+          folded.clear();
+          for (uint32_t c : tmp_) {
+            if (space[c]) {
+              if (!folded.empty() && folded.back() != ' ') folded.push_back(' ');
+            } else {
+              folded.push_back(c);
+            }
+          }
+          if (!folded.empty() && folded.back() == ' ') folded.pop_back();
+          ends_.clear();
+          dict_.cut_hmm(folded.data(), static_cast<int64_t>(folded.size()), *hmm_, ends_);
+          text_.clear();
+          int64_t prev = 0;
+          for (int64_t e : ends_) {
+            if (!(e - prev == 1 && folded[prev] == ' ')) {  // the words, space words left out
+              if (!text_.empty()) text_.push_back(' ');
+              for (int64_t j = prev; j < e; ++j) append_utf8(text_, folded[j]);
+            }
+            prev = e;
+          }
+        }
+      }
+      if (ok) {
+        out[i] = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(text_.data(), text_.size(), "strict"));
+      } else {
+        out[i] = py::none();
+      }
+    }
+    return out;
+  }
+
   size_t fluency_bytes() const { return fluency_ ? fluency_->memory_bytes() : 0; }
   size_t dictionary_nodes() const { return dict_.nodes(); }
 
@@ -472,6 +576,12 @@ class Engine {
   int64_t chunk_chars_ = 1 << 20, min_id_digits_ = 5;
   std::vector<uint32_t> codes_;
   std::vector<int64_t> ends_;
+  std::unique_ptr<Hmm> hmm_;
+  Array<uint8_t> c_simple_, c_length_, c_space_;
+  Array<int64_t> c_offset_;
+  Array<uint32_t> c_flat_;
+  int64_t c_max_chars_ = -1;
+  std::vector<uint32_t> tmp_;
   std::vector<uint32_t> nodes_;
   std::string text_;
 };
@@ -491,6 +601,10 @@ PYBIND11_MODULE(_docpass, m) {
       .def("markup", &Engine::markup)
       .def("cut", &Engine::cut)
       .def("presegment", &Engine::presegment)
+      .def("set_hmm", &Engine::set_hmm)
+      .def("set_classify", &Engine::set_classify)
+      .def("cut_hmm", &Engine::cut_hmm)
+      .def("classify_lines", &Engine::classify_lines)
       .def("encode", &Engine::encode)
       .def("quality", &Engine::quality)
       .def("fluency_folded", &Engine::fluency_folded);

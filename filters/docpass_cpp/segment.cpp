@@ -186,8 +186,7 @@ void Dictionary::cut(const uint32_t* codes, int64_t n, std::vector<int64_t>& end
   }
 }
 
-void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::vector<int64_t>& ends,
-                           std::vector<uint32_t>* nodes) const {
+void Dictionary::route(const uint32_t* s, int64_t n) const {
   // calc: route[idx] = max over the DAG's ends x of (weight(s[idx:x+1]) + route[x+1], x)
   score_.assign(n + 1, 0.0);
   next_.assign(n + 1, 0);
@@ -217,6 +216,11 @@ void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::ve
     next_[k] = best_x;
     next_node_[k] = best_node;
   }
+}
+
+void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::vector<int64_t>& ends,
+                           std::vector<uint32_t>* nodes) const {
+  route(s, n);
   // __cut_DAG_NO_HMM: single ASCII letters and digits collect into one word
   int64_t x = 0;
   bool buf = false;
@@ -239,6 +243,146 @@ void Dictionary::cut_block(const uint32_t* s, int64_t n, int64_t offset, std::ve
     ends.push_back(offset + n);
     if (nodes) nodes->push_back(NONE);
   }
+}
+
+void Dictionary::cut_hmm(const uint32_t* codes, int64_t n, const Hmm& hmm, std::vector<int64_t>& ends) const {
+  int64_t i = 0;
+  while (i < n) {
+    if (block_char(codes[i])) {
+      int64_t j = i + 1;
+      while (j < n && block_char(codes[j])) ++j;
+      cut_block_hmm(codes + i, j - i, i, hmm, ends);
+      i = j;
+    } else if (codes[i] == '\r' && i + 1 < n && codes[i + 1] == '\n') {
+      ends.push_back(i + 2);
+      i += 2;
+    } else {
+      ends.push_back(++i);
+    }
+  }
+}
+
+bool Dictionary::is_word(const uint32_t* s, int64_t a, int64_t b) const {
+  // FREQ.get(s[a:b]): a dictionary word with a frequency
+  uint32_t node = 0;
+  for (int64_t i = a; i < b; ++i) {
+    node = child(node & ~WORD, s[i]);
+    if (node == NONE) return false;
+  }
+  return (node & WORD) != 0;
+}
+
+void Dictionary::cut_block_hmm(const uint32_t* s, int64_t n, int64_t offset, const Hmm& hmm,
+                               std::vector<int64_t>& ends) const {
+  // __cut_DAG: the route's single-character steps collect into a buffer, flushed before a word
+  route(s, n);
+  const std::vector<int64_t>& next = next_;  // flush_hmm leaves the route as it is
+  int64_t x = 0, buf = -1;
+  while (x < n) {
+    int64_t y = next[x] + 1;
+    if (y - x == 1) {
+      if (buf < 0) buf = x;
+    } else {
+      if (buf >= 0) flush_hmm(s, buf, x, offset, hmm, ends);
+      buf = -1;
+      ends.push_back(offset + y);
+    }
+    x = y;
+  }
+  if (buf >= 0) flush_hmm(s, buf, n, offset, hmm, ends);
+}
+
+namespace {
+inline bool hmm_han(uint32_t c) { return c >= Hmm::HAN_LO && c <= Hmm::HAN_HI; }
+inline bool ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+}  // namespace
+
+void Dictionary::flush_hmm(const uint32_t* s, int64_t a, int64_t b, int64_t offset, const Hmm& hmm,
+                           std::vector<int64_t>& ends) const {
+  if (b - a == 1) {
+    ends.push_back(offset + b);
+    return;
+  }
+  if (is_word(s, a, b)) {  // a dictionary word: its characters
+    for (int64_t i = a + 1; i <= b; ++i) ends.push_back(offset + i);
+    return;
+  }
+  // finalseg.cut: Han runs through the Viterbi tagger; the rest split at
+  // ([a-zA-Z0-9]+(?:\.\d+)?%?), every piece a word
+  int64_t i = a;
+  while (i < b) {
+    int64_t j = i + 1;
+    bool han = hmm_han(s[i]);
+    while (j < b && hmm_han(s[j]) == han) ++j;
+    if (han) {
+      viterbi(s, i, j, offset, hmm, ends);
+    } else {
+      int64_t last = i, pos = i;
+      while (pos < j) {
+        if (!eng_char(s[pos])) {
+          ++pos;
+          continue;
+        }
+        int64_t e = pos;
+        while (e < j && eng_char(s[e])) ++e;
+        if (e + 1 < j && s[e] == '.' && ascii_digit(s[e + 1])) {
+          e += 1;
+          while (e < j && ascii_digit(s[e])) ++e;
+        }
+        if (e < j && s[e] == '%') ++e;
+        if (pos > last) ends.push_back(offset + pos);
+        ends.push_back(offset + e);
+        last = pos = e;
+      }
+      if (last < j) ends.push_back(offset + j);
+    }
+    i = j;
+  }
+}
+
+void Dictionary::viterbi(const uint32_t* s, int64_t a, int64_t b, int64_t offset, const Hmm& hmm,
+                         std::vector<int64_t>& ends) const {
+  // finalseg.viterbi over the tags B E M S (0-3, their order as characters breaks ties: Python's
+  // max over (probability, tag) tuples), then finalseg.__cut's words
+  static constexpr int PREV[4][2] = {{1, 3}, {0, 2}, {2, 0}, {3, 1}};  // B: ES, E: BM, M: MB, S: SE
+  const int64_t n = b - a;
+  auto emit = [&](int y, uint32_t c) { return hmm.emit[y][c - Hmm::HAN_LO]; };
+  back_.assign(4 * n, 0);
+  double v[4], w[4];
+  for (int y = 0; y < 4; ++y) v[y] = hmm.start[y] + emit(y, s[a]);
+  for (int64_t t = 1; t < n; ++t) {
+    for (int y = 0; y < 4; ++y) {
+      double em = emit(y, s[a + t]);
+      double best = 0.0;
+      int arg = -1;
+      for (int k = 0; k < 2; ++k) {
+        int y0 = PREV[y][k];
+        double p = v[y0] + hmm.trans[y0][y] + em;
+        if (arg < 0 || p > best || (p == best && y0 > arg)) best = p, arg = y0;
+      }
+      w[y] = best;
+      back_[4 * t + y] = static_cast<int8_t>(arg);
+    }
+    for (int y = 0; y < 4; ++y) v[y] = w[y];
+  }
+  int state = (v[1] > v[3] || (v[1] == v[3] && 1 > 3)) ? 1 : 3;  // E or S; a tie goes to S
+  std::vector<int8_t> tags(n);
+  for (int64_t t = n - 1; t >= 0; --t) {
+    tags[t] = static_cast<int8_t>(state);
+    if (t) state = back_[4 * t + state];
+  }
+  int64_t next = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int tag = tags[i];
+    if (tag == 1) {  // a word from the last B (always where the previous word ended)
+      ends.push_back(offset + a + i + 1);
+      next = i + 1;
+    } else if (tag == 3) {
+      ends.push_back(offset + a + i + 1);
+      next = i + 1;
+    }
+  }
+  if (next < n) ends.push_back(offset + b);
 }
 
 }  // namespace docpass
