@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from etl.dedup import index_files as ixf
+from etl.dedup import index_checks as ixc
 from etl.dedup.index import DedupIndex
 from etl.dedup.stage import DedupConfig
 
@@ -78,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         _night(index, *night)  # warm-up: the page cache, pyarrow, numpy
         verified, trusted = [], []
         for _ in range(args.repeats):
-            ixf._verified.clear()
+            ixc._verified.clear()
             verified.append(_night(index, *night))
-            ixf._verified.update(checked)  # the anchor: every file already checked
+            ixc._verified.update(checked)  # the anchor: every file already checked
             trusted.append(_night(index, *night))
     out = {
         "docs": args.docs,

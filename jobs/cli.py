@@ -76,7 +76,7 @@ def run_job(body: Callable[[], int]) -> int:
         log.error("%s", e)
         return EXIT_REFUSED
     except Exception as e:  # a damaged dedup index found by a Spark task: still a one-line refusal
-        from etl.dedup.index_files import raised_in_task
+        from etl.dedup.index_checks import raised_in_task
 
         refused = raised_in_task(e)
         if refused is None:

@@ -50,6 +50,7 @@ from pyspark import AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from etl.dedup import index_checks as ixc
 from etl.dedup import index_files as ixf
 from etl.dedup.index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
 from etl.runtime.failpoints import failpoint
@@ -279,7 +280,7 @@ class DedupIndex:
                     continue
                 rel = path[len(self.root.toString()) + 1 :]
                 band = [s for s in rel.split("/") if s.startswith("band=")]
-                with ixf.reading(f"{root}/{rel}"):
+                with ixc.reading(f"{root}/{rel}"):
                     rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
                 out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows))
         return out
@@ -368,7 +369,7 @@ class DedupIndex:
 
         def check(f: IndexFile) -> None:
             fs, base = ixf.filesystem(root)
-            ixf.verify(fs, f"{base}/{f.path}", f.size, f.sha256)
+            ixc.verify(fs, f"{base}/{f.path}", f.size, f.sha256)
 
         sc = self.spark.sparkContext
         with label_jobs(sc, "dedup index: verify files"), _refused_in_tasks():
@@ -776,7 +777,7 @@ def _refused_in_tasks():
     try:
         yield
     except Exception as e:
-        found = ixf.raised_in_task(e)
+        found = ixc.raised_in_task(e)
         if found is None:
             raise
         raise found from e

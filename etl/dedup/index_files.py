@@ -26,14 +26,9 @@ files of (key, doc_id), unsorted, no file list in the commit); 1, d1c9a89 / ef08
 (2026-11-25: bucketed and sorted as here, but band files of (key, doc_id) and no ``docs``);
 ``LAYOUT`` 2, the files above.
 
-Checksums (issue 34): each file is hashed (sha256) as it is written, and its commit record lists
-every file with its size and sha256 (``checksums``). A lookup or a compaction verifies a file
-before it reads it (``verify``, once a process), so a damaged file is refused with one line that
-names it (``IndexFileError``), never half-read: a flipped byte in the uncompressed key column
-would otherwise decode without an error and miss the duplicates it held. Verifying reads the
-whole file where a lookup reads the key column of some row groups (bench: docs/dedup.md).
-Segments committed before checksums are read unverified (the index says so in the log); any
-error pyarrow raises on an index file is an ``IndexFileError`` naming it all the same.
+Checksums (issue 34): each file is hashed as it is written, its commit record lists its size
+and sha256, and a lookup or a compaction verifies it before reading it
+(``etl.dedup.index_checks``).
 """
 
 from __future__ import annotations
@@ -50,6 +45,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from etl.dedup.index_checks import Hashing, IndexFileError, reading, verify
+
 LAYOUT = 2  # the layout written here (module docstring)
 EXACT, DOCS = -1, -2  # the parts of exact keys and of doc_ids; bands are 0 .. bands-1
 MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup.index)
@@ -64,18 +61,6 @@ _HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16, dtype=np.uint
 _HEX[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16, dtype=np.uint8)
 
 
-class IndexFileError(ValueError):
-    """A file of the index does not hold what its commit record says: the index is corrupt.
-    A ``ValueError``: jobs refuse in one line (exit 2), having changed nothing."""
-
-
-DAMAGED = (
-    "the dedup index is damaged and was not changed: restore the file from a copy of the index, "
-    "or rebuild the index from the published corpus"
-)
-HASH_BLOCK = 8 << 20  # bytes read a call while a file's sha256 is checked
-
-
 @dataclass(frozen=True)
 class IndexFile:
     """One file of a segment; ``path`` relative to the index root."""
@@ -87,53 +72,6 @@ class IndexFile:
     rows: int
     size: int = 0  # bytes, and sha256 of the file as written ("": committed before checksums)
     sha256: str = ""
-
-
-def verify(fs: pafs.FileSystem, path: str, size: int, sha256: str) -> None:
-    """Raise ``IndexFileError`` unless ``path`` has ``size`` bytes and that sha256 (read in
-    ``HASH_BLOCK`` pieces: memory does not grow with the file). Checked once a process."""
-    if (path, size, sha256) in _verified:
-        return
-    with reading(path):
-        h, n = hashlib.sha256(), 0
-        with fs.open_input_stream(path) as f:
-            while block := f.read(HASH_BLOCK):
-                h.update(block)
-                n += len(block)
-    if n != size:
-        raise IndexFileError(f"dedup index file {path} has {n} bytes, its commit record says {size}: {DAMAGED}")
-    if h.hexdigest() != sha256:
-        raise IndexFileError(f"dedup index file {path} fails its sha256 check (committed as {sha256[:12]}…): {DAMAGED}")
-    _verified.add((path, size, sha256))
-
-
-_verified: set[tuple[str, int, str]] = set()  # files this process has checked (they never change)
-
-
-def raised_in_task(e: BaseException) -> IndexFileError | None:
-    """The ``IndexFileError`` a Spark task raised, from the Python trace in the driver's error."""
-    text = str(e)
-    at = text.rfind("IndexFileError: ")
-    if at < 0:
-        return None
-    return IndexFileError(text[at + len("IndexFileError: ") :].strip().splitlines()[0])
-
-
-class reading:
-    """Any error pyarrow raises while reading ``path`` (a flipped byte: ``OSError: ZSTD
-    decompression failed``; a cut file: ``ArrowInvalid``) -> ``IndexFileError`` naming it."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if exc is None or isinstance(exc, IndexFileError) or not isinstance(exc, (OSError, pa.ArrowException)):
-            return False
-        what = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise IndexFileError(f"dedup index file {self.path} cannot be read ({what}): {DAMAGED}") from exc
 
 
 @dataclass
@@ -243,7 +181,7 @@ def write_sorted(
         chunk = table.slice(start, opts.max_rows)
         name = f"{rel}/part-{i:05d}.parquet"
         tmp = f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
-        with fs.open_output_stream(tmp) as raw, _Hashing(raw) as out:
+        with fs.open_output_stream(tmp) as raw, Hashing(raw) as out:
             pq.write_table(
                 chunk,
                 out,
@@ -255,40 +193,6 @@ def write_sorted(
         fs.move(tmp, f"{root}/{name}")
         files.append(IndexFile(name, part, bucket, bits, len(chunk), out.size, out.sha256.hexdigest()))
     return files
-
-
-class _Hashing:
-    """A write-only file that passes bytes through to ``raw`` and hashes them on the way: the
-    checksum of what was written, without reading it back."""
-
-    def __init__(self, raw):
-        self.raw, self.sha256, self.size, self.closed = raw, hashlib.sha256(), 0, False
-
-    def write(self, data) -> int:
-        data = memoryview(data)
-        self.sha256.update(data)
-        self.size += len(data)
-        self.raw.write(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        self.closed = True
-
-    def writable(self) -> bool:
-        return True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 def open_file(
