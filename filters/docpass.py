@@ -226,6 +226,47 @@ def classifier_lines(texts: pa.Array | Sequence[str]) -> list[str]:
     return [line if line is not None else preprocess(p.texts[i].as_py()) for i, line in enumerate(lines)]
 
 
+@lru_cache(maxsize=None)
+def _alnum_table() -> np.ndarray:
+    """``filters.crawl_repeat._alnum_mask`` per code point (str.isalnum below U+3000, as U+2FFF's
+    above, or a Han ideograph)."""
+    import sys
+
+    from filters import crawl_repeat as cr
+    from filters.text import HAN, char_table
+
+    low = np.array([chr(c).isalnum() for c in range(0x3000)], dtype=bool)
+    table = np.concatenate((low, np.full(sys.maxunicode + 1 - len(low), low[-1])))
+    assert np.array_equal(table[:0x3000] | ((char_table()[:0x3000] & HAN) != 0), cr._alnum_mask(np.arange(0x3000)))
+    return (table | ((char_table() & HAN) != 0)).astype(np.uint8)
+
+
+def batch_keys(texts: pa.Array | Sequence[str], cfg):
+    """``filters.crawl_repeat.batch_keys(texts, cfg)`` from the compiled pass (the same keys); the
+    texts its tables cannot normalise go through the Python function."""
+    from filters import crawl_repeat as cr
+
+    arr = strings(texts)
+    offsets, data = buffers(arr)
+    doc, kind, keys, weight, ident, chars, python = _classify_engine().template_keys(
+        offsets, data, _alnum_table(), cfg.ngram, cfg.modulus, cfg.min_clause
+    )
+    redo = np.flatnonzero(python)
+    if len(redo):
+        got = cr.batch_keys([arr[int(i)].as_py() for i in redo], cfg)
+        doc = np.concatenate((doc, redo[got.doc]))
+        order = np.argsort(doc, kind="stable")  # each text's keys stay in their order
+        doc, kind, keys, weight = (
+            doc[order],
+            np.concatenate((kind, got.kind))[order],
+            np.concatenate((keys, got.keys))[order],
+            np.concatenate((weight, got.weight))[order],
+        )
+        ident[redo], chars[redo] = got.ident, got.chars
+    n_spans = np.bincount(doc[kind == cr.SPAN], minlength=len(arr))
+    return cr.BatchKeys(doc, kind, keys, weight, ident, chars, n_spans)
+
+
 def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:
     """``filters.tokenizer.presegment(t)`` (HMM off) for each text, from the compiled cut."""
     offsets, data = buffers(strings(texts))

@@ -230,3 +230,15 @@ def test_classifier_lines_equal_preprocess(documents):
     expected = preprocess_batch(documents)
     bad = [i for i, (a, b) in enumerate(zip(lines, expected)) if a != b]
     assert not bad, f"{len(bad)} lines differ, e.g. {documents[bad[0]][:60]!r}: {lines[bad[0]][:60]!r}"
+
+
+def test_template_keys_equal_the_reference(documents):
+    """filters.crawl_repeat.batch_keys (the template rule's per-document part), texts its tables
+    cannot normalise included."""
+    from filters import crawl_repeat as cr
+
+    texts = documents + ["Σας ΣΑΣ ὈΔΥΣΣΕΎΣ 中文中文中文中文中文中文", "e\u0301 café 한국어 ᄀ\u1161 模板模板模板模板"]
+    for cfg in (cr.CrawlRepeatConfig(), cr.CrawlRepeatConfig(ngram=5, modulus=1, min_clause=0)):
+        got, expected = docpass.batch_keys(pa.array(texts), cfg), cr.batch_keys(texts, cfg)
+        for field in ("doc", "kind", "keys", "weight", "ident", "chars", "n_spans"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=field)

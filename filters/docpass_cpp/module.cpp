@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <string>
@@ -321,6 +322,94 @@ class Engine {
     return out;
   }
 
+  // filters.crawl_repeat.batch_keys: per text, its distinct sampled span keys and clause keys
+  // (sorted by kind, then key as unsigned) with the characters a clause covers, its identity and
+  // its letters and digits; `alnum`: the reference's mask per code point. Texts with a character
+  // the NFKC tables cannot map are flagged (`python`) and left out: Python cuts them.
+  py::tuple template_keys(Array<int64_t> offsets, py::buffer data, Array<uint8_t> alnum, int ngram, int modulus,
+                          int min_clause) {
+    if (!c_simple_.size()) throw std::runtime_error("call set_classify first");
+    constexpr uint64_t CLAUSE_TAG = 0x5BD1E9955BD1E995ULL;
+    Strings s(offsets, data);
+    const uint8_t *simple = c_simple_.data(), *length = c_length_.data(), *mask = alnum.data();
+    const int64_t* offset = c_offset_.data();
+    const uint32_t* flat = c_flat_.data();
+    std::vector<int64_t> doc, kind, weight;
+    std::vector<uint64_t> keys;
+    Array<int64_t> ident(s.n), chars(s.n);
+    Array<uint8_t> python(s.n);
+    int64_t *id_p = ident.mutable_data(), *ch_p = chars.mutable_data();
+    uint8_t* py_p = python.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::vector<uint32_t> seq;
+      std::vector<int64_t> pos;
+      std::vector<uint64_t> spans;
+      std::vector<std::pair<uint64_t, int64_t>> clauses;
+      for (int64_t i = 0; i < s.n; ++i) {
+        decode_utf8(s.at(i), s.size(i), codes_);
+        py_p[i] = 0;
+        id_p[i] = 0;
+        ch_p[i] = 0;
+        seq.clear();
+        pos.clear();
+        int64_t p = 0;
+        bool ok = true;
+        for (uint32_t c : codes_) {
+          if (!simple[c]) {
+            ok = false;
+            break;
+          }
+          for (uint8_t k = 0; k < length[c]; ++k, ++p) {
+            uint32_t x = flat[offset[c] + k];
+            if (mask[x]) {
+              seq.push_back(x >= '0' && x <= '9' ? '0' : x);
+              pos.push_back(p);
+            }
+          }
+        }
+        if (!ok) {
+          py_p[i] = 1;
+          continue;
+        }
+        const int64_t m = static_cast<int64_t>(seq.size());
+        ch_p[i] = m;
+        id_p[i] = static_cast<int64_t>(substring_key(seq.data(), 0, m) >> 1);
+        spans.clear();
+        for (int64_t a = 0; a + ngram <= m; ++a) {
+          uint64_t k = substring_key(seq.data(), a, a + ngram);
+          if (modulus <= 1 || (k >> 40) % static_cast<uint64_t>(modulus) == 0) spans.push_back(k);
+        }
+        std::sort(spans.begin(), spans.end());
+        spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+        clauses.clear();
+        if (min_clause > 0) {
+          for (int64_t a = 0; a < m;) {
+            int64_t b = a + 1;
+            while (b < m && pos[b] == pos[b - 1] + 1) ++b;
+            if (b - a >= min_clause) clauses.push_back({substring_key(seq.data(), a, b) ^ CLAUSE_TAG, b - a});
+            a = b;
+          }
+          std::sort(clauses.begin(), clauses.end());
+        }
+        for (uint64_t k : spans) {
+          doc.push_back(i), kind.push_back(0), keys.push_back(k), weight.push_back(1);
+        }
+        for (size_t a = 0; a < clauses.size();) {
+          size_t b = a;
+          int64_t w = 0;
+          while (b < clauses.size() && clauses[b].first == clauses[a].first) w += clauses[b++].second;
+          doc.push_back(i), kind.push_back(1), keys.push_back(clauses[a].first), weight.push_back(w);
+          a = b;
+        }
+      }
+    }
+    Array<int64_t> key_out(keys.size());
+    std::memcpy(key_out.mutable_data(), keys.data(), keys.size() * sizeof(uint64_t));
+    return py::make_tuple(Array<int64_t>(doc.size(), doc.data()), Array<int64_t>(kind.size(), kind.data()), key_out,
+                          Array<int64_t>(weight.size(), weight.data()), ident, chars, python);
+  }
+
   size_t fluency_bytes() const { return fluency_ ? fluency_->memory_bytes() : 0; }
   size_t dictionary_nodes() const { return dict_.nodes(); }
 
@@ -605,6 +694,7 @@ PYBIND11_MODULE(_docpass, m) {
       .def("set_classify", &Engine::set_classify)
       .def("cut_hmm", &Engine::cut_hmm)
       .def("classify_lines", &Engine::classify_lines)
+      .def("template_keys", &Engine::template_keys)
       .def("encode", &Engine::encode)
       .def("quality", &Engine::quality)
       .def("fluency_folded", &Engine::fluency_folded);
