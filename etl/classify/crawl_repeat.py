@@ -34,6 +34,7 @@ from pyspark.sql import types as T
 
 from etl.read import records as rec
 from etl.read.ids import BROADCAST_MAX
+from filters import docpass
 from filters.classify import require_sha256, sha256_file
 from filters.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
 
@@ -58,7 +59,9 @@ _KEYS = T.StructType(
 def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
     """A row per distinct key of every text in ``batch``: (source_file, offset, ident, kind, key,
     weight, chars), ``filters.crawl_repeat.BatchKeys`` as columns."""
-    got = batch_keys(batch.column("text").to_pylist(), cfg)
+    texts = batch.column("text")
+    # the compiled pass reads the Arrow column in place (filters.docpass: the same keys)
+    got = docpass.batch_keys(texts, cfg) if docpass.enabled() else batch_keys(texts.to_pylist(), cfg)
     take = pa.array(got.doc)
     return pa.RecordBatch.from_arrays(
         [
