@@ -21,6 +21,12 @@ per-core efficiency = marginal MB/s per core ÷ plain MB/s, goal ≥ 0.8), jieba
 segmentation engine, and the peak memory of the driver and of a Python worker. Spark session
 start is excluded; a warm-up build runs first. The machine is shared: the load average is
 printed, and one run is one sample (--repeats for medians).
+
+``--engines compiled python`` (the default) builds every input twice in the same session, once
+with the compiled per-document pass (``filters.docpass``) and once with the Python reference
+(``ZHCORPUS_DOCPASS=0`` for the executors, through ``spark.executorEnv``), and runs the plain
+anchor both ways: the per-stage table gives s/MB·core (marginal) for each, their ratio, and the
+anchors' s/MB, all from one run. Each build's Spark jobs are counted (the driver's status store).
 """
 
 from __future__ import annotations
@@ -80,10 +86,29 @@ def tokenizer_dir(spark, args, overrides: list[str], small_crawl: list[str]) -> 
     return target
 
 
+ENGINES = {"compiled": "1", "python": "0"}  # filters.docpass.ENV for each engine
+
+
+def use_engine(spark, engine: str) -> None:
+    """The per-document pass the next builds use: the driver's environment and the executors'
+    (``spark.executorEnv``, which PySpark sends with every Python function: new workers start)."""
+    from filters.docpass import ENV
+
+    spark.sparkContext.environment[ENV] = ENGINES[engine]
+    os.environ[ENV] = ENGINES[engine]
+
+
+def job_count(spark) -> int:
+    """Spark jobs the driver has run so far (its status store, kept with the UI off)."""
+    return int(spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
+
+
 def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, Any]:
     anchor.reset_peaks()
+    jobs = job_count(spark)
     with anchor.CpuMeter() as cpu:
         report = build(spark, cfg, inputs, out)
+    jobs = job_count(spark) - jobs
     mem = anchor.memory_peaks()
     stage = dict(report["job"]["stage_seconds"])
     run = {
@@ -96,6 +121,7 @@ def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, 
         "elapsed_s": report["job"]["elapsed_s"],
         "cpu_s": round(cpu.seconds, 1),
         "stage_s": stage,
+        "spark_jobs": jobs,
         "memory": mem,
     }
     if split:
@@ -146,16 +172,35 @@ def figures(small: dict, large: dict, cores: int, plain: dict) -> dict[str, Any]
     return out
 
 
-def run_kind(spark, args, cfg, name: str, small: list[str], large: list[str]) -> dict[str, Any]:
-    runs = {}
-    for size, inputs in (("small", small), ("large", large)):
-        out = args.out / "runs" / f"{name}-{size}"
-        runs[size] = median_run([one_run(spark, cfg, inputs, out, not args.no_split) for _ in range(args.repeats)])
-        logging.getLogger("zhcorpus").warning(
-            "%s %s: %.1f MB in %.1f s", name, size, runs[size]["mb"], runs[size]["elapsed_s"]
-        )
-    plain = anchor.plain_chain(small, cfg, str(args.out / "runs" / f"{name}-small" / "documents"), cfg.tokenizer.model)
-    return {"runs": runs, "plain_python": plain, **figures(runs["small"], runs["large"], args.cores, plain)}
+def run_kind(new_session, args, cfg, name: str, small: list[str], large: list[str]) -> dict[str, Any]:
+    """Per engine, in a session of its own (``new_session()``: a dozen builds in one session ran
+    the driver out of heap): the small and large builds (medians of --repeats, the sizes
+    interleaved so that a change of load falls on both), then the plain anchor."""
+    out: dict[str, Any] = {}
+    for engine in args.engines:
+        spark = new_session()
+        use_engine(spark, engine)
+        build(spark, cfg, small, args.out / "runs" / "warm-up")  # this engine's workers, models loaded
+        samples: dict[str, list] = {"small": [], "large": []}
+        for _ in range(args.repeats):
+            for size, inputs in (("small", small), ("large", large)):
+                run_dir = args.out / "runs" / f"{name}-{size}-{engine}"
+                samples[size].append(one_run(spark, cfg, inputs, run_dir, not args.no_split))
+        spark.stop()
+        runs = {size: median_run(r) for size, r in samples.items()}
+        for size, run in runs.items():
+            logging.getLogger("zhcorpus").warning(
+                "%s %s (%s): %.1f MB in %.1f s", name, size, engine, run["mb"], run["elapsed_s"]
+            )
+        survivors = str(args.out / "runs" / f"{name}-small-{engine}" / "documents")
+        plain = anchor.plain_chain(small, cfg, survivors, cfg.tokenizer.model)
+        out[engine] = {
+            "runs": runs,
+            "samples_elapsed_s": {k: [r["elapsed_s"] for r in v] for k, v in samples.items()},
+            "plain": plain,
+            **figures(runs["small"], runs["large"], args.cores, plain),
+        }
+    return out
 
 
 def inputs_for(args) -> dict[str, tuple[list[str], list[str]]]:
@@ -192,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--no-split", action="store_true", help="skip the read+clean-only runs (no classify split)")
     p.add_argument("--only", choices=("crawl", "plain"), default=None)
+    p.add_argument(
+        "--engines",
+        nargs="+",
+        choices=tuple(ENGINES),
+        default=list(ENGINES),
+        help="per-document pass(es) to build with, in this order (default: %(default)s)",
+    )
     p.add_argument("--out", type=Path, default=Path("out/bench-corpus"))
     args = p.parse_args(argv)
     setup_logging(logging.WARNING)
@@ -210,16 +262,21 @@ def main(argv: list[str] | None = None) -> int:
         f"quality.profile={args.models}/fluency",
         f"decontaminate.eval_sets={json.dumps(eval_sets(args.out))}",
     ]
-    spark = session("bench-corpus", SparkConfig(master=f"local[{args.cores}]"))
+
+    def new_session():
+        return session("bench-corpus", SparkConfig(master=f"local[{args.cores}]"))
+
+    spark = new_session()
     tok = tokenizer_dir(spark, args, overrides, inputs["crawl"][0])
+    spark.stop()
     cfg = load_build_config(overrides + [f"tokenizer.model={tok}"])
-    build(spark, cfg, inputs["plain"][0], args.out / "runs" / "warm-up")
     result: dict[str, Any] = {"cores": args.cores, "quick": args.quick, "repeats": args.repeats}
+    result["engines"] = args.engines
     for kind in ("crawl", "plain"):
         if args.only in (None, kind):
-            result[kind] = run_kind(spark, args, cfg, kind, *inputs[kind])
-    spark.stop()
-    survivors = str(args.out / "runs" / f"{'plain' if args.only != 'crawl' else 'crawl'}-small" / "documents")
+            result[kind] = run_kind(new_session, args, cfg, kind, *inputs[kind])
+    kind = "plain" if args.only != "crawl" else "crawl"
+    survivors = str(args.out / "runs" / f"{kind}-small-{args.engines[0]}" / "documents")
     result["segmentation"] = segment_anchor(survivors, QUICK["segment_chars"] if args.quick else 1_000_000)
     result["load_average"] = {"start": [round(x, 1) for x in load_start], "end": [round(x, 1) for x in os.getloadavg()]}
     result["bench_s"] = round(time.perf_counter() - t_start)
@@ -235,37 +292,63 @@ def segment_anchor(documents: str, max_chars: int) -> dict[str, Any]:
     return anchor.segmentation(pq.read_table(documents, columns=["text"]).column("text").to_pylist(), max_chars)
 
 
+# the plain anchor's stages that make up each stage of the build
+ANCHOR_STAGES = {
+    "read_clean_classify": ("read", "clean", "pii", "quality", "classify"),
+    "read_clean": ("read", "clean", "pii"),
+    "classify": ("quality", "classify"),
+    "dedup": ("dedup_signatures",),
+    "decontaminate": ("decontaminate",),
+    "tokenize_shards": ("tokenize",),
+}
+
+
+def _per_mb(mb_s: float | None) -> float | None:
+    return 1 / mb_s if mb_s else None
+
+
+def _cell(x: float | None, bold: bool = False) -> str:
+    if x is None:
+        return "–"
+    return f"**{x:.3f}**" if bold else f"{x:.3f}"
+
+
 def table(result: dict[str, Any]) -> list[str]:
-    """The table of docs/benchmarks.md: per kind and stage, seconds (small → large) and MB/s per core."""
-    lines = [
-        "| input | stage | s (small → large) | MB/s/core (large run) | marginal MB/s/core |",
-        "|---|---|---|---|---|",
-    ]
+    """The table of docs/benchmarks.md: per kind and stage, the marginal seconds per MB per core of
+    each engine (the chain: with its MB/s per core), the ratio of the first two, and the plain
+    anchors' CPU seconds per MB (one process, the same per-document functions)."""
+    engines = result.get("engines", list(ENGINES))
+    two = len(engines) == 2
+    head = " | ".join(f"{e}: s/MB·core" for e in engines) + (" | ratio" if two else "")
+    head += " | " + " | ".join(f"plain {e}: s/MB" for e in engines)
+    lines = [f"| input | stage | {head} |", "|---|---|" + "---|" * (2 * len(engines) + two)]
     for kind in ("crawl", "plain"):
         if kind not in result:
             continue
-        r = result[kind]
-        small, large = r["runs"]["small"], r["runs"]["large"]
-        label = f"{kind} {small['mb']:.0f} → {large['mb']:.0f} MB"
-        for s, f in r["stages"].items():
-            lines.append(
-                f"| {label} | {s} | {f['small_s']:.1f} → {f['large_s']:.1f} | {f['large_mb_s_per_core']} | "
-                f"{f['marginal_mb_s_per_core']} |"
-            )
-        lines.append(
-            f"| {label} | **chain** | {small['elapsed_s']:.1f} → {large['elapsed_s']:.1f} | "
-            f"{r['whole_run_mb_s_per_core']['large']} | **{r['marginal_mb_s_per_core']}** |"
-        )
-        lines.append(
-            f"| {label} | chain, per CPU-second used | {small['cpu_s']:.0f} → {large['cpu_s']:.0f} CPU-s | | "
-            f"{r['marginal_mb_per_cpu_s']} MB/CPU-s |"
-        )
-        pp = r["plain_python"]
-        lines.append(
-            f"| {label} | plain Python, 1 process (small) | {pp['total_s']:.1f} ({pp['cpu_s']:.1f} CPU-s) | "
-            f"{pp['mb_s']} MB/s ({pp['mb_per_cpu_s']} MB/CPU-s) | efficiency {r.get('efficiency_vs_plain_python')}"
-            f" (CPU: {r.get('cpu_efficiency_vs_plain_python')}) |"
-        )
+        r = {e: result[kind][e] for e in engines}
+        first = r[engines[0]]["runs"]
+        label = f"{kind} {first['small']['mb']:.0f} → {first['large']['mb']:.0f} MB"
+        rows = [
+            (stage, [_per_mb(r[e]["stages"][stage]["marginal_mb_s_per_core"]) for e in engines], stage)
+            for stage in r[engines[0]]["stages"]
+        ]
+        rows.append(("**chain** (marginal)", [_per_mb(r[e]["marginal_mb_s_per_core"]) for e in engines], None))
+        for name, values, stage in rows:
+            cells = [_cell(v, stage is None) for v in values]
+            if two:
+                cells.append(f"{values[1] / values[0]:.2f}×" if values[0] and values[1] else "–")
+            for e in engines:
+                p = r[e]["plain"]
+                parts = ANCHOR_STAGES.get(stage, ()) if stage else tuple(p["cpu_seconds"])
+                cells.append(_cell(sum(p["cpu_seconds"][x] for x in parts) / p["input_mb"]) if parts else "–")
+            lines.append(f"| {label} | {name} | {' | '.join(cells)} |")
+        blank = " |" * (len(engines) + two)
+        chain = " | ".join(f"{r[e]['marginal_mb_s_per_core']}" for e in engines)
+        lines.append(f"| {label} | chain, marginal MB/s per core | {chain} |{' |' if two else ''}{blank[2:]}")
+        whole = " | ".join(f"{r[e]['whole_run_mb_s_per_core']['large']}" for e in engines)
+        lines.append(f"| {label} | whole run (large), MB/s per core | {whole} |{' |' if two else ''}{blank[2:]}")
+        jobs = " | ".join(str(r[e]["runs"]["large"]["spark_jobs"]) for e in engines)
+        lines.append(f"| {label} | Spark jobs per build | {jobs} |{' |' if two else ''}{blank[2:]}")
     return lines
 
 

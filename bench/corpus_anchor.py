@@ -79,7 +79,7 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     classify_batch(quality_batch(cleaned, screen) if screen else cleaned, spam, quality, cfg.classify)
     if matcher is not None:
         matcher.hits(warm)
-    tok.encode_batch([warm])
+    tok.encode_arrays([warm])
     signature_columns([warm], params)
     lap = _Laps()
     kept, size = _read_clean_classify(inputs, cfg, cleaner, scrubber, screen, spam, quality, lap)
@@ -94,7 +94,7 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
             matcher.hits(text or "")
     t = lap("decontaminate", t)
     for part in _chunks(survivors, BATCH_ROWS):
-        tok.encode_batch([x or "" for x in part])
+        tok.encode_arrays([x or "" for x in part])  # as the tokenize stage encodes
     lap("tokenize", t)
     wall, cpu = lap.wall, lap.cpu
     mb, total, total_cpu = size / 1e6, sum(wall.values()), sum(cpu.values())
