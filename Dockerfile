@@ -4,7 +4,7 @@
 FROM python:3.11-slim-bookworm
 
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps g++ \
     && rm -rf /var/lib/apt/lists/*
 # uid 1000 owns nothing but its home and the corpus volume's mount point (a new named volume
 # copies this directory's owner); the code under /opt/zhcorpus stays root-owned and read-only to it.
@@ -31,10 +31,12 @@ COPY jobs jobs
 COPY train train
 COPY sensitive_words sensitive_words
 COPY deploy deploy
+# setup.py builds the compiled per-document pass (filters._docpass, C++: hence g++ above)
+COPY setup.py setup.py
 # Editable, so the package data the code reads next to itself (filters/resources/,
 # sensitive_words/, jobs/configs/) is found: the wheel of a plain `pip install .` lacks them.
 RUN pip install --no-cache-dir --no-deps -e . \
-    && python -c 'import base, etl, filters, jobs, train, pyspark, ray, torch, fasttext, jieba, opencc'
+    && python -c 'import base, etl, filters, jobs, train, pyspark, ray, torch, fasttext, jieba, opencc, filters._docpass'
 
 ENV SPARK_HOME=/usr/local/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/usr/local/bin/python \
