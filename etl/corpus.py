@@ -35,7 +35,7 @@ from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
 from etl.runtime.failpoints import failpoint
-from etl.runtime.objstore import publish_output, read_parquet
+from etl.runtime.objstore import publish_output, read_parquet, refuse_store_index
 from etl.runtime.progress import Counters, label_jobs, report_progress
 from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
@@ -145,6 +145,7 @@ def build_corpus(
 
     spark = spark or session("zhcorpus-build", cfg.spark)
     res = resources(cfg.rules, {})  # before any work: bad lists, models, index settings, eval sets
+    refuse_store_index(index_dir)
     index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()) if index_dir else None
     evals = prepare(spark, cfg.decontaminate)
     laps, counters = Laps(), Counters(spark.sparkContext)
@@ -259,6 +260,7 @@ def dedup_corpus(
     from etl.dedup.index import DedupIndex
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
+    refuse_store_index(index_dir)
     index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None
     laps = Laps()
     with publish_output(output, overwrite, spark, s3) as out:

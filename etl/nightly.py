@@ -45,6 +45,7 @@ from etl.read import remote
 from etl.read.records import detect_format
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import Locked
+from etl.runtime.objstore import refuse_store_index
 from etl.runtime.publish import write_atomic
 
 log = logging.getLogger("zhcorpus")
@@ -144,6 +145,7 @@ def refresh(
         version = version_name(history["number"] + 1 if history else 1)
         spark = spark or session("zhcorpus-nightly", cfg.spark)
         index_dir = index_dir or root.uri("dedup-index")
+        refuse_store_index(index_dir)  # an S3 corpus root needs --index on a disk or HDFS for now
         index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index)
         _recover(root, index, current, version)
         if not new:

@@ -6,9 +6,13 @@ version or the new one, whole; a re-run cleans what was left and publishes the s
 Two writers: one is refused by the lock, and a writer whose lock was broken cannot commit over
 the other's commit (moto 5.2.5 checks ``If-None-Match: *`` and ``If-Match`` on PutObject).
 
-The jobs: ``jobs.build_corpus --output s3://`` publishes the ledger, documents, rejected,
-duplicates, tokenizer and shards of the same build on a local disk (shards byte-identical);
-``s3a://`` is refused in one line naming ``s3://``; a held output is refused with exit 3.
+The jobs: three nights of ``jobs.nightly_refresh`` with crawl and corpus roots on s3:// (the
+first night publishes the ledger, documents, rejected, duplicates, and byte-identical tokenizer and
+shards of the same files built on a local disk; the later ones dedup against the earlier ones and
+read the first night's tokenizer back from the store); the trainer over the store (the local
+build's samples, a Ray run on the nightly's corpus.json, a changed object refused); ``jobs.dedup``
+and ``jobs.train_tokenizer`` from committed s3:// documents to s3:// outputs; ``s3a://`` outputs
+refused in one line naming ``s3://``, a held output refused with exit 3, an index on S3 refused.
 """
 
 from __future__ import annotations
@@ -238,7 +242,7 @@ def nights(spark, store, tmp_path_factory):  # noqa: F811
         second = near + _pages(40, 43)
         third = _pages(43, 46) + [{"id": "n3-copy", "text": second[-1]["text"], "source": "news"}]
         argv = ["--crawl-root", f"s3://{BUCKET}/nightly-in/", "--corpus-root", f"s3://{BUCKET}/nightly"]
-        argv += ["--index", str(root / "index")]  # TODO: on the store
+        argv += ["--index", str(root / "index")]  # an index on S3 is not built yet (docs/nightly.md)
         argv += ["--set", f"reader.s3.endpoint_override={url}", "--set", "refresh.settle_seconds=0"]
         argv += [a for s in SETTINGS for a in ("--set", s)]
         codes = []
@@ -357,6 +361,11 @@ def test_s3a_output_and_a_held_output_are_refused(spark, store, creds, tmp_path,
     assert _run_build(spark, ["--input", str(crawl), "--output", f"s3a://{BUCKET}/x"]) == cli.EXIT_REFUSED
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert "\n" not in line and f"write it as s3://{BUCKET}/x" in line
+    caplog.clear()
+    argv = ["--input", str(crawl), "--output", str(tmp_path / "out"), "--index", f"s3://{BUCKET}/index"]
+    assert _run_build(spark, argv) == cli.EXIT_REFUSED
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "an index on S3 is not built yet" in line and not (tmp_path / "out").exists()
     held = f"s3://{BUCKET}/held"
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
     fs = _access(url).filesystem()

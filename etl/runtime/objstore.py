@@ -43,7 +43,7 @@ from base import committed as cm
 from base.s3 import S3Access, S3Config, S3Refused, is_s3, split
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import Lock, Locked
-from etl.runtime.paths import refuse_s3a
+from etl.runtime.paths import PathRefused, refuse_s3a
 from etl.runtime.publish import HadoopStorage, OutputExists, publish_dir
 
 log = logging.getLogger("zhcorpus")
@@ -308,6 +308,16 @@ def _remove_leftovers(store: Store, prefix: str, current: cm.Commit | None) -> N
         if sub != keep:
             log.warning("removing s3://%s/%s left by an interrupted writer", store.bucket, sub)
             store.delete_prefix(sub)
+
+
+def refuse_store_index(index_dir: str | None) -> None:
+    """A dedup index on S3: the one-line refusal (its commit records and lock go through Hadoop's
+    file system, which has no S3 connector here; keep the index on a disk or HDFS)."""
+    if index_dir and is_s3(index_dir):
+        raise PathRefused(
+            f"refusing dedup index {index_dir}: an index on S3 is not built yet; keep --index on a disk "
+            "or HDFS path (the outputs and the nightly's corpus root may be on S3: docs/storage.md)"
+        )
 
 
 def publish_output(output: str, overwrite: bool, spark, s3: S3Config | None = None):
