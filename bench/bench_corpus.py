@@ -91,10 +91,12 @@ ENGINES = {"compiled": "1", "python": "0"}  # filters.docpass.ENV for each engin
 
 def use_engine(spark, engine: str) -> None:
     """The per-document pass the next builds use: the driver's environment and the executors'
-    (``spark.executorEnv``, which PySpark sends with every Python function: new workers start)."""
+    (``spark.executorEnv``, which PySpark sends with every Python function: new workers start);
+    ``spark`` None: the driver's alone (the plain anchor)."""
     from filters.docpass import ENV
 
-    spark.sparkContext.environment[ENV] = ENGINES[engine]
+    if spark is not None:
+        spark.sparkContext.environment[ENV] = ENGINES[engine]
     os.environ[ENV] = ENGINES[engine]
 
 
@@ -173,21 +175,24 @@ def figures(small: dict, large: dict, cores: int, plain: dict) -> dict[str, Any]
 
 
 def run_kind(new_session, args, cfg, name: str, small: list[str], large: list[str]) -> dict[str, Any]:
-    """Per engine, in a session of its own (``new_session()``: a dozen builds in one session ran
-    the driver out of heap): the small and large builds (medians of --repeats, the sizes
-    interleaved so that a change of load falls on both), then the plain anchor."""
-    out: dict[str, Any] = {}
-    for engine in args.engines:
-        spark = new_session()
-        use_engine(spark, engine)
-        build(spark, cfg, small, args.out / "runs" / "warm-up")  # this engine's workers, models loaded
-        samples: dict[str, list] = {"small": [], "large": []}
-        for _ in range(args.repeats):
+    """Per repeat, each engine in a session of its own (``new_session()``: a dozen builds in one
+    session ran the driver out of heap) with a warm-up build, then its small and large builds: the
+    engines and sizes interleaved, so that a change of load on the shared machine falls on all of
+    them. Medians per engine and size, then each engine's plain anchor."""
+    samples: dict[str, dict[str, list]] = {e: {"small": [], "large": []} for e in args.engines}
+    for _ in range(args.repeats):
+        for engine in args.engines:
+            spark = new_session()
+            use_engine(spark, engine)
+            build(spark, cfg, small, args.out / "runs" / "warm-up")  # this engine's workers, models loaded
             for size, inputs in (("small", small), ("large", large)):
                 run_dir = args.out / "runs" / f"{name}-{size}-{engine}"
-                samples[size].append(one_run(spark, cfg, inputs, run_dir, not args.no_split))
-        spark.stop()
-        runs = {size: median_run(r) for size, r in samples.items()}
+                samples[engine][size].append(one_run(spark, cfg, inputs, run_dir, not args.no_split))
+            spark.stop()
+    out: dict[str, Any] = {}
+    for engine in args.engines:
+        use_engine(None, engine)
+        runs = {size: median_run(r) for size, r in samples[engine].items()}
         for size, run in runs.items():
             logging.getLogger("zhcorpus").warning(
                 "%s %s (%s): %.1f MB in %.1f s", name, size, engine, run["mb"], run["elapsed_s"]
@@ -196,7 +201,8 @@ def run_kind(new_session, args, cfg, name: str, small: list[str], large: list[st
         plain = anchor.plain_chain(small, cfg, survivors, cfg.tokenizer.model)
         out[engine] = {
             "runs": runs,
-            "samples_elapsed_s": {k: [r["elapsed_s"] for r in v] for k, v in samples.items()},
+            "samples_elapsed_s": {k: [r["elapsed_s"] for r in v] for k, v in samples[engine].items()},
+            "samples_cpu_s": {k: [r["cpu_s"] for r in v] for k, v in samples[engine].items()},
             "plain": plain,
             **figures(runs["small"], runs["large"], args.cores, plain),
         }
