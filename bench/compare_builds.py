@@ -2,8 +2,12 @@
 the input paths taken relative to their crawl directory) and every shard file byte for byte.
 
     python -m bench.compare_builds OLD_OUT NEW_OUT      # exit 0 when identical, 1 with the differences
+    python -m bench.compare_builds --frames OLD_OUT NEW_OUT   # and documents/, rejected/, duplicates/
 
 Used to show that a refactor or a speed-up changed nothing in what comes out (issues 13 and 14).
+``--frames`` also compares the Parquet outputs row for row (sorted by ``doc_id``; every column: the
+text, every signal and score): what issue 33's compiled pass is held to against the Python
+reference (``ZHCORPUS_DOCPASS=0``).
 """
 
 from __future__ import annotations
@@ -66,18 +70,54 @@ def differences(old: Path, new: Path) -> list[str]:
     return diffs
 
 
+FRAMES = ("documents", "rejected", "duplicates")
+
+
+def frame_differences(old: Path, new: Path) -> list[str]:
+    """The Parquet outputs, each read whole and sorted by its flat columns, compared column by
+    column (floats bit for bit, NaN equal to NaN)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    diffs = []
+    for name in FRAMES:
+        if not (old / name).exists() and not (new / name).exists():
+            continue
+        a, b = (pq.read_table(out / name) for out in (old, new))
+        if a.schema != b.schema or a.num_rows != b.num_rows:
+            diffs.append(f"{name}: {a.num_rows} rows of {a.schema} != {b.num_rows} rows of {b.schema}")
+            continue
+        flat = [c for c in a.column_names if not pa.types.is_nested(a.schema.field(c).type)]
+        a, b = (t.sort_by([(c, "ascending") for c in flat]) for t in (a, b))
+        for col in a.column_names:
+            x, y = a.column(col).combine_chunks(), b.column(col).combine_chunks()
+            if x.equals(y):
+                continue
+            if pa.types.is_floating(x.type):
+                nan = pc.and_(pc.is_nan(x).fill_null(False), pc.is_nan(y).fill_null(False))
+                same = pc.or_(pc.equal(x, y).fill_null(False), nan)
+                same = pc.or_(same, pc.and_(pc.is_null(x), pc.is_null(y)))
+                if pc.all(same).as_py():
+                    continue
+            diffs.append(f"{name}.{col}: the values differ")
+    return diffs
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="bench.compare_builds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("old", type=Path)
     p.add_argument("new", type=Path)
+    p.add_argument("--frames", action="store_true", help="also documents/, rejected/, duplicates/ row for row")
     args = p.parse_args(argv)
-    diffs = differences(args.old, args.new)
+    diffs = differences(args.old, args.new) + (frame_differences(args.old, args.new) if args.frames else [])
     for d in diffs:
         print(d)
     n = len(shard_hashes(args.old))
-    print("identical: ledger and %d shard files" % n if not diffs else f"{len(diffs)} differences")
+    what = "ledger, %d shard files%s" % (n, ", " + ", ".join(FRAMES) if args.frames else "")
+    print(f"identical: {what}" if not diffs else f"{len(diffs)} differences")
     return 1 if diffs else 0
 
 
