@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from base.errors import Refusal
+
 COMMIT_FILE = "_commit.json"
 ATTEMPT = "_attempt-"
 LOCK_FILE = "_lock"
@@ -37,7 +39,7 @@ FORMAT = "zhcorpus-commit-v1"
 CACHE_ENV = "ZHCORPUS_CACHE"  # where fetched files go; default ~/.cache/zhcorpus
 
 
-class CommitError(ValueError):
+class CommitError(Refusal):
     """A committed output that cannot be read as committed: a file missing, or not the size or
     sha256 the commit lists. One line, naming the file."""
 

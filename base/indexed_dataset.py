@@ -42,6 +42,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from base.errors import Refusal
+
 INDEX_HEADER = b"MMIDIDX\x00\x00"
 INDEX_VERSION = 1
 HEADER_BYTES = 9 + 8 + 1 + 8 + 8  # magic, version, dtype code, sequence count, document-index length
@@ -133,7 +135,7 @@ class IndexedDatasetWriter:
             path.unlink(missing_ok=True)
 
 
-class IndexedDatasetError(ValueError):
+class IndexedDatasetError(Refusal):
     """A shard pair that is not a valid indexed dataset, or does not match its manifest."""
 
 

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from base.errors import Refusal
 from filters.markdown import prose
 from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 from filters.text import nfkc_lower_batch
@@ -45,7 +46,7 @@ PREPROCESS_HMM = True
 MODEL_FILE, META_FILE = "model.bin", "metadata.json"
 
 
-class ModelError(RuntimeError):
+class ModelError(Refusal, RuntimeError):
     """A model directory that is missing, corrupted, or not the model it claims to be."""
 
 

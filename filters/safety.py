@@ -50,6 +50,7 @@ from typing import NamedTuple, Sequence
 
 import ahocorasick_rs
 
+from base.errors import Refusal
 from filters.keywords import REPORTING, SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
 from filters.text import nfkc_lower_batch, utf8_safe
 
@@ -118,7 +119,7 @@ class SafetyConfig:
     max_chars: int = 20_000
 
 
-class PatternError(ValueError):
+class PatternError(Refusal):
     """A regular expression that cannot be used; the message names its file and line (or config key)."""
 
 
@@ -402,7 +403,7 @@ def thresholds(cfg: SafetyConfig, categories: tuple[str, ...]) -> dict[str, int]
     merged = {**MIN_SCORE, **cfg.min_score}
     missing = [c for c in categories if c not in merged]
     if missing:
-        raise ValueError(f"no threshold for safety categories {missing}: set safety.min_score")
+        raise PatternError(f"no threshold for safety categories {missing}: set safety.min_score")
     return {c: merged[c] for c in categories}
 
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any, Sequence
 
+from base.errors import Refusal
+
 log = logging.getLogger("zhcorpus")
 
 ENGINES = ("rjieba", "jieba")
@@ -53,7 +55,7 @@ def resolve_engine(engine: str | None) -> str:
     if engine is None:
         return DEFAULT_ENGINE
     if engine not in ENGINES:
-        raise ValueError(f"unknown segmentation engine {engine!r}; one of {ENGINES}")
+        raise Refusal(f"unknown segmentation engine {engine!r}; one of {ENGINES}")
     return engine
 
 

@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from base.errors import Refusal
+
 PROFILE_FILE = "reference_percentiles.json"
 PROFILE_VERSION = 1
 # Percentiles stored per signal: fine in both tails, where thresholds fall.
@@ -47,7 +49,7 @@ LITERATURE_FLOORS: dict[str, tuple[float, str]] = {
 }
 
 
-class ProfileError(ValueError):
+class ProfileError(Refusal):
     """A reference profile that is missing, of another version, or lacks a signal."""
 
 

@@ -41,22 +41,12 @@ def parser(
 
 
 def refusals() -> tuple[type[BaseException], ...]:
-    """Errors that mean "the user asked for something we will not do": one line, exit 2."""
-    from etl.dedup.index import IndexSettingsMismatch
-    from etl.runtime.publish import OutputExists
-    from filters.classify import ModelError
-    from jobs.config import ConfigError
+    """Errors that mean "the user asked for something we will not do": one line, exit 2. Only
+    declared ones (``base.errors.Refusal`` and the file errors a path given by the user raises): a
+    plain ``ValueError`` is a bug and keeps its traceback."""
+    from base.errors import Refusal
 
-    return (
-        ConfigError,
-        FileNotFoundError,
-        FileExistsError,
-        OutputExists,
-        ValueError,
-        ModelError,
-        IndexSettingsMismatch,
-        PermissionError,
-    )
+    return (Refusal, FileNotFoundError, FileExistsError, PermissionError)  # an existing output: FileExistsError
 
 
 def run_job(body: Callable[[], int]) -> int:

@@ -23,10 +23,12 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
+from base.errors import Refusal
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(Refusal):
     """A config file or override that does not fit the job's config schema."""
 
 
@@ -116,7 +118,12 @@ def build(cls: type[T], raw: dict[str, Any], prefix: str, base: T | None = None)
     for name, value in raw.items():
         default = _section_default(fields[name]) if dataclasses.is_dataclass(hints[name]) else None
         kwargs[name] = _coerce(hints[name], value, prefix + name, default)
-    return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
+    try:  # a config class checks its values (__post_init__): a bad value is the user's, a refusal
+        return dataclasses.replace(base, **kwargs) if base is not None else cls(**kwargs)
+    except (ValueError, TypeError) as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: {e}") from e
 
 
 def _section_default(f: dataclasses.Field) -> Any:

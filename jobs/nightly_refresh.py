@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from base.errors import Refusal
 from base.log import setup_logging
 from etl.nightly import NightlyConfig, refresh, submit_training
 from etl.runtime.paths import check_job_paths
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(NightlyConfig, args.config, args.overrides)
         check_job_paths([args.crawl_root], args.corpus_root, args.index)  # the crawl is never written
         if args.submit_training and not args.train_output and "://" in args.corpus_root:
-            raise ValueError(f"--corpus-root {args.corpus_root} is on a store: pass --train-output (runs are local)")
+            raise Refusal(f"--corpus-root {args.corpus_root} is on a store: pass --train-output (runs are local)")
         result = refresh(cfg, args.crawl_root, args.corpus_root, args.index)  # a held lock: exit 3 (cli.run_job)
         if result["published"] and args.submit_training:
             submit_training(

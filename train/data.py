@@ -44,6 +44,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from base.errors import Refusal
 from base.indexed_dataset import IndexedDatasetError
 from base.manifest import open_shards, read_manifest
 from base.s3 import S3Access, S3Config, is_s3
@@ -92,7 +93,7 @@ def shard_manifest(path: str | os.PathLike, cfg: DataConfig) -> str | os.PathLik
     return local_manifest(str(path), S3Access.resolve(cfg.s3).filesystem())
 
 
-class DataError(ValueError):
+class DataError(Refusal):
     """A manifest, weight or split that cannot give a sample stream."""
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from base.errors import Refusal
 from base.manifest import read_manifest
 from base.s3 import is_s3
 from train import checkpoint, launch
@@ -26,7 +27,7 @@ log = logging.getLogger("zhcorpus")
 RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
 
 
-class LaunchError(ValueError):
+class LaunchError(Refusal):
     """A config that does not fit the shards, the layout or the checkpoint it would resume from."""
 
 

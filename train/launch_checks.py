@@ -17,10 +17,12 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from base.errors import Refusal
+
 log = logging.getLogger("zhcorpus")
 
 
-class LaunchError(ValueError):
+class LaunchError(Refusal):
     """The layout cannot start on this Ray cluster."""
 
 

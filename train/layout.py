@@ -12,6 +12,7 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
+from base.errors import Refusal
 from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode
 
 Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]  # torch.distributed.pipelining schedules
@@ -56,7 +57,7 @@ class ParallelConfig:
         return max(1, self.dp // max(1, self.dp_replicate))
 
 
-class LayoutError(ValueError):
+class LayoutError(Refusal):
     """A parallel layout that cannot run this model / batch; the message lists every problem."""
 
 

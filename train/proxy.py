@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from base.errors import Refusal
 from train.data import DataConfig
 from train.loop import LoopConfig
 from train.shapes import ModelConfig
@@ -39,7 +40,7 @@ log = logging.getLogger("zhcorpus")
 DEV_SOURCE_SEED = 0  # the dev set's window order: one order for every run, whatever its seed
 
 
-class ProxyError(ValueError):
+class ProxyError(Refusal):
     """A proxy setup that cannot give comparable runs (refused before any training)."""
 
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from base.errors import Refusal
 from etl.runtime.publish import publish_dir
 from filters.classify import (
     META_FILE,
@@ -151,7 +152,7 @@ def keep_reference_threshold(probs: np.ndarray, truth: np.ndarray, keep_share: f
     p < t). Example: good positives scored [.1 .2 .3 .4], keep_share .75 -> t = .2 (3 of 4 kept)."""
     good = np.sort(probs[truth == good_is_positive])
     if good.size == 0:
-        raise ValueError("no held-out documents of the good label to take a threshold from")
+        raise Refusal("no held-out documents of the good label to take a threshold from")
     n = good.size
     if good_is_positive:  # drop the lowest floor(n * (1 - keep_share)); ties at t are kept
         return float(good[int(np.floor(n * (1.0 - keep_share) + 1e-9))])

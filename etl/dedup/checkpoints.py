@@ -24,10 +24,12 @@ import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 
+from base.errors import Refusal
+
 log = logging.getLogger("zhcorpus")
 
 
-class CheckpointConfigError(ValueError):
+class CheckpointConfigError(Refusal):
     """A cluster run with nowhere reliable to checkpoint."""
 
 

@@ -38,7 +38,7 @@ import logging
 import math
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from functools import reduce
 
@@ -50,13 +50,14 @@ from pyspark import AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from base.errors import Refusal
 from etl.dedup import index_checks as ixc
 from etl.dedup import index_files as ixf
 from etl.dedup.index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
+from etl.dedup.index_store import HadoopIndexStore, S3IndexStore
 from etl.runtime.failpoints import failpoint
-from etl.runtime.locks import HadoopFiles, LocalFiles, Lock, Locked
+from etl.runtime.locks import Lock, Locked
 from etl.runtime.progress import label_jobs
-from etl.runtime.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
@@ -98,7 +99,7 @@ class IndexConfig:
     driver_max_rows: int = 20_000_000
 
 
-class IndexSettingsMismatch(ValueError):
+class IndexSettingsMismatch(Refusal):
     pass
 
 
@@ -153,15 +154,29 @@ def plan_compaction(docs: list[int], limit: int, ratio: float) -> list[int]:
     return sorted(take)
 
 
+def index_store(spark: SparkSession, root: str, s3=None) -> HadoopIndexStore | S3IndexStore:
+    """The store of an index root: ``s3://`` on S3 (``s3``: the job's ``reader.s3`` settings),
+    any other path through Hadoop's file system (``etl.dedup.index_store``)."""
+    from base.s3 import S3Access, S3Config, is_s3
+
+    if is_s3(root):
+        from etl.runtime.paths import refuse_s3a
+
+        refuse_s3a(root, "dedup index")
+        return S3IndexStore(root, S3Access.resolve(s3 or S3Config()), IndexLocked)
+    return HadoopIndexStore(spark, root)
+
+
 class DedupIndex:
-    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None):
+    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None, s3=None):
+        """``root``: a local, HDFS or ``s3://bucket/prefix`` path; ``s3``: the store's settings
+        (``base.s3.S3Config``, the job's ``reader.s3``) for an index on S3."""
         self.spark = spark
-        self._Path = spark._jvm.org.apache.hadoop.fs.Path
-        self.fs = self._Path(root).getFileSystem(spark._jsc.hadoopConfiguration())
-        self.root = self.fs.makeQualified(self._Path(root))
+        self.store = index_store(spark, root, s3)
+        self.root = self.store.root
+        self.access = self.store.access  # None off S3: pyarrow reaches the files from the root
         self.params = params.resolved()
         self.cfg = cfg or IndexConfig()
-        self.storage = HadoopStorage(spark)
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
         self._format = FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
@@ -169,29 +184,23 @@ class DedupIndex:
         self._check_settings()
 
     @classmethod
-    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None) -> "DedupIndex":
+    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None, s3=None) -> "DedupIndex":
         """An index that exists, opened with the MinHash settings it records (tools that do not
         compute signatures: compaction, inspection). FileNotFoundError without settings.json."""
-        path = spark._jvm.org.apache.hadoop.fs.Path(root, "settings.json")
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        if not fs.exists(path):
+        text = index_store(spark, root, s3).read_text("settings.json")
+        if text is None:
             raise FileNotFoundError(f"{root} is not a dedup index (no settings.json)")
-        stream = fs.open(path)
-        try:
-            text = spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
         settings = json.loads(text)
         settings.pop("format_version", None)
-        return cls(spark, root, MinHashParams(**settings), cfg)
+        return cls(spark, root, MinHashParams(**settings), cfg, s3)
 
     def _check_settings(self) -> None:
         """Refuse other MinHash settings, and an index with segments of a newer layout than this
         code reads; older layouts are read (each commit record names its own)."""
         settings = asdict(self.params)
-        path = self._Path(self.root, "settings.json")
-        if self.fs.exists(path):
-            stored = json.loads(self._read(path))
+        text = self.store.read_text("settings.json")
+        if text is not None:
+            stored = json.loads(text)
             self._format = stored.pop("format_version", 1)
             if self._format > FORMAT_VERSION:
                 raise IndexSettingsMismatch(
@@ -205,30 +214,24 @@ class DedupIndex:
                     f"(index, this run): {diff}; use a new index or the same settings"
                 )
         else:
-            self.fs.mkdirs(self.root)
-            self._write_atomic(path, json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
+            self.store.create_settings(json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
 
     # --- segments -------------------------------------------------------------------------------
 
     def _commits(self) -> list[dict]:
         """Every commit file's record, by sequence. A record without ``layout`` is of layout 1
         (d1c9a89), or 0 without ``kind`` either (issue 24's batches). A commit file is written
-        once, by rename: records are cached by (name, length, mtime)."""
-        commits = self._Path(self.root, "commits")
-        if not self.fs.exists(commits):
-            return []
+        once, by rename: records are cached by (name, length, mtime) (on S3: by name and the
+        ETag of the object that holds them, ``etl.dedup.index_store``)."""
         out = []
-        for st in self.fs.listStatus(commits):
-            name = st.getPath().getName()
-            if name.endswith(".json"):
-                stamp = (name, st.getLen(), st.getModificationTime())
-                if stamp not in self._records:
-                    rec = json.loads(self._read(st.getPath()))
-                    rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
-                    rec.setdefault("layout", 1 if "kind" in rec else 0)
-                    rec.setdefault("kind", "batch")
-                    self._records[stamp] = {**rec, "_file": name}
-                out.append(self._records[stamp])
+        for name, stamp in self.store.commit_files():
+            if stamp not in self._records:
+                rec = json.loads(self.store.read_commit(name))
+                rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
+                rec.setdefault("layout", 1 if "kind" in rec else 0)
+                rec.setdefault("kind", "batch")
+                self._records[stamp] = {**rec, "_file": name}
+            out.append(self._records[stamp])
         return sorted(out, key=lambda r: r["sequence"])
 
     def segments(self) -> list[Segment]:
@@ -268,17 +271,9 @@ class DedupIndex:
         """A batch of layout 0: Spark's partitionBy("band") files of (key, doc_id), unsorted,
         listed from its directory; rows from the files' footers."""
         out = []
-        fs, root = ixf.filesystem(self.root.toString())
+        fs, root = ixf.filesystem(self.root)
         for part in ("bands", "exact"):
-            base = self._Path(self.root, f"batches/{run}/{part}")
-            if not self.fs.exists(base):
-                continue
-            it = self.fs.listFiles(base, True)
-            while it.hasNext():
-                path = it.next().getPath().toString()
-                if not path.endswith(".parquet"):
-                    continue
-                rel = path[len(self.root.toString()) + 1 :]
+            for rel in self.store.parquet_files(f"batches/{run}/{part}"):
                 band = [s for s in rel.split("/") if s.startswith("band=")]
                 with ixc.reading(f"{root}/{rel}"):
                     rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
@@ -292,7 +287,7 @@ class DedupIndex:
     def catalog(self, segments: list[Segment] | None = None) -> Catalog:
         """The files lookups and compactions read with pyarrow (every segment but legacy ones)."""
         segs = self.segments() if segments is None else segments
-        return Catalog.of(self.root.toString(), [f for s in segs if not s.legacy for f in s.files])
+        return Catalog.of(self.root, [f for s in segs if not s.legacy for f in s.files], self.access)
 
     def describe(self) -> dict:
         """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
@@ -346,29 +341,45 @@ class DedupIndex:
         (band, bucket) of its paths: the files its commit lists (a task killed while writing one
         leaves a temporary file beside it that a read of the directory would take for Parquet),
         the directory for layout 0, whose commit lists none."""
-        base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
+        base = self.store.uri(f"{self._dir(s)}/{part}")
         if s.layout == 0:
             return self.spark.read.schema(schema).option("basePath", base).parquet(base)
         want = {"exact": EXACT, "docs": DOCS}.get(part)
-        paths = [
-            self._Path(self.root, f.path).toString()
-            for f in s.files
-            if (f.part == want if want is not None else f.part >= 0)
-        ]
+        paths = [self.store.uri(f.path) for f in s.files if (f.part == want if want is not None else f.part >= 0)]
         if not paths:
             return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
-        self._verify_in_tasks([f for f in s.files if f.sha256 and self._Path(self.root, f.path).toString() in paths])
+        self._verify_in_tasks([f for f in s.files if f.sha256 and self.store.uri(f.path) in paths])
+        if self.access is not None:
+            return self._store_frame([f for f in s.files if self.store.uri(f.path) in paths], part, schema)
         return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
+
+    def _store_frame(self, files: list[IndexFile], part: str, schema: str) -> DataFrame:
+        """``_frame`` on S3: the committed files read by the executors through pyarrow
+        (``etl.runtime.s3frames``), each band's with its ``band`` column (Spark would take it from
+        the paths)."""
+        from etl.runtime.s3frames import read_frame
+
+        if part != "bands":
+            return read_frame(self.spark, [self.store.uri(f.path) for f in files], self.access).select(
+                *[c.split()[0] for c in schema.split(", ")]
+            )
+        frames = [
+            read_frame(self.spark, [self.store.uri(f.path) for f in files if f.part == b], self.access)
+            .select("key", "doc")
+            .withColumn("band", F.lit(b))
+            for b in sorted({f.part for f in files})
+        ]
+        return reduce(DataFrame.unionByName, frames)
 
     def _verify_in_tasks(self, files: list[IndexFile]) -> None:
         """Check ``files`` against their commit record before Spark reads them whole (a Spark
         read of a damaged file is a Java trace, or no error at all): a task a few files."""
         if not files:
             return
-        root = self.root.toString()
+        root, access = self.root, self.access
 
         def check(f: IndexFile) -> None:
-            fs, base = ixf.filesystem(root)
+            fs, base = ixf.filesystem(root, access)
             ixc.verify(fs, f"{base}/{f.path}", f.size, f.sha256)
 
         sc = self.spark.sparkContext
@@ -541,23 +552,16 @@ class DedupIndex:
             run = self._new_name(run)
             bits = self._bits(len(exact))
             files = ixf.write_units(
-                self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts()
+                self.root, f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts(), self.access
             )
             failpoint("index:batch_written")
             self._commit(run, "batch", bits, len(exact), files)
         return run
 
-    def _writer(self) -> Lock:
-        """``INDEX/.lock`` for one write: held by appends, compactions and retractions."""
-        uri = self.root.toUri()
-        if uri.getScheme() == "file":  # O_EXCL: atomic, where Hadoop's local create checks then writes
-            return Lock(f"{uri.getPath()}/.lock", "another writer of the dedup index", LocalFiles(), IndexLocked)
-        return Lock(
-            self._Path(self.root, ".lock").toString(),
-            "another writer of the dedup index",
-            HadoopFiles(self.spark),
-            IndexLocked,
-        )
+    def _writer(self) -> AbstractContextManager[Lock]:
+        """``INDEX/.lock`` for one write: held by appends, compactions and retractions (created
+        exclusively: O_EXCL on a disk, a create without overwrite on HDFS, If-None-Match on S3)."""
+        return self.store.lock(IndexLocked)
 
     def _new_name(self, run: str | None) -> str:
         live = {c["name"] for c in self._commits()}
@@ -574,7 +578,7 @@ class DedupIndex:
         if len(head) <= local_docs:
             bits = self._bits(len(head))
             tables = ixf.segment_tables(bands.select("band", "key", "doc_id").toArrow(), head)
-            return len(head), bits, ixf.write_units(self.root.toString(), segment, tables, bits, self._opts())
+            return len(head), bits, ixf.write_units(self.root, segment, tables, bits, self._opts(), self.access)
         docs = exact.count()
         bits = self._bits(docs)
         doc_hex = F.md5(F.col("doc_id"))  # etl.dedup.index_files.doc_hash's hex digits
@@ -594,7 +598,7 @@ class DedupIndex:
             .repartition(n, "part", "bucket")
             .sortWithinPartitions("part", "bucket")
         )
-        task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
+        task = ixf.write_task(self.root, segment, bits, self._opts(), self.access)
         out = sorted_rows.mapInArrow(task, ixf.WRITTEN_DDL).collect()
         return [IndexFile(**r.asDict()) for r in out]
 
@@ -615,12 +619,11 @@ class DedupIndex:
             "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces],
         }
         if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
-            self._write_atomic(
-                self._Path(self.root, "settings.json"),
-                json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True),
+            self.store.write_text(
+                "settings.json", json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True)
             )
             self._format = FORMAT_VERSION
-        self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
+        self.store.add_commit(f"{seq:08d}-{name}.json", json.dumps(record))  # the commit point
 
     def _next_sequence(self) -> int:
         return max((c["sequence"] for c in self._commits()), default=-1) + 1
@@ -667,7 +670,7 @@ class DedupIndex:
         try:
             yield
         except Exception:
-            self.fs.delete(self._Path(self.root, f"compacted/{name}"), True)
+            self.store.delete_dir(f"compacted/{name}")
             raise
 
     def _rewrite_legacy(self, legacy: list[Segment], t0: float) -> dict:
@@ -708,11 +711,11 @@ class DedupIndex:
         where: str,
         checks: dict[str, tuple[int, str]],
     ) -> list[IndexFile]:
-        root, opts = self.root.toString(), self._opts()
+        root, opts, access = self.root, self._opts(), self.access
 
         def merge(unit):
             part, bucket, inputs = unit
-            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks)
+            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks, access)
 
         if where == "driver":
             return [f for u in units for f in merge(u)]
@@ -726,14 +729,12 @@ class DedupIndex:
         replaced = {r["sequence"] for c in commits for r in c.get("replaces", [])}
         for c in commits:
             if c["sequence"] in replaced:
-                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+                self.store.remove_commit(c["_file"])
         live = {(c["kind"] == "compaction", c["name"]) for c in commits if c["sequence"] not in replaced}
         for compacted, top in ((False, "batches"), (True, "compacted")):
-            d = self._Path(self.root, top)
-            if self.fs.exists(d):
-                for st in self.fs.listStatus(d):
-                    if (compacted, st.getPath().getName()) not in live:
-                        self.fs.delete(st.getPath(), True)
+            for name in self.store.segment_dirs(top):
+                if (compacted, name) not in live:
+                    self.store.delete_dir(f"{top}/{name}")
 
     def retract(self, run: str) -> bool:
         """Remove a committed batch (a build whose output was never published); the commit file
@@ -753,21 +754,10 @@ class DedupIndex:
         found = False
         for c in commits:
             if c["name"] == run and c["kind"] != "compaction":
-                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+                self.store.remove_commit(c["_file"])
                 found = True
-        self.fs.delete(self._Path(self.root, f"batches/{run}"), True)
+        self.store.delete_dir(f"batches/{run}")
         return found
-
-    def _read(self, path) -> str:
-        stream = self.fs.open(path)
-        try:
-            reader = self.spark._jvm.java.io.BufferedReader(self.spark._jvm.java.io.InputStreamReader(stream, "UTF-8"))
-            return "\n".join(iter(reader.readLine, None))
-        finally:
-            stream.close()
-
-    def _write_atomic(self, path, text: str) -> None:
-        write_atomic(path.toString(), text, self.storage)
 
 
 @contextmanager

@@ -20,8 +20,10 @@ import hashlib
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from base.errors import Refusal
 
-class IndexFileError(ValueError):
+
+class IndexFileError(Refusal):
     """A file of the index does not hold what its commit record says: the index is corrupt.
     A ``ValueError``: jobs refuse in one line (exit 2), having changed nothing."""
 

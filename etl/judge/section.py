@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from base.errors import Refusal
+
 BASELINE = "baseline"
 # Sections a variant may change: everything a build is judged by. Not spark (one session for
 # all) and not tokenizer (one tokenizer for all: perplexities must be comparable).
 VARIANT_SECTIONS = ("reader", "rules", "quality", "classify", "dedup", "shards")
 
 
-class JudgeError(ValueError):
+class JudgeError(Refusal):
     """A judge run that cannot give a meaningful comparison (refused before training)."""
 
 

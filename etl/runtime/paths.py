@@ -21,10 +21,12 @@ import posixpath
 import tempfile
 from urllib.parse import urlsplit
 
+from base.errors import Refusal
+
 _GLOB = set("*?[{")
 
 
-class PathRefused(ValueError):
+class PathRefused(Refusal):
     """A path the job will not use; the message is one line and says what to do instead."""
 
 

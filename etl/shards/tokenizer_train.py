@@ -20,6 +20,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from base.errors import Refusal
 from base.s3 import S3Config, is_s3
 from etl.runtime.objstore import publish_output
 from etl.runtime.publish import publish_dir
@@ -123,7 +124,7 @@ def train_tokenizer(
     docs = documents_with_text(docs, str(extra_meta.get("inputs", ""))[:200])
     cut = sample_cutoff(docs, cfg.sample)
     if cut is None:
-        raise ValueError(f"no documents with text in {extra_meta.get('inputs')}")
+        raise Refusal(f"no documents with text in {extra_meta.get('inputs')}")
     key, last_id, n_docs, n_chars = cut
     log.info("tokenizer sample: %d documents, %d characters", n_docs, n_chars)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
