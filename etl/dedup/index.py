@@ -46,25 +46,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark import AccumulatorParam
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
 from base.errors import Refusal
 from etl.dedup import index_checks as ixc
 from etl.dedup import index_files as ixf
-from etl.dedup.index_files import (
-    DOCS,
-    EXACT,
-    Catalog,
-    FileOptions,
-    IndexFile,
-    ScanStats,
-)
+from etl.dedup.index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import HadoopFiles, LocalFiles, Lock, Locked
 from etl.runtime.progress import label_jobs
 from etl.runtime.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
-from pyspark import AccumulatorParam
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 log = logging.getLogger("zhcorpus")
 FORMAT_VERSION = ixf.LAYOUT  # settings.json's: the newest layout of any segment
@@ -125,9 +119,7 @@ class Segment:
     bits: int
     docs: int  # exact rows: one per indexed document
     files: tuple[IndexFile, ...]
-    replaces: tuple[
-        dict, ...
-    ] = ()  # {name, sequence} of the segments a compaction merged
+    replaces: tuple[dict, ...] = ()  # {name, sequence} of the segments a compaction merged
     layout: int = FORMAT_VERSION  # ixf's layouts; 0: a batch written before buckets, listed from its directory
 
     @property
@@ -163,13 +155,7 @@ def plan_compaction(docs: list[int], limit: int, ratio: float) -> list[int]:
 
 
 class DedupIndex:
-    def __init__(
-        self,
-        spark: SparkSession,
-        root: str,
-        params: MinHashParams,
-        cfg: IndexConfig | None = None,
-    ):
+    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None):
         self.spark = spark
         self._Path = spark._jvm.org.apache.hadoop.fs.Path
         self.fs = self._Path(root).getFileSystem(spark._jsc.hadoopConfiguration())
@@ -178,21 +164,13 @@ class DedupIndex:
         self.cfg = cfg or IndexConfig()
         self.storage = HadoopStorage(spark)
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
-        self._records: dict[
-            tuple, dict
-        ] = {}  # commit records by (file name, length, mtime)
-        self._format = (
-            FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
-        )
-        self._unverified_told: set[str] = (
-            set()
-        )  # segments without checksums the log has named
+        self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
+        self._format = FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
+        self._unverified_told: set[str] = set()  # segments without checksums the log has named
         self._check_settings()
 
     @classmethod
-    def existing(
-        cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None
-    ) -> "DedupIndex":
+    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None) -> "DedupIndex":
         """An index that exists, opened with the MinHash settings it records (tools that do not
         compute signatures: compaction, inspection). FileNotFoundError without settings.json."""
         path = spark._jvm.org.apache.hadoop.fs.Path(root, "settings.json")
@@ -222,23 +200,14 @@ class DedupIndex:
                     f"code reads layouts up to {FORMAT_VERSION}: run a newer version"
                 )
             if stored != settings:
-                diff = {
-                    k: (stored.get(k), v)
-                    for k, v in settings.items()
-                    if stored.get(k) != v
-                }
+                diff = {k: (stored.get(k), v) for k, v in settings.items() if stored.get(k) != v}
                 raise IndexSettingsMismatch(
                     f"dedup index {self.root} was built with other settings "
                     f"(index, this run): {diff}; use a new index or the same settings"
                 )
         else:
             self.fs.mkdirs(self.root)
-            self._write_atomic(
-                path,
-                json.dumps(
-                    {"format_version": FORMAT_VERSION, **settings}, sort_keys=True
-                ),
-            )
+            self._write_atomic(path, json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
 
     # --- segments -------------------------------------------------------------------------------
 
@@ -256,10 +225,7 @@ class DedupIndex:
                 stamp = (name, st.getLen(), st.getModificationTime())
                 if stamp not in self._records:
                     rec = json.loads(self._read(st.getPath()))
-                    rec.setdefault(
-                        "name",
-                        rec.get("run") or name.removesuffix(".json").split("-", 1)[1],
-                    )
+                    rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
                     rec.setdefault("layout", 1 if "kind" in rec else 0)
                     rec.setdefault("kind", "batch")
                     self._records[stamp] = {**rec, "_file": name}
@@ -286,31 +252,17 @@ class DedupIndex:
         return segs
 
     def _segment(self, c: dict) -> Segment:
-        if (
-            c["layout"] == 0
-        ):  # read by Spark (_legacy_frame) until a compaction rewrites it
-            if (
-                "_files" not in c
-            ):  # a committed batch's directory does not change: listed once
+        if c["layout"] == 0:  # read by Spark (_legacy_frame) until a compaction rewrites it
+            if "_files" not in c:  # a committed batch's directory does not change: listed once
                 c["_files"] = tuple(self._legacy_files(c["name"]))
             docs = sum(f.rows for f in c["_files"] if f.part == EXACT)
-            return Segment(
-                c["name"], c["sequence"], "batch", 0, docs, c["_files"], layout=0
-            )
+            return Segment(c["name"], c["sequence"], "batch", 0, docs, c["_files"], layout=0)
         sums = c.get("checksums", {})  # absent: committed before checksums
         files = tuple(
-            IndexFile(p, part, bucket, c["bits"], rows, *sums.get(p, (0, "")))
-            for p, part, bucket, rows in c["files"]
+            IndexFile(p, part, bucket, c["bits"], rows, *sums.get(p, (0, ""))) for p, part, bucket, rows in c["files"]
         )
         return Segment(
-            c["name"],
-            c["sequence"],
-            c["kind"],
-            c["bits"],
-            c["docs"],
-            files,
-            tuple(c.get("replaces", [])),
-            c["layout"],
+            c["name"], c["sequence"], c["kind"], c["bits"], c["docs"], files, tuple(c.get("replaces", [])), c["layout"]
         )
 
     def _legacy_files(self, run: str) -> list[IndexFile]:
@@ -330,12 +282,8 @@ class DedupIndex:
                 rel = path[len(self.root.toString()) + 1 :]
                 band = [s for s in rel.split("/") if s.startswith("band=")]
                 with ixc.reading(f"{root}/{rel}"):
-                    rows = pq.ParquetFile(
-                        fs.open_input_file(f"{root}/{rel}")
-                    ).metadata.num_rows
-                out.append(
-                    IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows)
-                )
+                    rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
+                out.append(IndexFile(rel, int(band[0][5:]) if band else EXACT, 0, 0, rows))
         return out
 
     def committed(self) -> list[str]:
@@ -345,9 +293,7 @@ class DedupIndex:
     def catalog(self, segments: list[Segment] | None = None) -> Catalog:
         """The files lookups and compactions read with pyarrow (every segment but legacy ones)."""
         segs = self.segments() if segments is None else segments
-        return Catalog.of(
-            self.root.toString(), [f for s in segs if not s.legacy for f in s.files]
-        )
+        return Catalog.of(self.root.toString(), [f for s in segs if not s.legacy for f in s.files])
 
     def describe(self) -> dict:
         """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
@@ -380,9 +326,7 @@ class DedupIndex:
             if s.legacy:
                 frames.append(self._legacy_frame(s, "bands"))
             elif any(f.part >= 0 for f in s.files):
-                docs = self._frame(s, "docs", DOCS_FILE).select(
-                    F.col("key").alias("doc"), "doc_id"
-                )
+                docs = self._frame(s, "docs", DOCS_FILE).select(F.col("key").alias("doc"), "doc_id")
                 rows = self._frame(s, "bands", BAND_FILE).select("band", "key", "doc")
                 frames.append(rows.join(docs, "doc").select("band", "key", "doc_id"))
         return reduce(DataFrame.unionByName, frames) if frames else None
@@ -413,16 +357,8 @@ class DedupIndex:
             if (f.part == want if want is not None else f.part >= 0)
         ]
         if not paths:
-            return self.spark.createDataFrame(
-                [], schema + (", band int" if part == "bands" else "")
-            )
-        self._verify_in_tasks(
-            [
-                f
-                for f in s.files
-                if f.sha256 and self._Path(self.root, f.path).toString() in paths
-            ]
-        )
+            return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
+        self._verify_in_tasks([f for f in s.files if f.sha256 and self._Path(self.root, f.path).toString() in paths])
         return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
 
     def _verify_in_tasks(self, files: list[IndexFile]) -> None:
@@ -438,17 +374,13 @@ class DedupIndex:
 
         sc = self.spark.sparkContext
         with label_jobs(sc, "dedup index: verify files"), _refused_in_tasks():
-            sc.parallelize(files, min(len(files), 2 * sc.defaultParallelism)).foreach(
-                check
-            )
+            sc.parallelize(files, min(len(files), 2 * sc.defaultParallelism)).foreach(check)
 
     def _legacy_frame(self, s: Segment, part: str) -> DataFrame:
         """(band, key, doc_id) or (exact_key, doc_id) of a segment of layout 0 or 1: both store
         doc_ids in their band files."""
         if part == "bands":
-            return self._frame(s, "bands", LEGACY_BAND_FILE).select(
-                "band", "key", "doc_id"
-            )
+            return self._frame(s, "bands", LEGACY_BAND_FILE).select("band", "key", "doc_id")
         return self._frame(s, "exact", EXACT_FILE).select("exact_key", "doc_id")
 
     @staticmethod
@@ -462,24 +394,13 @@ class DedupIndex:
         candidate lookup (``ixf.lookup_named``), on the driver or in Spark tasks by index size."""
         segs, stats, t0 = self.segments(), ScanStats(), time.perf_counter()
         parts = rows.column("band").to_numpy().astype(np.int32)
-        out, where = self._lookup_arrow(
-            segs, parts, rows.column("key").to_numpy(), None, stats
-        )
+        out, where = self._lookup_arrow(segs, parts, rows.column("key").to_numpy(), None, stats)
         out = out.rename_columns(["band", "key", "doc_id"])
         if any(s.legacy for s in segs):
             out = pa.concat_tables(
-                [
-                    out,
-                    self._legacy_touched(segs, self.spark.createDataFrame(rows))
-                    .toArrow()
-                    .cast(out.schema),
-                ]
+                [out, self._legacy_touched(segs, self.spark.createDataFrame(rows)).toArrow().cast(out.schema)]
             )
-        self.last_lookup = {
-            **asdict(stats),
-            "seconds": round(time.perf_counter() - t0, 4),
-            "where": where,
-        }
+        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
         return out
 
     def exact_arrow(self, exact_keys: pa.Array | pa.ChunkedArray) -> pa.Table:
@@ -487,69 +408,37 @@ class DedupIndex:
         segs, stats, t0 = self.segments(), ScanStats(), time.perf_counter()
         keys = ixf.exact_hash(exact_keys)
         found, where = self._lookup_arrow(
-            segs,
-            np.full(len(keys), EXACT, np.int32),
-            keys,
-            ["exact_key", "doc_id"],
-            stats,
+            segs, np.full(len(keys), EXACT, np.int32), keys, ["exact_key", "doc_id"], stats
         )
-        out = found.filter(
-            pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys))
-        ).select(["exact_key", "doc_id"])
+        out = found.filter(pc.is_in(found.column("exact_key"), value_set=pa.array(exact_keys))).select(
+            ["exact_key", "doc_id"]
+        )
         legacy = [s for s in segs if s.legacy]
         if legacy:
             asked = self.spark.createDataFrame(pa.table({"exact_key": exact_keys}))
-            extra = reduce(
-                DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy]
-            )
-            out = pa.concat_tables(
-                [
-                    out,
-                    extra.join(asked, "exact_key", "left_semi")
-                    .toArrow()
-                    .cast(out.schema),
-                ]
-            )
-        self.last_lookup = {
-            **asdict(stats),
-            "seconds": round(time.perf_counter() - t0, 4),
-            "where": where,
-        }
+            extra = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
+            out = pa.concat_tables([out, extra.join(asked, "exact_key", "left_semi").toArrow().cast(out.schema)])
+        self.last_lookup = {**asdict(stats), "seconds": round(time.perf_counter() - t0, 4), "where": where}
         return out
 
     def _lookup_arrow(
-        self,
-        segs: list[Segment],
-        parts: np.ndarray,
-        keys: np.ndarray,
-        columns: list[str] | None,
-        stats: ScanStats,
+        self, segs: list[Segment], parts: np.ndarray, keys: np.ndarray, columns: list[str] | None, stats: ScanStats
     ) -> tuple[pa.Table, str]:
         """Driver-held queries of one part (``columns`` None: bands, answered with doc_ids) looked
         up on the driver, or, above ``driver_max_rows`` rows of that part, in Spark tasks that each
         get a share of the (part, bucket) groups with their keys: no shuffle, the keys travel
         with the tasks."""
         cat = self.catalog(segs)
-        size = sum(s.docs for s in segs if not s.legacy) * (
-            self.params.bands if columns is None else 1
-        )
+        size = sum(s.docs for s in segs if not s.legacy) * (self.params.bands if columns is None else 1)
         if size <= self.cfg.driver_max_rows or not len(keys):
             return self._lookup_here(cat, parts, keys, columns, stats), "driver"
         buckets = ixf.bucket_of(keys, cat.route)
         order = np.lexsort((buckets, parts))
-        cut = (
-            np.flatnonzero(
-                (np.diff(parts[order]) != 0) | (np.diff(buckets[order]) != 0)
-            )
-            + 1
-        )
+        cut = np.flatnonzero((np.diff(parts[order]) != 0) | (np.diff(buckets[order]) != 0)) + 1
         groups = np.split(order, cut)
         sc = self.spark.sparkContext
         n = max(1, min(len(groups), 2 * sc.defaultParallelism))
-        shares = [
-            (parts[rows], keys[rows])
-            for rows in (np.concatenate(groups[i::n]) for i in range(n))
-        ]
+        shares = [(parts[rows], keys[rows]) for rows in (np.concatenate(groups[i::n]) for i in range(n))]
         cat_bc = sc.broadcast(cat)
         lookup_here = self._lookup_here
 
@@ -565,11 +454,7 @@ class DedupIndex:
 
     @staticmethod
     def _lookup_here(
-        cat: Catalog,
-        parts: np.ndarray,
-        keys: np.ndarray,
-        columns: list[str] | None,
-        stats: ScanStats,
+        cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str] | None, stats: ScanStats
     ) -> pa.Table:
         if columns is None:
             return ixf.lookup_named(cat, parts, keys, stats)
@@ -579,31 +464,23 @@ class DedupIndex:
         """``touched_arrow`` for a night too large to collect: (band, key, doc_id), found by
         Spark tasks, each reading the index files of the buckets its share of ``rows`` falls in."""
         segs = self.segments()
-        night = rows.select(
-            F.col("band").cast("int").alias("part"), F.col("key")
-        ).distinct()
+        night = rows.select(F.col("band").cast("int").alias("part"), F.col("key")).distinct()
         found = self._lookup_spark(segs, night, None, self._new_lookup_stats())
         out = found.select(F.col("part").alias("band"), "key", "doc_id")
-        return (
-            out.unionByName(self._legacy_touched(segs, rows))
-            if any(s.legacy for s in segs)
-            else out
-        )
+        return out.unionByName(self._legacy_touched(segs, rows)) if any(s.legacy for s in segs) else out
 
     def exact_found(self, keys: DataFrame) -> DataFrame:
         """Indexed (exact_key, doc_id) rows whose exact key is in ``keys.exact_key``; a key's
         first 16 hex digits find it, the caller's join on exact_key confirms it."""
         segs = self.segments()
         night = keys.select(F.lit(EXACT).alias("part"), "exact_key").distinct()
-        out = self._lookup_spark(
-            segs, night, ["exact_key", "doc_id"], self._new_lookup_stats()
-        ).select("exact_key", "doc_id")
+        out = self._lookup_spark(segs, night, ["exact_key", "doc_id"], self._new_lookup_stats()).select(
+            "exact_key", "doc_id"
+        )
         for s in segs:
             if s.legacy:
                 out = out.unionByName(
-                    self._legacy_frame(s, "exact").join(
-                        night.select("exact_key"), "exact_key", "left_semi"
-                    )
+                    self._legacy_frame(s, "exact").join(night.select("exact_key"), "exact_key", "left_semi")
                 )
         return out
 
@@ -613,9 +490,7 @@ class DedupIndex:
         self.last_lookup = {"where": "spark", "stats": acc}
         return acc
 
-    def _lookup_spark(
-        self, segs: list[Segment], night: DataFrame, columns: list[str] | None, acc
-    ) -> DataFrame:
+    def _lookup_spark(self, segs: list[Segment], night: DataFrame, columns: list[str] | None, acc) -> DataFrame:
         """Route ``night`` (part, key | exact_key) by (part, bucket) to tasks that read only the
         files of their buckets (``ixf.lookup``): the night's side is shuffled, the index is not.
         The tasks' ScanStats arrive in ``acc`` once the result is computed."""
@@ -623,22 +498,13 @@ class DedupIndex:
         route = cat.route
         sc = self.spark.sparkContext
         n = max(1, min((self.params.bands + 2) << route, 2 * sc.defaultParallelism))
-        schema = "part int, key bigint, " + ", ".join(
-            f"{c} string" for c in columns or ["doc_id"]
-        )
-        routed = night.withColumn(
-            "bucket", _bucket_col(night.columns, route)
-        ).repartition(n, "part", "bucket")
-        return routed.mapInArrow(
-            ixf.lookup_task(sc.broadcast(cat), columns, acc), schema
-        )
+        schema = "part int, key bigint, " + ", ".join(f"{c} string" for c in columns or ["doc_id"])
+        routed = night.withColumn("bucket", _bucket_col(night.columns, route)).repartition(n, "part", "bucket")
+        return routed.mapInArrow(ixf.lookup_task(sc.broadcast(cat), columns, acc), schema)
 
     def _legacy_touched(self, segs: list[Segment], rows: DataFrame) -> DataFrame:
         """Band rows of legacy segments in the night's buckets: a join over their full read."""
-        legacy = reduce(
-            DataFrame.unionByName,
-            [self._legacy_frame(s, "bands") for s in segs if s.legacy],
-        )
+        legacy = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in segs if s.legacy])
         return touched_prior_rows(legacy, rows.select("band", "key"))
 
     def lookup_summary(self) -> dict:
@@ -655,15 +521,10 @@ class DedupIndex:
 
     def _bits(self, docs: int) -> int:
         """Bucket bits for a segment of ``docs`` documents: files of about target_file_mb."""
-        return min(
-            ixf.MAX_BITS,
-            max(0, math.ceil(math.log2(max(docs, 1) / self._rows_per_file()))),
-        )
+        return min(ixf.MAX_BITS, max(0, math.ceil(math.log2(max(docs, 1) / self._rows_per_file()))))
 
     def _opts(self) -> FileOptions:
-        return FileOptions(
-            max_rows=2 * self._rows_per_file(), row_group_rows=self.cfg.row_group_rows
-        )
+        return FileOptions(max_rows=2 * self._rows_per_file(), row_group_rows=self.cfg.row_group_rows)
 
     def append(self, bands: DataFrame, exact: DataFrame, run: str | None = None) -> str:
         """Write a batch (band, key, doc_id) + (exact_key, doc_id), then commit it. ``run``: a
@@ -675,19 +536,13 @@ class DedupIndex:
             self._commit(run, "batch", bits, docs, files)
         return run
 
-    def append_arrow(
-        self, bands: pa.Table, exact: pa.Table, run: str | None = None
-    ) -> str:
+    def append_arrow(self, bands: pa.Table, exact: pa.Table, run: str | None = None) -> str:
         """``append`` from Arrow tables on the driver (tools and benchmarks that build rows in numpy)."""
         with self._writer():
             run = self._new_name(run)
             bits = self._bits(len(exact))
             files = ixf.write_units(
-                self.root.toString(),
-                f"batches/{run}",
-                ixf.segment_tables(bands, exact),
-                bits,
-                self._opts(),
+                self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts()
             )
             failpoint("index:batch_written")
             self._commit(run, "batch", bits, len(exact), files)
@@ -696,15 +551,8 @@ class DedupIndex:
     def _writer(self) -> Lock:
         """``INDEX/.lock`` for one write: held by appends, compactions and retractions."""
         uri = self.root.toUri()
-        if (
-            uri.getScheme() == "file"
-        ):  # O_EXCL: atomic, where Hadoop's local create checks then writes
-            return Lock(
-                f"{uri.getPath()}/.lock",
-                "another writer of the dedup index",
-                LocalFiles(),
-                IndexLocked,
-            )
+        if uri.getScheme() == "file":  # O_EXCL: atomic, where Hadoop's local create checks then writes
+            return Lock(f"{uri.getPath()}/.lock", "another writer of the dedup index", LocalFiles(), IndexLocked)
         return Lock(
             self._Path(self.root, ".lock").toString(),
             "another writer of the dedup index",
@@ -715,35 +563,19 @@ class DedupIndex:
     def _new_name(self, run: str | None) -> str:
         live = {c["name"] for c in self._commits()}
         if run is not None and run in live:
-            raise ValueError(
-                f"dedup index {self.root} already holds a batch named {run}"
-            )
+            raise ValueError(f"dedup index {self.root} already holds a batch named {run}")
         self._clean_leftovers()
         return run or uuid.uuid4().hex[:12]
 
-    def _write(
-        self, segment: str, bands: DataFrame, exact: DataFrame
-    ) -> tuple[int, int, list[IndexFile]]:
+    def _write(self, segment: str, bands: DataFrame, exact: DataFrame) -> tuple[int, int, list[IndexFile]]:
         """(documents, bucket bits, files) of a segment written from frames: on the driver when
         small (one job collects it), else by Spark tasks, one (part, bucket) at a time."""
-        local_docs = min(
-            self.cfg.driver_max_rows // self.params.bands, 2**31 - 2
-        )  # limit() takes an int
-        head = (
-            exact.select("exact_key", "doc_id").limit(local_docs + 1).toArrow()
-        )  # one job, not a count and a collect
+        local_docs = min(self.cfg.driver_max_rows // self.params.bands, 2**31 - 2)  # limit() takes an int
+        head = exact.select("exact_key", "doc_id").limit(local_docs + 1).toArrow()  # one job, not a count and a collect
         if len(head) <= local_docs:
             bits = self._bits(len(head))
-            tables = ixf.segment_tables(
-                bands.select("band", "key", "doc_id").toArrow(), head
-            )
-            return (
-                len(head),
-                bits,
-                ixf.write_units(
-                    self.root.toString(), segment, tables, bits, self._opts()
-                ),
-            )
+            tables = ixf.segment_tables(bands.select("band", "key", "doc_id").toArrow(), head)
+            return len(head), bits, ixf.write_units(self.root.toString(), segment, tables, bits, self._opts())
         docs = exact.count()
         bits = self._bits(docs)
         doc_hex = F.md5(F.col("doc_id"))  # etl.dedup.index_files.doc_hash's hex digits
@@ -752,22 +584,12 @@ class DedupIndex:
             exact.select(F.lit(EXACT).alias("part"), "exact_key", "doc_id"),
             exact.select(F.lit(DOCS).alias("part"), doc_hex.alias("doc_hex"), "doc_id"),
         ]
-        return (
-            docs,
-            bits,
-            [f for rows in parts for f in self._write_spark(segment, rows, bits)],
-        )
+        return docs, bits, [f for rows in parts for f in self._write_spark(segment, rows, bits)]
 
     def _write_spark(self, segment: str, rows: DataFrame, bits: int) -> list[IndexFile]:
         """Rows (part, key | exact_key | doc_hex, ...) written by Spark tasks: partitioned and
         sorted by (part, bucket) first, so each task writes one bucket at a time."""
-        n = max(
-            1,
-            min(
-                (self.params.bands + 2) << bits,
-                4 * self.spark.sparkContext.defaultParallelism,
-            ),
-        )
+        n = max(1, min((self.params.bands + 2) << bits, 4 * self.spark.sparkContext.defaultParallelism))
         sorted_rows = (
             rows.withColumn("bucket", _bucket_col(rows.columns, bits).cast("int"))
             .repartition(n, "part", "bucket")
@@ -778,13 +600,7 @@ class DedupIndex:
         return [IndexFile(**r.asDict()) for r in out]
 
     def _commit(
-        self,
-        name: str,
-        kind: str,
-        bits: int,
-        docs: int,
-        files: list[IndexFile],
-        replaces: list[Segment] = (),
+        self, name: str, kind: str, bits: int, docs: int, files: list[IndexFile], replaces: list[Segment] = ()
     ) -> None:
         seq = self._next_sequence()
         record = {
@@ -796,25 +612,16 @@ class DedupIndex:
             "bits": bits,
             "docs": docs,
             "files": [[f.path, f.part, f.bucket, f.rows] for f in files],
-            "checksums": {
-                f.path: [f.size, f.sha256] for f in files
-            },  # verified before each read
+            "checksums": {f.path: [f.size, f.sha256] for f in files},  # verified before each read
             "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces],
         }
-        if (
-            self._format < FORMAT_VERSION
-        ):  # before the first segment of this layout: older code now refuses the index
+        if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
             self._write_atomic(
                 self._Path(self.root, "settings.json"),
-                json.dumps(
-                    {"format_version": FORMAT_VERSION, **asdict(self.params)},
-                    sort_keys=True,
-                ),
+                json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True),
             )
             self._format = FORMAT_VERSION
-        self._write_atomic(
-            self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record)
-        )
+        self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
 
     def _next_sequence(self) -> int:
         return max((c["sequence"] for c in self._commits()), default=-1) + 1
@@ -841,27 +648,15 @@ class DedupIndex:
             chosen = live if len(live) > 1 else []
         else:
             chosen = [
-                live[i]
-                for i in plan_compaction(
-                    [s.docs for s in live], self.cfg.compact_after, self.cfg.tier_ratio
-                )
+                live[i] for i in plan_compaction([s.docs for s in live], self.cfg.compact_after, self.cfg.tier_ratio)
             ]
         if not chosen:
             return None
-        name, docs = (
-            f"compacted-{self._next_sequence():08d}",
-            sum(s.docs for s in chosen),
-        )
+        name, docs = f"compacted-{self._next_sequence():08d}", sum(s.docs for s in chosen)
         bits = self._bits(docs)
         units = ixf.merge_units([f for s in chosen for f in s.files], bits)
-        where = (
-            "driver"
-            if docs * (self.params.bands + 2) <= self.cfg.driver_max_rows
-            else "spark"
-        )
-        checks = {
-            f.path: (f.size, f.sha256) for s in chosen for f in s.files if f.sha256
-        }
+        where = "driver" if docs * (self.params.bands + 2) <= self.cfg.driver_max_rows else "spark"
+        checks = {f.path: (f.size, f.sha256) for s in chosen for f in s.files if f.sha256}
         with self._undone_on_error(name):
             files = self._merge(units, f"compacted/{name}", bits, where, checks)
         return self._commit_compaction(name, bits, docs, files, chosen, where, t0)
@@ -879,38 +674,21 @@ class DedupIndex:
     def _rewrite_legacy(self, legacy: list[Segment], t0: float) -> dict:
         """Legacy segments (read by Spark) rewritten as one segment of this layout."""
         name = f"compacted-{self._next_sequence():08d}"
-        bands = reduce(
-            DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in legacy]
-        )
-        exact = reduce(
-            DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy]
-        )
+        bands = reduce(DataFrame.unionByName, [self._legacy_frame(s, "bands") for s in legacy])
+        exact = reduce(DataFrame.unionByName, [self._legacy_frame(s, "exact") for s in legacy])
         with self._undone_on_error(name):
             docs, bits, files = self._write(f"compacted/{name}", bands, exact)
-        return self._commit_compaction(
-            name, bits, docs, files, legacy, "legacy rewrite", t0
-        )
+        return self._commit_compaction(name, bits, docs, files, legacy, "legacy rewrite", t0)
 
     def _commit_compaction(
-        self,
-        name: str,
-        bits: int,
-        docs: int,
-        files: list[IndexFile],
-        chosen: list[Segment],
-        where: str,
-        t0: float,
+        self, name: str, bits: int, docs: int, files: list[IndexFile], chosen: list[Segment], where: str, t0: float
     ) -> dict:
         failpoint("index:compaction_written")
         self._commit(name, "compaction", bits, docs, files, chosen)
         failpoint("index:compaction_committed")
         self._clean_leftovers()
         log.info(
-            "dedup index: compacted %d segments (%d documents) into %s, %d files",
-            len(chosen),
-            docs,
-            name,
-            len(files),
+            "dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name, len(files)
         )
         return {
             "segment": name,
@@ -935,21 +713,12 @@ class DedupIndex:
 
         def merge(unit):
             part, bucket, inputs = unit
-            return ixf.merge_bucket(
-                root, inputs, segment, part, bucket, bits, opts, checks
-            )
+            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks)
 
         if where == "driver":
             return [f for u in units for f in merge(u)]
-        with (
-            label_jobs(self.spark.sparkContext, f"dedup index: compact into {segment}"),
-            _refused_in_tasks(),
-        ):
-            return (
-                self.spark.sparkContext.parallelize(units, len(units))
-                .flatMap(merge)
-                .collect()
-            )
+        with label_jobs(self.spark.sparkContext, f"dedup index: compact into {segment}"), _refused_in_tasks():
+            return self.spark.sparkContext.parallelize(units, len(units)).flatMap(merge).collect()
 
     def _clean_leftovers(self) -> None:
         """Remove what killed writers left: replaced segments (commit file first, then files)
@@ -959,11 +728,7 @@ class DedupIndex:
         for c in commits:
             if c["sequence"] in replaced:
                 self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
-        live = {
-            (c["kind"] == "compaction", c["name"])
-            for c in commits
-            if c["sequence"] not in replaced
-        }
+        live = {(c["kind"] == "compaction", c["name"]) for c in commits if c["sequence"] not in replaced}
         for compacted, top in ((False, "batches"), (True, "compacted")):
             d = self._Path(self.root, top)
             if self.fs.exists(d):
@@ -980,11 +745,7 @@ class DedupIndex:
 
     def _retract(self, run: str) -> bool:
         commits = self._commits()
-        merged_into = [
-            c["name"]
-            for c in commits
-            if any(r["name"] == run for r in c.get("replaces", []))
-        ]
+        merged_into = [c["name"] for c in commits if any(r["name"] == run for r in c.get("replaces", []))]
         if merged_into:
             raise IndexCompacted(
                 f"dedup index {self.root}: batch {run} was merged into {merged_into[0]}; "
@@ -1001,9 +762,7 @@ class DedupIndex:
     def _read(self, path) -> str:
         stream = self.fs.open(path)
         try:
-            reader = self.spark._jvm.java.io.BufferedReader(
-                self.spark._jvm.java.io.InputStreamReader(stream, "UTF-8")
-            )
+            reader = self.spark._jvm.java.io.BufferedReader(self.spark._jvm.java.io.InputStreamReader(stream, "UTF-8"))
             return "\n".join(iter(reader.readLine, None))
         finally:
             stream.close()
@@ -1039,9 +798,7 @@ def _bucket_col(columns: list[str], bits: int) -> Column:
 def touched_prior_rows(prior: DataFrame, new_rows: DataFrame) -> DataFrame:
     """Indexed (band, key, doc_id) rows in buckets some new document falls into (a join over a
     full read of the index; ``DedupIndex.touched`` reads only the files the night needs)."""
-    return prior.join(
-        new_rows.select("band", "key").distinct(), ["band", "key"], "left_semi"
-    )
+    return prior.join(new_rows.select("band", "key").distinct(), ["band", "key"], "left_semi")
 
 
 def exact_prior_matches(prior_exact: DataFrame, keys: DataFrame) -> DataFrame:
