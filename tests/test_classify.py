@@ -518,9 +518,7 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
 
     from etl.classify.stage import ClassifyConfig, classify_batch
     from etl.clean.stage import ARROW_CLEANED
-    from filters import segment
-
-    from filters import docpass
+    from filters import docpass, segment
 
     root, texts = small_model
     rows = [
