@@ -57,3 +57,10 @@ def test_a_bad_config_value_is_a_config_refusal():
     """A config class's own check (``__post_init__``) of a value from --set is the user's error."""
     with pytest.raises(ConfigError, match=r"template: crawl_repeat.max_share"):
         build(CrawlRepeatConfig, {"max_share": 2.0}, "quality.template.")
+
+
+def test_one_launch_error():
+    """Issue 35, item 8: one LaunchError for the trainer's refusals before any worker starts."""
+    from train import job, launch_checks
+
+    assert job.LaunchError is launch_checks.LaunchError and issubclass(job.LaunchError, Refusal)

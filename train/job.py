@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from base.errors import Refusal
 from base.manifest import read_manifest
 from base.s3 import is_s3
 from train import checkpoint, launch
 from train.data import DataConfig, shard_manifest
-from train.launch_checks import check_cluster_fits
+from train.launch_checks import LaunchError, check_cluster_fits
 from train.loop import Job, LoopConfig, check_compatible
 from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate
 from train.planner import total_params
@@ -25,10 +24,6 @@ from train.shapes import ModelConfig
 
 log = logging.getLogger("zhcorpus")
 RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
-
-
-class LaunchError(Refusal):
-    """A config that does not fit the shards, the layout or the checkpoint it would resume from."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,9 @@ log = logging.getLogger("zhcorpus")
 
 
 class LaunchError(Refusal):
-    """The layout cannot start on this Ray cluster."""
+    """A training run refused before any worker starts: a config that does not fit the shards, the
+    checkpoint it would resume from, or the Ray cluster it would run on (one class for
+    ``train.job.resolve`` and ``check_cluster_fits``)."""
 
 
 @dataclass(frozen=True)
