@@ -5,7 +5,6 @@ manifest read back and verified against its files (``read_manifest``, ``open_sha
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from base.artifact import sha256_file
 from base.indexed_dataset import IndexedDataset, IndexedDatasetError, dtype_code
 
 MANIFEST_FORMAT = "megatron-mmidxidx-v1"
@@ -166,11 +166,3 @@ def _open(root: Path, shard: dict[str, Any], manifest: dict[str, Any]) -> Indexe
     # A merged manifest (the nightly refresh's corpus.json) carries each shard's own source list.
     names = shard.get("sources", manifest.get("sources"))
     return IndexedDataset(root / shard["name"], names if "src" in shard else None)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

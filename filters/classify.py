@@ -16,7 +16,6 @@ segmentation engine unless that engine passes the parity check (``filters.segmen
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import unicodedata
@@ -26,7 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from base.errors import Refusal
+from base import artifact
+from base.artifact import META_FILE, ModelError, require_sha256, sha256_file  # noqa: F401 (re-exported)
 from filters.markdown import prose
 from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 from filters.text import nfkc_lower_batch
@@ -43,11 +43,7 @@ MAX_CHARS = 3000
 # jieba's HMM (new-word guessing) on: with it off the quality model dropped 6 of 1,638 clean demo
 # pages instead of 0 and its held-out log loss rose 0.010 -> 0.012 (bench/bench_segment.py).
 PREPROCESS_HMM = True
-MODEL_FILE, META_FILE = "model.bin", "metadata.json"
-
-
-class ModelError(Refusal, RuntimeError):
-    """A model directory that is missing, corrupted, or not the model it claims to be."""
+MODEL_FILE = "model.bin"
 
 
 def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> str:
@@ -80,14 +76,6 @@ def preprocess_metadata(engine: str | None = None) -> dict[str, Any]:
         "max_chars": MAX_CHARS,
         "segmenter": get_segmenter(engine, PREPROCESS_HMM).info(),
     }
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -157,27 +145,8 @@ def positive_probs(model, lines: Sequence[str], positive: str) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)  # fastText's softmax can round to 1.00001
 
 
-def require_sha256(path: Path, recorded: str | None, expected: str | None) -> str:
-    """The sha256 of ``path``; ``ModelError`` when it is not the one metadata.json records or the
-    config expects (either may be empty: not checked)."""
-    actual = sha256_file(path)
-    for claimed, where in ((recorded, "metadata.json"), (expected, "the config")):
-        if claimed and claimed != actual:
-            raise ModelError(
-                f"model checksum mismatch for {path}: sha256 {actual[:16]}... but {where} says "
-                f"{claimed[:16]}...; the file is corrupted or not this model"
-            )
-    return actual
-
-
 def read_metadata(model_dir: Path) -> dict[str, Any]:
-    meta_path, model_path = model_dir / META_FILE, model_dir / MODEL_FILE
-    if not model_path.is_file() or not meta_path.is_file():
-        raise ModelError(f"{model_dir} is not a model directory (needs {MODEL_FILE} and {META_FILE})")
-    try:
-        return json.loads(meta_path.read_text())
-    except ValueError as e:
-        raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
+    return artifact.read_metadata(model_dir, MODEL_FILE)
 
 
 def _train_child(train_file: str, params: TrainParams, lr: float, out: str) -> str | None:

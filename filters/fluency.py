@@ -33,7 +33,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from filters.classify import ModelError, require_sha256, sha256_file
+from base.artifact import ModelError, require_sha256, sha256_file
 
 log = logging.getLogger("zhcorpus")
 

@@ -102,7 +102,7 @@ def resolve_profile(requested: str, environ: Mapping[str, str] | None = None) ->
     checksum verified. A named directory that fails raises ``ProfileError``/``ModelError`` (the
     user asked for it); "auto" takes ``AUTO_PROFILE_DIR`` (or ``$ZHCORPUS_AUTO_PROFILE``),
     absolute, when it holds a valid profile, and otherwise no profile with the reason."""
-    from filters.classify import ModelError
+    from base.artifact import ModelError
     from filters.fluency import FluencyModel
 
     if requested != AUTO:

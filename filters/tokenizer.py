@@ -43,8 +43,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from base.artifact import ModelError, sha256_file
 from filters import docpass
-from filters.classify import ModelError, sha256_file
 from filters.segment import (
     REFERENCE,
     SegmentationMismatch,

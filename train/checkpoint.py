@@ -42,8 +42,8 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 
+from base.artifact import sha256_file
 from base.atomic import write_atomic
-from base.manifest import sha256_file
 
 CHECKPOINTS = "checkpoints"
 MARKER = "COMPLETE"

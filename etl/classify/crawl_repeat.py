@@ -32,10 +32,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from base.artifact import require_sha256, sha256_file
 from etl.read import records as rec
 from etl.read.ids import BROADCAST_MAX
 from filters import docpass
-from filters.classify import require_sha256, sha256_file
 from filters.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
 
 log = logging.getLogger("zhcorpus")

@@ -27,11 +27,11 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from base.artifact import sha256_file
 from etl.classify.crawl_repeat import write_reference_spans
 from etl.classify.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
-from filters.classify import sha256_file
 from filters.crawl_repeat import CrawlRepeatConfig
 from filters.fluency import (
     MAX_CHARS,

@@ -21,13 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from base.artifact import sha256_file
 from etl.classify.stage import ShippedModels, classify_batch, loaded_model
 from etl.clean.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
 from etl.clean.stage import CLEANED_SCHEMA, clean_batch, get_cleaner
 from etl.read import records as rec
 from etl.runtime.ship import ship_directory
 from filters import thresholds as th
-from filters.classify import sha256_file
 from filters.config import RulesConfig
 from filters.screen import QualityConfig, Screen, derive_thresholds, resolve_profile, signal_names
 

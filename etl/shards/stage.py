@@ -44,12 +44,12 @@ from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from base.artifact import sha256_file
 from base.indexed_dataset import SOURCE_DTYPE, IndexedDatasetWriter, dtype_for_vocab
 from base.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
 from base.s3 import S3Access
 from etl.runtime.publish import put_file
 from etl.runtime.ship import ship_directory
-from filters.classify import sha256_file
 from filters.segment import REFERENCE, audit_failure, audited, get_segmenter
 from filters.tokenizer import ZhTokenizer, presegment
 
