@@ -142,8 +142,10 @@ build/text-dedup-venv/.installed:
 bench-dedup: $(STAMP) build/text-dedup-venv/.installed
 	$(PY) -m bench.bench_dedup --mb 64 --repeats 3 --slow-repeats 1 --shingle-sweep 3 4 5 6 7
 
-# The whole chain on the demo-shaped crawl (1x and 8x) and on plain-text JSONL (8 and 64 MiB):
-# per-stage and marginal MB/s per core, plain-Python and jieba anchors (~15 min; BENCH_ARGS=--quick).
+# The whole chain on the demo-shaped crawl (1x and 8x) and on plain-text JSONL (8 and 64 MiB), with
+# the compiled per-document pass and with the Python reference, interleaved (docs/docpass.md):
+# per-stage s/MB per core for each and their ratio, marginal MB/s per core, plain anchors both ways
+# (~40 min; BENCH_ARGS="--quick", "--only plain --plain-mb 8 32 --repeats 3 --no-split", "--engines compiled").
 bench-corpus: demo-models
 	$(PY) -m bench.bench_corpus $(BENCH_ARGS)
 

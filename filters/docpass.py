@@ -26,8 +26,11 @@ takes effect at once, slower, until filters/docpass_cpp/ is re-synced (tests/tes
 
 from __future__ import annotations
 
+import glob
+import importlib.util
 import logging
 import os
+import sys
 from functools import lru_cache
 from importlib.resources import files
 from typing import Any, NamedTuple, Sequence
@@ -43,14 +46,29 @@ ENV = "ZHCORPUS_DOCPASS"  # "0": use the Python reference, never the compiled pa
 def _load_extension():
     try:
         from filters import _docpass
+
+        return _docpass
     except ImportError as e:
-        log.warning(
-            "filters._docpass is not built (%s): the quality signals, fluency and pre-segmentation run in "
-            "the Python reference, ~5x slower (build it: make install, or python setup.py build_ext --inplace)",
-            e,
-        )
-        return None
-    return _docpass
+        error = e
+    # filters imported from a zip (spark-submit --py-files): no extension loads from a zip, but the
+    # one built beside another copy of the package on sys.path (the packed env) does
+    for entry in sys.path:
+        for path in sorted(glob.glob(os.path.join(entry, "filters", "_docpass*.so"))):
+            spec = importlib.util.spec_from_file_location("filters._docpass", path)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except ImportError:
+                continue
+            sys.modules["filters._docpass"] = module
+            return module
+    log.warning(
+        "filters._docpass is not built (%s): the quality signals, fluency, classifier lines, template keys "
+        "and tokenization run in the Python reference, slower (build it: make install, or python setup.py "
+        "build_ext --inplace)",
+        error,
+    )
+    return None
 
 
 @lru_cache(maxsize=None)
