@@ -146,7 +146,7 @@ def build_corpus(
     spark = spark or session("zhcorpus-build", cfg.spark)
     res = resources(cfg.rules, {})  # before any work: bad lists, models, index settings, eval sets
     refuse_store_index(index_dir)
-    index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved()) if index_dir else None
+    index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), s3=cfg.reader.s3) if index_dir else None
     evals = prepare(spark, cfg.decontaminate)
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_output(output, overwrite, spark, cfg.reader.s3) as out:
@@ -261,7 +261,7 @@ def dedup_corpus(
 
     spark = spark or session("zhcorpus-dedup", spark_cfg)
     refuse_store_index(index_dir)
-    index = DedupIndex(spark, index_dir, cfg.minhash.resolved()) if index_dir else None
+    index = DedupIndex(spark, index_dir, cfg.minhash.resolved(), s3=s3) if index_dir else None
     laps = Laps()
     with publish_output(output, overwrite, spark, s3) as out:
         docs = read_parquet(spark, inputs, s3)  # read again where needed: cheaper than caching the text

@@ -145,8 +145,8 @@ def refresh(
         version = version_name(history["number"] + 1 if history else 1)
         spark = spark or session("zhcorpus-nightly", cfg.spark)
         index_dir = index_dir or root.uri("dedup-index")
-        refuse_store_index(index_dir)  # an S3 corpus root needs --index on a disk or HDFS for now
-        index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index)
+        refuse_store_index(index_dir)  # s3a://: refused in one line naming s3://
+        index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index, s3=cfg.reader.s3)
         _recover(root, index, current, version)
         if not new:
             log.info("nothing new in %s since %s", crawl_root, current or "the beginning")

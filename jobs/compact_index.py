@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from base.log import setup_logging
 from etl.dedup.stage import DedupConfig
+from etl.runtime.objstore import StoreConfig
 from etl.runtime.spark import SparkConfig
 from jobs import cli
 from jobs.config import load_config
@@ -35,12 +36,13 @@ class CompactJobConfig:
 
     spark: SparkConfig = field(default_factory=SparkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// index's store
 
 
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     p = cli.parser("jobs.compact_index", __doc__, None, "dedup.index.target_file_mb=256")
-    p.add_argument("--index", required=True, help="the dedup index directory (any Hadoop path)")
+    p.add_argument("--index", required=True, help="the dedup index (a local, HDFS or s3:// path)")
     p.add_argument(
         "--auto",
         action="store_true",
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
         cfg = load_config(CompactJobConfig, args.config, args.overrides)
         spark = session("zhcorpus-compact-index", cfg.spark)
-        index = DedupIndex.existing(spark, args.index, cfg.dedup.index)
+        index = DedupIndex.existing(spark, args.index, cfg.dedup.index, s3=cfg.reader.s3)
         before = index.describe()
         summary = index.compact(full=not args.auto)  # another writer's lock: exit 3 (cli.run_job)
         after = index.describe()

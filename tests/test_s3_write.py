@@ -12,7 +12,8 @@ shards of the same files built on a local disk; the later ones dedup against the
 read the first night's tokenizer back from the store); the trainer over the store (the local
 build's samples, a Ray run on the nightly's corpus.json, a changed object refused); ``jobs.dedup``
 and ``jobs.train_tokenizer`` from committed s3:// documents to s3:// outputs; ``s3a://`` outputs
-refused in one line naming ``s3://``, a held output refused with exit 3, an index on S3 refused.
+refused in one line naming ``s3://`` (an ``s3a://`` index too), a held output refused with exit 3, a
+build appending to an index on ``s3://`` (the index itself: ``tests/test_s3_index.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import pytest
 from base import committed as cm
 from base.s3 import S3Access, S3Config
 from etl.corpus import BuildConfig, build_corpus
+from etl.dedup.index import DedupIndex
 from etl.runtime.failpoints import ENV
 from etl.runtime.objstore import OutputLocked, publish_s3
 from jobs import build_corpus as build_job
@@ -362,10 +364,16 @@ def test_s3a_output_and_a_held_output_are_refused(spark, store, creds, tmp_path,
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert "\n" not in line and f"write it as s3://{BUCKET}/x" in line
     caplog.clear()
-    argv = ["--input", str(crawl), "--output", str(tmp_path / "out"), "--index", f"s3://{BUCKET}/index"]
+    argv = ["--input", str(crawl), "--output", str(tmp_path / "out"), "--index", f"s3a://{BUCKET}/index"]
     assert _run_build(spark, argv) == cli.EXIT_REFUSED
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert "an index on S3 is not built yet" in line and not (tmp_path / "out").exists()
+    assert f"write it as s3://{BUCKET}/index" in line and not (tmp_path / "out").exists()
+    # an index on s3:// (tests/test_s3_index.py): the build appends its kept documents to it
+    argv = ["--input", str(crawl), "--output", str(tmp_path / "out"), "--index", f"s3://{BUCKET}/build-index"]
+    assert _run_build(spark, argv + ["--set", f"reader.s3.endpoint_override={url}"]) == cli.EXIT_OK
+    kept = pq.read_table(tmp_path / "out" / "documents").num_rows
+    index = DedupIndex.existing(spark, f"s3://{BUCKET}/build-index", s3=S3Config(endpoint_override=url))
+    assert kept > 0 and len(index.committed()) == 1 and index.describe()["documents"] == kept
     held = f"s3://{BUCKET}/held"
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
     fs = _access(url).filesystem()

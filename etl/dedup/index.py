@@ -1,8 +1,9 @@
 """A persistent dedup index: the band keys and exact keys of every document kept so far, so a
 nightly run deduplicates new documents against the whole corpus, not only against itself.
 
-Layout (any Hadoop path; the files themselves are read and written with pyarrow, see
-``etl.dedup.index_files`` for their format):
+Layout (a local or HDFS path, or ``s3://bucket/prefix``; the files themselves are read and
+written with pyarrow, see ``etl.dedup.index_files`` for their format; the rest goes through
+``etl.dedup.index_store``):
 
     INDEX/settings.json                  the MinHash settings that built it; other settings are refused
     INDEX/batches/<run>/                 a batch: one build's survivors (bands/band=B/bucket=K/,
@@ -11,6 +12,8 @@ Layout (any Hadoop path; the files themselves are read and written with pyarrow,
     INDEX/commits/<seq>-<name>.json      written last, by rename: a segment exists only once committed;
                                          it lists the segment's files, their layout (and, for a
                                          compaction, the segments it replaces)
+    INDEX/commits.json                   on S3, instead: every record in one object, each commit a
+                                         conditional PUT of its next version (If-Match)
 
 Batches and compacted segments are both *segments*. The live segments are the committed ones
 that no committed compaction replaces. Each is cut into 2**bits buckets by key (bits from its
@@ -26,9 +29,9 @@ point), then removes what it replaced. Killed before the commit, it leaves an un
 directory that readers ignore and the next writer removes; killed after it, readers already
 ignore the replaced segments and the next writer removes them. One writer at a time: every
 append, compaction and retraction holds ``INDEX/.lock`` (``etl.runtime.locks``: created exclusively,
-naming its holder; a dead holder on this host is taken over), and a second writer is refused
-with ``IndexLocked`` before it touches anything, since it would remove the first one's
-uncommitted directory as a leftover.
+naming its holder; a dead holder on this host is taken over; on S3 a PUT with If-None-Match),
+and a second writer is refused with ``IndexLocked`` before it touches anything, since it would
+remove the first one's uncommitted directory as a leftover.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import logging
 import math
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from functools import reduce
 
@@ -54,10 +57,10 @@ from base.errors import Refusal
 from etl.dedup import index_checks as ixc
 from etl.dedup import index_files as ixf
 from etl.dedup.index_files import DOCS, EXACT, Catalog, FileOptions, IndexFile, ScanStats
+from etl.dedup.index_store import HadoopIndexStore, S3IndexStore
 from etl.runtime.failpoints import failpoint
-from etl.runtime.locks import HadoopFiles, LocalFiles, Lock, Locked
+from etl.runtime.locks import Lock, Locked
 from etl.runtime.progress import label_jobs
-from etl.runtime.publish import HadoopStorage, write_atomic
 from filters.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
@@ -154,15 +157,29 @@ def plan_compaction(docs: list[int], limit: int, ratio: float) -> list[int]:
     return sorted(take)
 
 
+def index_store(spark: SparkSession, root: str, s3=None) -> HadoopIndexStore | S3IndexStore:
+    """The store of an index root: ``s3://`` on S3 (``s3``: the job's ``reader.s3`` settings),
+    any other path through Hadoop's file system (``etl.dedup.index_store``)."""
+    from base.s3 import S3Access, S3Config, is_s3
+
+    if is_s3(root):
+        from etl.runtime.paths import refuse_s3a
+
+        refuse_s3a(root, "dedup index")
+        return S3IndexStore(root, S3Access.resolve(s3 or S3Config()), IndexLocked)
+    return HadoopIndexStore(spark, root)
+
+
 class DedupIndex:
-    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None):
+    def __init__(self, spark: SparkSession, root: str, params: MinHashParams, cfg: IndexConfig | None = None, s3=None):
+        """``root``: a local, HDFS or ``s3://bucket/prefix`` path; ``s3``: the store's settings
+        (``base.s3.S3Config``, the job's ``reader.s3``) for an index on S3."""
         self.spark = spark
-        self._Path = spark._jvm.org.apache.hadoop.fs.Path
-        self.fs = self._Path(root).getFileSystem(spark._jsc.hadoopConfiguration())
-        self.root = self.fs.makeQualified(self._Path(root))
+        self.store = index_store(spark, root, s3)
+        self.root = self.store.root
+        self.access = self.store.access  # None off S3: pyarrow reaches the files from the root
         self.params = params.resolved()
         self.cfg = cfg or IndexConfig()
-        self.storage = HadoopStorage(spark)
         self.last_lookup: dict = {}  # what the latest lookup read (ScanStats fields, seconds, where)
         self._records: dict[tuple, dict] = {}  # commit records by (file name, length, mtime)
         self._format = FORMAT_VERSION  # settings.json's, raised by the first commit of this layout
@@ -170,29 +187,23 @@ class DedupIndex:
         self._check_settings()
 
     @classmethod
-    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None) -> "DedupIndex":
+    def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None, s3=None) -> "DedupIndex":
         """An index that exists, opened with the MinHash settings it records (tools that do not
         compute signatures: compaction, inspection). FileNotFoundError without settings.json."""
-        path = spark._jvm.org.apache.hadoop.fs.Path(root, "settings.json")
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        if not fs.exists(path):
+        text = index_store(spark, root, s3).read_text("settings.json")
+        if text is None:
             raise FileNotFoundError(f"{root} is not a dedup index (no settings.json)")
-        stream = fs.open(path)
-        try:
-            text = spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
         settings = json.loads(text)
         settings.pop("format_version", None)
-        return cls(spark, root, MinHashParams(**settings), cfg)
+        return cls(spark, root, MinHashParams(**settings), cfg, s3)
 
     def _check_settings(self) -> None:
         """Refuse other MinHash settings, and an index with segments of a newer layout than this
         code reads; older layouts are read (each commit record names its own)."""
         settings = asdict(self.params)
-        path = self._Path(self.root, "settings.json")
-        if self.fs.exists(path):
-            stored = json.loads(self._read(path))
+        text = self.store.read_text("settings.json")
+        if text is not None:
+            stored = json.loads(text)
             self._format = stored.pop("format_version", 1)
             if self._format > FORMAT_VERSION:
                 raise IndexSettingsMismatch(
@@ -206,30 +217,24 @@ class DedupIndex:
                     f"(index, this run): {diff}; use a new index or the same settings"
                 )
         else:
-            self.fs.mkdirs(self.root)
-            self._write_atomic(path, json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
+            self.store.create_settings(json.dumps({"format_version": FORMAT_VERSION, **settings}, sort_keys=True))
 
     # --- segments -------------------------------------------------------------------------------
 
     def _commits(self) -> list[dict]:
         """Every commit file's record, by sequence. A record without ``layout`` is of layout 1
         (d1c9a89), or 0 without ``kind`` either (issue 24's batches). A commit file is written
-        once, by rename: records are cached by (name, length, mtime)."""
-        commits = self._Path(self.root, "commits")
-        if not self.fs.exists(commits):
-            return []
+        once, by rename: records are cached by (name, length, mtime) (on S3: by name and the
+        ETag of the object that holds them, ``etl.dedup.index_store``)."""
         out = []
-        for st in self.fs.listStatus(commits):
-            name = st.getPath().getName()
-            if name.endswith(".json"):
-                stamp = (name, st.getLen(), st.getModificationTime())
-                if stamp not in self._records:
-                    rec = json.loads(self._read(st.getPath()))
-                    rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
-                    rec.setdefault("layout", 1 if "kind" in rec else 0)
-                    rec.setdefault("kind", "batch")
-                    self._records[stamp] = {**rec, "_file": name}
-                out.append(self._records[stamp])
+        for name, stamp in self.store.commit_files():
+            if stamp not in self._records:
+                rec = json.loads(self.store.read_commit(name))
+                rec.setdefault("name", rec.get("run") or name.removesuffix(".json").split("-", 1)[1])
+                rec.setdefault("layout", 1 if "kind" in rec else 0)
+                rec.setdefault("kind", "batch")
+                self._records[stamp] = {**rec, "_file": name}
+            out.append(self._records[stamp])
         return sorted(out, key=lambda r: r["sequence"])
 
     def segments(self) -> list[Segment]:
@@ -269,17 +274,9 @@ class DedupIndex:
         """A batch of layout 0: Spark's partitionBy("band") files of (key, doc_id), unsorted,
         listed from its directory; rows from the files' footers."""
         out = []
-        fs, root = ixf.filesystem(self.root.toString())
+        fs, root = ixf.filesystem(self.root)
         for part in ("bands", "exact"):
-            base = self._Path(self.root, f"batches/{run}/{part}")
-            if not self.fs.exists(base):
-                continue
-            it = self.fs.listFiles(base, True)
-            while it.hasNext():
-                path = it.next().getPath().toString()
-                if not path.endswith(".parquet"):
-                    continue
-                rel = path[len(self.root.toString()) + 1 :]
+            for rel in self.store.parquet_files(f"batches/{run}/{part}"):
                 band = [s for s in rel.split("/") if s.startswith("band=")]
                 with ixc.reading(f"{root}/{rel}"):
                     rows = pq.ParquetFile(fs.open_input_file(f"{root}/{rel}")).metadata.num_rows
@@ -293,7 +290,7 @@ class DedupIndex:
     def catalog(self, segments: list[Segment] | None = None) -> Catalog:
         """The files lookups and compactions read with pyarrow (every segment but legacy ones)."""
         segs = self.segments() if segments is None else segments
-        return Catalog.of(self.root.toString(), [f for s in segs if not s.legacy for f in s.files])
+        return Catalog.of(self.root, [f for s in segs if not s.legacy for f in s.files], self.access)
 
     def describe(self) -> dict:
         """Segments, files, documents, and the most files any (part, bucket) lookup opens."""
@@ -347,29 +344,45 @@ class DedupIndex:
         (band, bucket) of its paths: the files its commit lists (a task killed while writing one
         leaves a temporary file beside it that a read of the directory would take for Parquet),
         the directory for layout 0, whose commit lists none."""
-        base = self._Path(self.root, f"{self._dir(s)}/{part}").toString()
+        base = self.store.uri(f"{self._dir(s)}/{part}")
         if s.layout == 0:
             return self.spark.read.schema(schema).option("basePath", base).parquet(base)
         want = {"exact": EXACT, "docs": DOCS}.get(part)
-        paths = [
-            self._Path(self.root, f.path).toString()
-            for f in s.files
-            if (f.part == want if want is not None else f.part >= 0)
-        ]
+        paths = [self.store.uri(f.path) for f in s.files if (f.part == want if want is not None else f.part >= 0)]
         if not paths:
             return self.spark.createDataFrame([], schema + (", band int" if part == "bands" else ""))
-        self._verify_in_tasks([f for f in s.files if f.sha256 and self._Path(self.root, f.path).toString() in paths])
+        self._verify_in_tasks([f for f in s.files if f.sha256 and self.store.uri(f.path) in paths])
+        if self.access is not None:
+            return self._store_frame([f for f in s.files if self.store.uri(f.path) in paths], part, schema)
         return self.spark.read.schema(schema).option("basePath", base).parquet(*paths)
+
+    def _store_frame(self, files: list[IndexFile], part: str, schema: str) -> DataFrame:
+        """``_frame`` on S3: the committed files read by the executors through pyarrow
+        (``etl.runtime.s3frames``), each band's with its ``band`` column (Spark would take it from
+        the paths)."""
+        from etl.runtime.s3frames import read_frame
+
+        if part != "bands":
+            return read_frame(self.spark, [self.store.uri(f.path) for f in files], self.access).select(
+                *[c.split()[0] for c in schema.split(", ")]
+            )
+        frames = [
+            read_frame(self.spark, [self.store.uri(f.path) for f in files if f.part == b], self.access)
+            .select("key", "doc")
+            .withColumn("band", F.lit(b))
+            for b in sorted({f.part for f in files})
+        ]
+        return reduce(DataFrame.unionByName, frames)
 
     def _verify_in_tasks(self, files: list[IndexFile]) -> None:
         """Check ``files`` against their commit record before Spark reads them whole (a Spark
         read of a damaged file is a Java trace, or no error at all): a task a few files."""
         if not files:
             return
-        root = self.root.toString()
+        root, access = self.root, self.access
 
         def check(f: IndexFile) -> None:
-            fs, base = ixf.filesystem(root)
+            fs, base = ixf.filesystem(root, access)
             ixc.verify(fs, f"{base}/{f.path}", f.size, f.sha256)
 
         sc = self.spark.sparkContext
@@ -542,23 +555,16 @@ class DedupIndex:
             run = self._new_name(run)
             bits = self._bits(len(exact))
             files = ixf.write_units(
-                self.root.toString(), f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts()
+                self.root, f"batches/{run}", ixf.segment_tables(bands, exact), bits, self._opts(), self.access
             )
             failpoint("index:batch_written")
             self._commit(run, "batch", bits, len(exact), files)
         return run
 
-    def _writer(self) -> Lock:
-        """``INDEX/.lock`` for one write: held by appends, compactions and retractions."""
-        uri = self.root.toUri()
-        if uri.getScheme() == "file":  # O_EXCL: atomic, where Hadoop's local create checks then writes
-            return Lock(f"{uri.getPath()}/.lock", "another writer of the dedup index", LocalFiles(), IndexLocked)
-        return Lock(
-            self._Path(self.root, ".lock").toString(),
-            "another writer of the dedup index",
-            HadoopFiles(self.spark),
-            IndexLocked,
-        )
+    def _writer(self) -> AbstractContextManager[Lock]:
+        """``INDEX/.lock`` for one write: held by appends, compactions and retractions (created
+        exclusively: O_EXCL on a disk, a create without overwrite on HDFS, If-None-Match on S3)."""
+        return self.store.lock(IndexLocked)
 
     def _new_name(self, run: str | None) -> str:
         live = {c["name"] for c in self._commits()}
@@ -575,7 +581,7 @@ class DedupIndex:
         if len(head) <= local_docs:
             bits = self._bits(len(head))
             tables = ixf.segment_tables(bands.select("band", "key", "doc_id").toArrow(), head)
-            return len(head), bits, ixf.write_units(self.root.toString(), segment, tables, bits, self._opts())
+            return len(head), bits, ixf.write_units(self.root, segment, tables, bits, self._opts(), self.access)
         docs = exact.count()
         bits = self._bits(docs)
         doc_hex = F.md5(F.col("doc_id"))  # etl.dedup.index_files.doc_hash's hex digits
@@ -595,7 +601,7 @@ class DedupIndex:
             .repartition(n, "part", "bucket")
             .sortWithinPartitions("part", "bucket")
         )
-        task = ixf.write_task(self.root.toString(), segment, bits, self._opts())
+        task = ixf.write_task(self.root, segment, bits, self._opts(), self.access)
         out = sorted_rows.mapInArrow(task, ixf.WRITTEN_DDL).collect()
         return [IndexFile(**r.asDict()) for r in out]
 
@@ -616,12 +622,11 @@ class DedupIndex:
             "replaces": [{"name": s.name, "sequence": s.sequence} for s in replaces],
         }
         if self._format < FORMAT_VERSION:  # before the first segment of this layout: older code now refuses the index
-            self._write_atomic(
-                self._Path(self.root, "settings.json"),
-                json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True),
+            self.store.write_text(
+                "settings.json", json.dumps({"format_version": FORMAT_VERSION, **asdict(self.params)}, sort_keys=True)
             )
             self._format = FORMAT_VERSION
-        self._write_atomic(self._Path(self.root, f"commits/{seq:08d}-{name}.json"), json.dumps(record))
+        self.store.add_commit(f"{seq:08d}-{name}.json", json.dumps(record))  # the commit point
 
     def _next_sequence(self) -> int:
         return max((c["sequence"] for c in self._commits()), default=-1) + 1
@@ -668,7 +673,7 @@ class DedupIndex:
         try:
             yield
         except Exception:
-            self.fs.delete(self._Path(self.root, f"compacted/{name}"), True)
+            self.store.delete_dir(f"compacted/{name}")
             raise
 
     def _rewrite_legacy(self, legacy: list[Segment], t0: float) -> dict:
@@ -709,11 +714,11 @@ class DedupIndex:
         where: str,
         checks: dict[str, tuple[int, str]],
     ) -> list[IndexFile]:
-        root, opts = self.root.toString(), self._opts()
+        root, opts, access = self.root, self._opts(), self.access
 
         def merge(unit):
             part, bucket, inputs = unit
-            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks)
+            return ixf.merge_bucket(root, inputs, segment, part, bucket, bits, opts, checks, access)
 
         if where == "driver":
             return [f for u in units for f in merge(u)]
@@ -727,14 +732,12 @@ class DedupIndex:
         replaced = {r["sequence"] for c in commits for r in c.get("replaces", [])}
         for c in commits:
             if c["sequence"] in replaced:
-                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+                self.store.remove_commit(c["_file"])
         live = {(c["kind"] == "compaction", c["name"]) for c in commits if c["sequence"] not in replaced}
         for compacted, top in ((False, "batches"), (True, "compacted")):
-            d = self._Path(self.root, top)
-            if self.fs.exists(d):
-                for st in self.fs.listStatus(d):
-                    if (compacted, st.getPath().getName()) not in live:
-                        self.fs.delete(st.getPath(), True)
+            for name in self.store.segment_dirs(top):
+                if (compacted, name) not in live:
+                    self.store.delete_dir(f"{top}/{name}")
 
     def retract(self, run: str) -> bool:
         """Remove a committed batch (a build whose output was never published); the commit file
@@ -754,21 +757,10 @@ class DedupIndex:
         found = False
         for c in commits:
             if c["name"] == run and c["kind"] != "compaction":
-                self.fs.delete(self._Path(self.root, f"commits/{c['_file']}"), False)
+                self.store.remove_commit(c["_file"])
                 found = True
-        self.fs.delete(self._Path(self.root, f"batches/{run}"), True)
+        self.store.delete_dir(f"batches/{run}")
         return found
-
-    def _read(self, path) -> str:
-        stream = self.fs.open(path)
-        try:
-            reader = self.spark._jvm.java.io.BufferedReader(self.spark._jvm.java.io.InputStreamReader(stream, "UTF-8"))
-            return "\n".join(iter(reader.readLine, None))
-        finally:
-            stream.close()
-
-    def _write_atomic(self, path, text: str) -> None:
-        write_atomic(path.toString(), text, self.storage)
 
 
 @contextmanager

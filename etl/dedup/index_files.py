@@ -100,8 +100,12 @@ class FileOptions:
     row_group_rows: int = 65536
 
 
-def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's file system and path for a Hadoop-style root (file:/x, s3a://b/x, hdfs://...)."""
+def filesystem(root: str, access=None) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's file system and path for a Hadoop-style root (file:/x, s3a://b/x, hdfs://...),
+    or for ``s3://bucket/prefix`` with ``access`` (``base.s3.S3Access``: the job's endpoint and
+    credentials, as every S3 output)."""
+    if access is not None:
+        return access.filesystem(), root.split("://", 1)[1].rstrip("/")
     if root.startswith("file:"):
         return pafs.LocalFileSystem(), urlparse(root).path
     if "://" not in root:
@@ -174,13 +178,14 @@ def write_sorted(
     schema = schema_of(part)
     table = table.select(schema.names).cast(schema).sort_by("key")
     rel = f"{segment}/{part_dir(part, bucket)}"
-    if len(table):
+    on_store = isinstance(fs, pafs.S3FileSystem)  # an object appears whole when its upload completes
+    if len(table) and not on_store:
         fs.create_dir(f"{root}/{rel}", recursive=True)
     files = []
     for i, start in enumerate(range(0, len(table), opts.max_rows)):  # an empty bucket has no file
         chunk = table.slice(start, opts.max_rows)
         name = f"{rel}/part-{i:05d}.parquet"
-        tmp = f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp = f"{root}/{name}" if on_store else f"{root}/{name}.{uuid.uuid4().hex[:8]}.tmp"
         with fs.open_output_stream(tmp) as raw, Hashing(raw) as out:
             pq.write_table(
                 chunk,
@@ -190,7 +195,8 @@ def write_sorted(
                 compression={c: ("NONE" if c == "key" else "ZSTD") for c in schema.names},
                 write_statistics=["key"],
             )
-        fs.move(tmp, f"{root}/{name}")
+        if not on_store:
+            fs.move(tmp, f"{root}/{name}")
         files.append(IndexFile(name, part, bucket, bits, len(chunk), out.size, out.sha256.hexdigest()))
     return files
 
@@ -291,10 +297,11 @@ class Catalog:
     files: dict[tuple[int, int, int], list[str]] = field(default_factory=dict)
     bits: dict[int, list[int]] = field(default_factory=dict)  # part -> the bucket bits its segments use
     checks: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (size, sha256), where committed
+    access: object = None  # base.s3.S3Access of an index on s3:// (travels with the tasks), else None
 
     @classmethod
-    def of(cls, root: str, files: list[IndexFile]) -> "Catalog":
-        cat = cls(root, max((f.bits for f in files), default=0))
+    def of(cls, root: str, files: list[IndexFile], access=None) -> "Catalog":
+        cat = cls(root, max((f.bits for f in files), default=0), access=access)
         for f in files:
             cat.files.setdefault((f.part, f.bits, f.bucket), []).append(f.path)
             if f.sha256:
@@ -316,7 +323,7 @@ def lookup(cat: Catalog, parts: np.ndarray, keys: np.ndarray, columns: list[str]
     """Index rows (part, key, ``columns``) whose part and key are among the queries
     ``(parts[i], keys[i])``, reading for each routing bucket only the files that cover it."""
     t0 = time.process_time()
-    fs, root = filesystem(cat.root)
+    fs, root = filesystem(cat.root, cat.access)
     buckets = bucket_of(keys, cat.route)
     order = np.lexsort((keys, buckets, parts))
     parts, buckets, keys = parts[order], buckets[order], keys[order]
@@ -363,12 +370,13 @@ def merge_bucket(
     bits: int,
     opts: FileOptions,
     checks: dict[str, tuple[int, str]] | None = None,
+    access=None,
 ) -> list[IndexFile]:
     """Compaction of one (part, bucket) of a new segment of ``bits``: the rows of ``inputs``
     (files of the merged segments that cover the bucket, verified against ``checks`` where it
     has them) whose key lies in the bucket, sorted and written anew. Row groups outside the
     bucket's key range are skipped by their statistics."""
-    fs, root = filesystem(cat_root)
+    fs, root = filesystem(cat_root, access)
     lo, hi = key_range(bucket, bits)
     schema = schema_of(part)
     tables = []
@@ -440,10 +448,10 @@ def segment_tables(bands: pa.Table, exact: pa.Table) -> list[tuple[int, pa.Table
 
 
 def write_units(
-    root: str, segment: str, tables: list[tuple[int, pa.Table]], bits: int, opts: FileOptions
+    root: str, segment: str, tables: list[tuple[int, pa.Table]], bits: int, opts: FileOptions, access=None
 ) -> list[IndexFile]:
     """Write each part's rows, bucket by bucket (the driver's append)."""
-    fs, base = filesystem(root)
+    fs, base = filesystem(root, access)
     files = []
     for part, table in tables:
         buckets = bucket_of(table.column("key").to_numpy(), bits)
@@ -452,12 +460,12 @@ def write_units(
     return files
 
 
-def write_task(root: str, segment: str, bits: int, opts: FileOptions):
+def write_task(root: str, segment: str, bits: int, opts: FileOptions, access=None):
     """mapInArrow body of a Spark append: rows (part, bucket, ...) arrive sorted by (part,
     bucket); each bucket is written once complete, so a task holds one bucket at a time."""
 
     def run(batches):
-        fs, base = filesystem(root)
+        fs, base = filesystem(root, access)
         pending: list[pa.Table] = []
         current = None
 

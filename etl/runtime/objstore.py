@@ -43,7 +43,7 @@ from base import committed as cm
 from base.s3 import S3Access, S3Config, S3Refused, is_s3, split
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import Lock, Locked
-from etl.runtime.paths import PathRefused, refuse_s3a
+from etl.runtime.paths import refuse_s3a
 from etl.runtime.publish import HadoopStorage, OutputExists, publish_dir
 
 log = logging.getLogger("zhcorpus")
@@ -114,15 +114,20 @@ class Store:
     def put(self, key: str, data: bytes, if_none_match: bool = False, if_match: str | None = None) -> bool:
         """Write ``key``; False when a condition did not hold (``If-None-Match: *``: the key
         exists; ``If-Match``: it is not that ETag any more)."""
+        return self.put_etag(key, data, if_none_match, if_match) is not None
+
+    def put_etag(self, key: str, data: bytes, if_none_match: bool = False, if_match: str | None = None) -> str | None:
+        """``put``, returning the new object's ETag (what the next conditional put names), or
+        None when a condition did not hold."""
         kw = {"IfNoneMatch": "*"} if if_none_match else {"IfMatch": if_match} if if_match else {}
         try:
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **kw)
+            r = self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **kw)
         except Exception as e:
             code = str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
             if code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey") and kw:
-                return False
+                return None
             raise self._refusal(e, key) from e
-        return True
+        return r.get("ETag") or ""
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=key)
@@ -311,13 +316,10 @@ def _remove_leftovers(store: Store, prefix: str, current: cm.Commit | None) -> N
 
 
 def refuse_store_index(index_dir: str | None) -> None:
-    """A dedup index on S3: the one-line refusal (its commit records and lock go through Hadoop's
-    file system, which has no S3 connector here; keep the index on a disk or HDFS)."""
-    if index_dir and is_s3(index_dir):
-        raise PathRefused(
-            f"refusing dedup index {index_dir}: an index on S3 is not built yet; keep --index on a disk "
-            "or HDFS path (the outputs and the nightly's corpus root may be on S3: docs/storage.md)"
-        )
+    """A dedup index at ``s3a://``: the one-line refusal naming ``s3://`` (no Hadoop S3 connector
+    ships with pyspark; ``etl.dedup.index_store`` keeps an index on ``s3://``)."""
+    if index_dir:
+        refuse_s3a(index_dir, "dedup index")
 
 
 def publish_output(output: str, overwrite: bool, spark, s3: S3Config | None = None):
