@@ -30,6 +30,7 @@ import numpy as np
 import opencc
 
 from filters import minhash as mh
+from filters import rolling
 
 # Characters, after normalisation. docs/pii-decontamination.md has the measurement behind each default.
 DEFAULT_NGRAM = 20
@@ -60,20 +61,6 @@ class Hit:
 # has an inverse Q modulo 2^64 and the window [i, i+n) hashes to P^(n-1+i) * (G[i+n] - G[i]),
 # G[j] = sum_{t<j} c[t] Q^t. Five numpy passes whatever n is (tests check it against minhash).
 _P = int(mh._POLY)
-_Q = pow(_P, -1, 1 << 64)
-_powers_cache: list[np.ndarray] = [np.ones(1, np.uint64), np.ones(1, np.uint64)]
-
-
-def _powers(length: int) -> tuple[np.ndarray, np.ndarray]:
-    """P^k and Q^k for k < length (modulo 2^64), cached and grown by doubling."""
-    p_pow, q_pow = _powers_cache
-    if len(p_pow) < length:
-        size = max(length, 2 * len(p_pow), 4096)
-        with np.errstate(over="ignore"):
-            p_pow = np.cumprod(np.r_[np.uint64(1), np.full(size - 1, _P, np.uint64)], dtype=np.uint64)
-            q_pow = np.cumprod(np.r_[np.uint64(1), np.full(size - 1, _Q, np.uint64)], dtype=np.uint64)
-        _powers_cache[:] = [p_pow, q_pow]
-    return p_pow, q_pow
 
 
 def ngram_hashes(norm: str, n: int) -> np.ndarray:
@@ -84,7 +71,7 @@ def ngram_hashes(norm: str, n: int) -> np.ndarray:
     m = len(cps) - n + 1
     if m <= 0:
         return np.zeros(0, np.uint64)
-    p_pow, q_pow = _powers(len(cps) + n)
+    p_pow, q_pow = rolling.powers(_P, len(cps) + n)  # P^k, and Q^k with Q = P^-1
     with np.errstate(over="ignore"):
         g = np.zeros(len(cps) + 1, np.uint64)
         np.cumsum(cps * q_pow[: len(cps)], out=g[1:])

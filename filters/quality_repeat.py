@@ -18,17 +18,17 @@ rarely as two random 64-bit numbers (~m^2 / 2^65 for m items of a chunk: ~1e-8 a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
+
+from filters import rolling
 
 TOP_NS = (2, 3, 4)  # Gopher: fraction of characters in the most frequent 2-, 3-, 4-gram
 DUP_NS = (5, 6, 7, 8, 9, 10)  # Gopher: fraction of characters in duplicated 5- to 10-grams
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multipliers (golden ratio, splitmix64)
 _Q = np.uint64(0xBF58476D1CE4E5B9)
 _B = np.uint64(0xD6E8FEB86659FD93)  # the base of the substring polynomial hash (odd: invertible mod 2^64)
-_B_INV = np.uint64(pow(int(_B), -1, 1 << 64))
 
 
 class Prefix(NamedTuple):
@@ -38,33 +38,10 @@ class Prefix(NamedTuple):
     inv: np.ndarray  # inv[k] = _B**-k mod 2**64
 
 
-_CACHED_POWERS = 1 << 21  # chunks up to this many characters share cached power tables
-
-
-def _powers(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(_B**k, _B**-k) mod 2^64 for k < at least ``size``."""
-    if size > _CACHED_POWERS:
-        return _power_tables(size)  # a text longer than a chunk: its own tables, not kept
-    return _cached_power_tables(max(1024, 1 << (size - 1).bit_length()))  # a few sizes per process
-
-
-def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
-    out = []
-    for base in (_B, _B_INV):
-        p = np.empty(size, dtype=np.uint64)
-        p[0] = 1
-        np.cumprod(np.full(size - 1, base), out=p[1:])
-        out.append(p)
-    return out[0], out[1]
-
-
-_cached_power_tables = lru_cache(maxsize=None)(_power_tables)
-
-
 def prefix_hashes(codes: np.ndarray) -> Prefix:
     """Polynomial prefix hashes of ``codes`` (uint32 code points), mod 2^64."""
     n = len(codes)
-    powers, inv = _powers(n + 1)
+    powers, inv = rolling.powers(int(_B), n + 1)
     h = np.zeros(n + 1, dtype=np.uint64)
     np.cumsum(codes.astype(np.uint64) * powers[:n], out=h[1:])
     return Prefix(h, inv)

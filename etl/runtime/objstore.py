@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from base import committed as cm
+from base.errors import Refusal
 from base.s3 import S3Access, S3Config, S3Refused, is_s3, split
 from etl.runtime.failpoints import failpoint
 from etl.runtime.locks import Lock, Locked
@@ -281,7 +282,7 @@ def publish_s3(dest: str, overwrite: bool, access: S3Access) -> Iterator[S3Stagi
     dest = dest.rstrip("/")
     _, bucket, prefix = split(dest)
     if not prefix:
-        raise ValueError(f"refusing output {dest}: name a prefix inside the bucket (s3://{bucket}/corpus)")
+        raise Refusal(f"refusing output {dest}: name a prefix inside the bucket (s3://{bucket}/corpus)")
     store = Store(access, bucket, "output")
     with Lock(f"{dest}/{cm.LOCK_FILE}", f"another writer of {dest}", StoreLockFiles(store), OutputLocked):
         got = store.get(f"{prefix}/{cm.COMMIT_FILE}")
