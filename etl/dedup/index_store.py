@@ -29,7 +29,9 @@ import json
 from contextlib import contextmanager
 from typing import Iterator
 
+from base.errors import Refusal
 from base.s3 import S3Access, split
+from etl.dedup.index_checks import IndexFileError
 from etl.runtime.locks import HadoopFiles, LocalFiles, Lock, Locked
 from etl.runtime.publish import HadoopStorage, write_atomic
 
@@ -134,7 +136,7 @@ class S3IndexStore:
         self.root = "s3://" + root.split("://", 1)[1].rstrip("/")
         _, bucket, self.prefix = split(self.root)
         if not self.prefix:
-            raise ValueError(f"refusing dedup index {root}: name a prefix inside the bucket (s3://{bucket}/index)")
+            raise Refusal(f"refusing dedup index {root}: name a prefix inside the bucket (s3://{bucket}/index)")
         self.access, self.error = access, error
         self.store = Store(access, bucket, "dedup index")
         self._head: dict[str, dict] = {}  # the records of the version of HEAD last read
@@ -168,7 +170,7 @@ class S3IndexStore:
                 raise ValueError(f"format {body.get('format')!r}")
             self._head, self._etag = dict(body["records"]), got[1]
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"dedup index {self.uri(HEAD)}: not the index's commit records ({e})") from None
+            raise IndexFileError(f"dedup index {self.uri(HEAD)}: not the index's commit records ({e})") from None
         return [(name, (name, got[1])) for name in self._head]
 
     def read_commit(self, name: str) -> str:
