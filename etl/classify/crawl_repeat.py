@@ -85,22 +85,30 @@ def key_counts(keys: DataFrame) -> DataFrame:
     return keys.select("ident", "key").distinct().groupBy("key").agg(F.count("*").alias("texts"))
 
 
-def template_shares(
-    texts: DataFrame,
-    cfg: CrawlRepeatConfig,
-    reference_keys: DataFrame | None = None,
-    prior_counts: DataFrame | None = None,
-) -> tuple[DataFrame, DataFrame]:
-    """(source_file, offset, template_share, template_keys) of every text with at least one
-    sampled span key (``filters.crawl_repeat.template_share``), and this input's ``key_counts``.
-    ``texts``: rows with source_file, offset, text. ``prior_counts``: (key, texts) of earlier
-    inputs (the nightly's published versions), added to this input's."""
+def text_keys(texts: DataFrame, cfg: CrawlRepeatConfig) -> DataFrame:
+    """A row per distinct key of every text (``keys_batch``); ``texts``: rows with source_file,
+    offset, text."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield keys_batch(b, cfg)
 
-    keys = texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
+    return texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
+
+
+def template_shares(
+    texts: DataFrame,
+    cfg: CrawlRepeatConfig,
+    reference_keys: DataFrame | None = None,
+    prior_counts: DataFrame | None = None,
+    keys: DataFrame | None = None,
+) -> tuple[DataFrame, DataFrame]:
+    """(source_file, offset, template_share, template_keys) of every text with at least one
+    sampled span key (``filters.crawl_repeat.template_share``), and this input's ``key_counts``.
+    ``texts``: rows with source_file, offset, text. ``prior_counts``: (key, texts) of earlier
+    inputs (the nightly's published versions), added to this input's. ``keys``: ``text_keys(texts)``
+    when the caller has them (persisted: both the counts and the shares read them)."""
+    keys = text_keys(texts, cfg) if keys is None else keys
     counts = key_counts(keys)
     total = counts
     if prior_counts is not None:
@@ -165,11 +173,14 @@ def crawl_repeat_stage(
     # every record with text is evidence of a template, the ones an earlier rule removed too (a
     # farm's pages caught by another rule still show the frame its other pages share)
     texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
-    shares, counts = template_shares(texts, cfg, reference_keys, prior_counts)
+    # the keys once (the counts and the shares both read them; unpersisted, each cut them again)
+    keys = text_keys(texts, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+    shares, counts = template_shares(texts, cfg, reference_keys, prior_counts, keys)
     if keep_counts:
         counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
     shares = shares.persist(StorageLevel.MEMORY_AND_DISK)
     small = shares.count() <= BROADCAST_MAX  # ~40 bytes a document: the rows are then not shuffled
+    keys.unpersist()
     out = rows.join(F.broadcast(shares) if small else shares, ["source_file", "offset"], "left")
     live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
     hit = live_row & (F.col("template_keys") >= cfg.min_keys) & (F.col(SHARE) >= cfg.max_share)
