@@ -13,7 +13,7 @@ DEMO_SEED  := data/seed
 DEMO_EVALS := data/eval_sets
 DEMO_INPUTS := $(DEMO_CRAWL)/warc $(DEMO_CRAWL)/wet $(DEMO_CRAWL)/jsonl
 
-.PHONY: install lint browser demo demo-crawl demo-models bench-ood bench-ood-blind bench-lofo test test-fast bench bench-classify bench-dedup bench-corpus lock clean-demo spark-package judge-demo
+.PHONY: install lint browser demo demo-crawl demo-models bench-ood bench-ood-blind bench-lofo test test-fast bench bench-classify bench-dedup bench-corpus bench-remote-write lock clean-demo spark-package judge-demo
 
 install: $(STAMP)
 
@@ -148,6 +148,12 @@ bench-dedup: $(STAMP) build/text-dedup-venv/.installed
 # (~40 min; BENCH_ARGS="--quick", "--only plain --plain-mb 8 32 --repeats 3 --no-split", "--engines compiled").
 bench-corpus: demo-models
 	$(PY) -m bench.bench_corpus $(BENCH_ARGS)
+
+# Issue 34, item 5: the corpus outputs written to an S3 API (moto on 127.0.0.1) against local disk,
+# per core, interleaved, medians of 3; the writers alone and whole builds; the writer's and the
+# reader's peak RSS (~10 min at 8 MB; BENCH_ARGS="--mb 2 --no-build" for a quick look).
+bench-remote-write: $(STAMP)
+	$(PY) -m bench.bench_remote_write --mb 8 --repeat 3 $(BENCH_ARGS)
 
 # Issue 23: the chain with make demo's models on an out-of-domain set (statutes, web fiction, an
 # idiom glossary; six keyword-free spam families; site chrome), against the issue's targets.
