@@ -242,23 +242,7 @@ class Engine {
   // jieba HMM-on words: (lengths of every word, words per text)
   py::tuple cut_hmm(Array<int64_t> offsets, py::buffer data) {
     if (!hmm_) throw std::runtime_error("no HMM: call set_hmm first");
-    Strings s(offsets, data);
-    std::vector<int64_t> lengths, per_text(s.n);
-    {
-      py::gil_scoped_release release;
-      for (int64_t i = 0; i < s.n; ++i) {
-        decode_utf8(s.at(i), s.size(i), codes_);
-        ends_.clear();
-        dict_.cut_hmm(codes_.data(), static_cast<int64_t>(codes_.size()), *hmm_, ends_);
-        int64_t prev = 0;
-        for (int64_t e : ends_) {
-          lengths.push_back(e - prev);
-          prev = e;
-        }
-        per_text[i] = static_cast<int64_t>(ends_.size());
-      }
-    }
-    return py::make_tuple(Array<int64_t>(lengths.size(), lengths.data()), Array<int64_t>(per_text.size(), per_text.data()));
+    return word_lengths(offsets, data, [this](const uint32_t* c, int64_t n) { dict_.cut_hmm(c, n, *hmm_, ends_); });
   }
 
   // filters.classify.preprocess of each text's prose (main, or alt where alt_index >= 0): the first
@@ -426,6 +410,13 @@ class Engine {
 
   // jieba HMM-off words: (lengths of every word, words per text)
   py::tuple cut(Array<int64_t> offsets, py::buffer data) {
+    return word_lengths(offsets, data, [this](const uint32_t* c, int64_t n) { dict_.cut(c, n, ends_); });
+  }
+
+ private:
+  // (lengths of every word, words per text) of each text cut by ``cut`` (which fills ends_)
+  template <typename Cut>
+  py::tuple word_lengths(Array<int64_t> offsets, py::buffer data, Cut cut) {
     Strings s(offsets, data);
     std::vector<int64_t> lengths, per_text(s.n);
     {
@@ -433,7 +424,7 @@ class Engine {
       for (int64_t i = 0; i < s.n; ++i) {
         decode_utf8(s.at(i), s.size(i), codes_);
         ends_.clear();
-        dict_.cut(codes_.data(), static_cast<int64_t>(codes_.size()), ends_);
+        cut(codes_.data(), static_cast<int64_t>(codes_.size()));
         int64_t prev = 0;
         for (int64_t e : ends_) {
           lengths.push_back(e - prev);
@@ -444,6 +435,8 @@ class Engine {
     }
     return py::make_tuple(Array<int64_t>(lengths.size(), lengths.data()), Array<int64_t>(per_text.size(), per_text.data()));
   }
+
+ public:
 
   // filters.tokenizer.presegment: the words, ' ' -> U+2582 and '\n' -> U+2583, joined by ' '
   py::list presegment(Array<int64_t> offsets, py::buffer data) {
