@@ -346,10 +346,14 @@ def contact_counts(joined: str, doc_starts: np.ndarray, codes: np.ndarray | None
     right after an opening bracket (``anchor (https://…)``, Markdown's ``[a](…)``, ``<…>``): a
     page that cites one site ten times, or renders its hyperlinks, hands over no contact (issue
     32: technical Q&A pages lost to this rule)."""
+    spans = _spans(joined, codes)
     counts = np.zeros(len(doc_starts))
+    if not spans:
+        return counts
+    starts = np.fromiter((s for s, _, _ in spans), dtype=np.int64, count=len(spans))
+    docs = (np.searchsorted(doc_starts, starts, side="right") - 1).tolist()
     sites: set[tuple[int, str]] = set()
-    for s, e, is_id in _spans(joined, codes):
-        doc = int(np.searchsorted(doc_starts, s, side="right")) - 1
+    for (s, e, is_id), doc in zip(spans, docs):
         if is_id:
             counts[doc] += 1
         elif not (s and joined[s - 1] in LINK_OPEN):
