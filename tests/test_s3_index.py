@@ -31,7 +31,7 @@ from etl.runtime.objstore import Store
 from jobs import cli
 from jobs import dedup as dedup_job
 from tests.crawl_fixture import doc
-from tests.test_s3_read import BUCKET, creds, store  # noqa: F401 - fixtures
+from tests.test_s3_read import BUCKET, creds, moto_credentials, store  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
 
@@ -71,11 +71,7 @@ def nights(spark, store, tmp_path_factory):  # noqa: F811
     inputs = [_night(root / "in" / f"night{n}.parquet", rows) for n, rows in ((1, first), (2, second))]
     out: dict = {"url": url, "root": root, "s3": f"s3://{BUCKET}/index", "codes": [], "dups": {}}
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "no-credentials"))
-        mp.setenv("AWS_ACCESS_KEY_ID", "test")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "test")
+        moto_credentials(mp, root)
         for where, index in (("local", str(root / "index")), ("s3", out["s3"])):
             for n, night in enumerate(inputs, 1):
                 dest = root / f"{where}-out{n}"

@@ -55,13 +55,18 @@ def store():
     server.stop()
 
 
+def moto_credentials(mp: pytest.MonkeyPatch, root) -> None:
+    """The moto server's test keys, and nothing of this machine's AWS settings."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        mp.delenv(name, raising=False)
+    mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "no-credentials"))
+    mp.setenv("AWS_ACCESS_KEY_ID", "test")
+    mp.setenv("AWS_SECRET_ACCESS_KEY", "test")
+
+
 @pytest.fixture
 def creds(monkeypatch, tmp_path):
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    moto_credentials(monkeypatch, tmp_path)
 
 
 def _cfg(url: str) -> CleanConfig:

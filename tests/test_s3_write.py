@@ -42,7 +42,7 @@ from etl.runtime.objstore import OutputLocked, publish_s3
 from jobs import build_corpus as build_job
 from jobs import cli
 from jobs.config import load_config
-from tests.test_s3_read import BUCKET, creds, store  # noqa: F401 - fixtures
+from tests.test_s3_read import BUCKET, creds, moto_credentials, store  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,11 +230,7 @@ def nights(spark, store, tmp_path_factory):  # noqa: F811
         spark=spark,
     )
     with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(root / "no-credentials"))
-        mp.setenv("AWS_ACCESS_KEY_ID", "test")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "test")
+        moto_credentials(mp, root)
         kept = pq.read_table(root / "local" / "documents", columns=["doc_id", "text"]).to_pylist()
         kept = sorted(kept, key=lambda d: d["doc_id"])
         near = [
