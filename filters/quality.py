@@ -436,9 +436,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     out["date_line_frac"] = _date_lines(joined, codes, line_starts, line_doc, lines, n_docs)
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
-    stamps = (
-        [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)] if ":" in joined or "-" in joined else []
-    )
+    stamps = [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)]
     stamped = np.zeros(n_docs, dtype=np.int64)  # digits of date and time stamps (filters.text.STAMP)
     if stamps:
         at, n = np.array(stamps, dtype=np.int64).T

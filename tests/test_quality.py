@@ -298,6 +298,18 @@ def test_stamps_are_no_figures():
     assert sig(prices)["digit_ratio"] == pytest.approx(8 / 20)
 
 
+def test_a_documents_stamps_do_not_depend_on_its_neighbours():
+    """A page whose only stamps are written with slashes gets the same digit_ratio and han_ratio
+    alone and batched beside a page that holds ':' or '-' (stamps were looked for only in a chunk
+    holding one of those)."""
+    page = "\n".join(f"读者来信 2018/03/{10 + i} 感谢编辑部的回复，我们会继续关注此事。" for i in range(6))
+    alone = q.signals_batch([page])
+    beside = q.signals_batch([page, "会议于 10:30 开始。"])
+    for name in ("digit_ratio", "han_ratio"):
+        assert alone[name][0] == beside[name][0], name
+    assert alone["digit_ratio"][0] == 0.0  # its only digits are its stamps
+
+
 def test_contact_density_counts_sites_not_citations():
     """Issue 32: a web address counts once per site and not at all as a link target (right after an
     opening bracket): a technical FAQ that cites its project's site five times hands over no

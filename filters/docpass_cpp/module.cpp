@@ -583,27 +583,21 @@ class Engine {
     if (with_fluency && !fluency_) throw std::runtime_error("no fluency model: call set_fluency first");
     {
     py::gil_scoped_release release;
-    // filters.quality._chunks: consecutive texts of about chunk_chars characters; the reference
-    // looks for date stamps in a chunk only when it holds ':' or '-'
-    std::vector<uint8_t> stamps;
+    // filters.quality._chunks: consecutive texts of about chunk_chars characters
     std::vector<int64_t> local(n);
     int64_t size = 0, id = -1, first = 0;
-    bool mark = false;
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* p;
       size_t bytes;
       text(i, p, bytes);
       int64_t len = static_cast<int64_t>(utf8_length(p, bytes));
       if (i == 0 || (size && size + len > chunk_chars_)) {
-        if (id >= 0) stamps.push_back(mark);
-        ++id, first = i, size = 0, mark = false;
+        ++id, first = i, size = 0;
       }
       size += len + 1;
       chunk_p[i] = id;
       local[i] = i - first;
-      for (size_t j = 0; j < bytes && !mark; ++j) mark = p[j] == ':' || p[j] == '-';
     }
-    if (n) stamps.push_back(mark);
     DocResult r;
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t* p;
@@ -615,7 +609,7 @@ class Engine {
       ends_.clear();
       dict_.cut(c, len, ends_);
       signals_->compute(c, len, ends_, row_p + row_off[i], row_off[i + 1] - row_off[i],
-                        static_cast<uint64_t>(local[i]), stamps[chunk_p[i]] != 0, r);
+                        static_cast<uint64_t>(local[i]), r);
       std::copy(r.sig, r.sig + N_SIG, sig_p + i * N_SIG);
       vis_p[i] = r.visible;
       contact_p[i] = contact_candidate(c, len, contact_kinds_.data(), min_id_digits_);

@@ -124,7 +124,7 @@ int64_t stamp_at(const uint32_t* c, int64_t n, int64_t i) {
 }  // namespace
 
 void SignalPass::compute(const uint32_t* c, int64_t n, const std::vector<int64_t>& word_ends, const int64_t* rows,
-                         int64_t n_rows, uint64_t doc, bool stamps, DocResult& out) {
+                         int64_t n_rows, uint64_t doc, DocResult& out) {
   const uint8_t* t = p_.table;
   int64_t counts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t latin_pairs = 0;
@@ -140,8 +140,8 @@ void SignalPass::compute(const uint32_t* c, int64_t n, const std::vector<int64_t
   lines(c, n, rows, n_rows, doc, out);
   words(c, word_ends, doc, out);
   // digits of date and time stamps (filters.text.STAMP): no figures of digit_ratio, no units of
-  // writing (the reference looks for them only in a chunk holding ':' or '-')
-  int64_t stamped = stamps ? stamp_digits(c, n) : 0;
+  // writing
+  int64_t stamped = stamp_digits(c, n);
   out.sig[SYMBOL_RATIO] = frac(counts[SYMBOL], visible);
   out.sig[DIGIT_RATIO] = frac(counts[DIGIT] - stamped, visible - stamped);
   out.sig[LATIN_RATIO] = frac(counts[LATIN], visible);

@@ -38,10 +38,9 @@ class SignalPass {
   explicit SignalPass(SignalParams params) : p_(std::move(params)) {}
 
   // codes[0:n] is the document, word_ends its cut (jieba, HMM off); doc: its index in its chunk;
-  // stamps: whether its chunk holds ':' or '-' (the reference looks for date stamps only then).
   // rows: the document's lines (0-based, empty lines counted) that are Markdown table rows, sorted.
   void compute(const uint32_t* codes, int64_t n, const std::vector<int64_t>& word_ends, const int64_t* rows,
-               int64_t n_rows, uint64_t doc, bool stamps, DocResult& out);
+               int64_t n_rows, uint64_t doc, DocResult& out);
 
  private:
   struct Line {
