@@ -1,7 +1,7 @@
 // The label-free statistics of filters/quality.py for one document (its prose), computed from one
 // walk over its code points and its words: the same values, float for float, as the numpy
 // reference (which runs a chunk of documents joined by "\n" at a time; chunk-local state, the
-// document's index in its chunk and whether the chunk holds ':' or '-', is passed in).
+// document's index in its chunk, is passed in).
 #pragma once
 
 #include <cstdint>
