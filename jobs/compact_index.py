@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from base.log import setup_logging
 from etl.dedup.stage import DedupConfig
-from etl.runtime.objstore import StoreConfig
+from etl.read.records import ReaderConfig
 from etl.runtime.spark import SparkConfig
 from jobs import cli
 from jobs.config import load_config
@@ -36,7 +36,7 @@ class CompactJobConfig:
 
     spark: SparkConfig = field(default_factory=SparkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
-    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// index's store
+    reader: ReaderConfig = field(default_factory=ReaderConfig)  # reader.s3: an s3:// index's store
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import ClassVar
 from base.log import setup_logging
 from etl.corpus import dedup_corpus
 from etl.dedup.stage import DedupConfig
-from etl.runtime.objstore import StoreConfig
+from etl.read.records import ReaderConfig
 from etl.runtime.paths import check_job_paths
 from etl.runtime.spark import SparkConfig
 from jobs import cli
@@ -30,7 +30,7 @@ from jobs.config import load_config
 class DedupJobConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
-    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// input, output or index's store
+    reader: ReaderConfig = field(default_factory=ReaderConfig)  # reader.s3: an s3:// input, output or index's store
     RENAMED: ClassVar[dict[str, str]] = {"master": "spark.master", "minhash": "dedup.minhash", "verify": "dedup.verify"}
 
 

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import ClassVar
 
 from base.log import setup_logging
-from etl.runtime.objstore import StoreConfig, read_parquet
+from etl.read.records import ReaderConfig
+from etl.runtime.objstore import read_parquet
 from etl.runtime.paths import check_job_paths
 from etl.runtime.spark import SparkConfig, session
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
@@ -29,7 +30,7 @@ from jobs.config import load_config
 class TrainTokenizerConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
-    reader: StoreConfig = field(default_factory=StoreConfig)  # reader.s3: an s3:// input or output's store
+    reader: ReaderConfig = field(default_factory=ReaderConfig)  # reader.s3: an s3:// input or output's store
     RENAMED: ClassVar[dict[str, str]] = {
         "master": "spark.master",
         "sample": "tokenizer.sample",

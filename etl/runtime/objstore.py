@@ -36,7 +36,6 @@ import hashlib
 import logging
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterator
 
 from base import committed as cm
@@ -330,14 +329,6 @@ def publish_output(output: str, overwrite: bool, spark, s3: S3Config | None = No
     if is_s3(output):
         return publish_s3(output, overwrite, S3Access.resolve(s3 or S3Config()))
     return publish_dir(output, overwrite, HadoopStorage(spark))
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    """The ``reader`` section of jobs that read no crawl (dedup, train_tokenizer): only ``reader.s3``,
-    the store an ``s3://`` output (or a committed ``s3://`` input) is on, as in every other job."""
-
-    s3: S3Config = field(default_factory=S3Config)
 
 
 def read_parquet(spark, paths: list[str], s3: S3Config | None = None):
