@@ -227,10 +227,10 @@ def shards(tmp_path_factory):
 
 
 def _proxy(**train) -> ProxyConfig:
-    from train.loop import LoopConfig
+    from train.config import TrainConfig
 
     cfg = ProxyConfig(
-        train=LoopConfig(
+        train=TrainConfig(
             **{
                 "steps": 60,
                 "global_batch": 8,

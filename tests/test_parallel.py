@@ -25,9 +25,10 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 import torch.multiprocessing as mp
 
+from train.config import TrainConfig
 from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, validate
 from train.model import build_model, preset
-from train.parallel.step import TrainConfig, Trainer, cross_entropy
+from train.parallel.step import Trainer, cross_entropy
 from train.parallel.zero import local_tensor
 
 CFG = preset("debug")

@@ -35,8 +35,9 @@ from jobs.config import ConfigError, load_config
 from jobs.train_lm import CONFIGS
 from tests import shard_fixture
 from train import checkpoint
+from train.config import TrainConfig
 from train.job import RaySection, TrainLMConfig, init_ray, resolve, run
-from train.loop import LoopConfig, lr_at
+from train.loop import lr_at
 from train.shapes import PRESETS, ModelConfig
 
 RTOL = 1e-5
@@ -95,14 +96,14 @@ def assert_same_curve(got: list[dict], ref: list[dict]) -> None:
 
 
 def test_lr_warms_up_then_decays_to_the_floor():
-    cfg = LoopConfig(steps=10, warmup=2, lr=1.0, min_lr_ratio=0.1)
+    cfg = TrainConfig(steps=10, warmup=2, lr=1.0, min_lr_ratio=0.1)
     assert [lr_at(s, cfg) for s in (1, 2)] == [0.5, 1.0]
     assert lr_at(10, cfg) == pytest.approx(0.1)
     lrs = [lr_at(s, cfg) for s in range(2, 11)]
     assert all(a > b for a, b in zip(lrs, lrs[1:]))
     assert lr_at(7, dataclasses.replace(cfg, lr_schedule="constant")) == 1.0
     with pytest.raises(ValueError, match="lr_schedule"):
-        LoopConfig(lr_schedule="linear")
+        TrainConfig(lr_schedule="linear")
 
 
 def test_config_tree_loads_debug_toml_with_overrides(corpus):

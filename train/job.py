@@ -15,9 +15,10 @@ from typing import Any, Literal
 from base.manifest import read_manifest
 from base.s3 import is_s3
 from train import checkpoint, launch
+from train.config import TrainConfig
 from train.data import DataConfig, shard_manifest
 from train.launch_checks import LaunchError, check_cluster_fits
-from train.loop import Job, LoopConfig, check_compatible
+from train.loop import Job, check_compatible
 from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate
 from train.planner import total_params
 from train.shapes import ModelConfig
@@ -54,7 +55,7 @@ class TrainLMConfig:
     # top of it. model.vocab_size is always the shards' (their manifest's, the tokenizer's).
     model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
     parallel: ParallelConfig = field(default_factory=ParallelConfig)  # tp * pp * dp = number of workers
-    train: LoopConfig = field(default_factory=LoopConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
     ray: RaySection = field(default_factory=RaySection)
 

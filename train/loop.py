@@ -25,51 +25,22 @@ import logging
 import math
 import tempfile
 import time
-import typing
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from base.log import setup_logging
 from train import checkpoint
+from train.config import TrainConfig
 from train.data import DataConfig, TokenData
 from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
 from train.model import ModelConfig
-from train.parallel import ParallelConfig, TrainConfig, Trainer, at_world_size
+from train.parallel import ParallelConfig, Trainer, at_world_size
 
 log = logging.getLogger("zhcorpus")
-LRSchedule = Literal["cosine", "constant"]
-LR_SCHEDULES: tuple[str, ...] = typing.get_args(LRSchedule)
-
-
-@dataclass(frozen=True)
-class LoopConfig(TrainConfig):
-    """``TrainConfig`` (batch sizes, AdamW, clipping, seed, precision) plus the run around it."""
-
-    steps: int = 100  # optimizer steps in the whole run
-    warmup: int = 10  # linear LR warmup from lr/warmup to lr over this many steps
-    lr_schedule: LRSchedule = "cosine"  # after warmup: cosine (to lr * min_lr_ratio at the last step) | constant
-    min_lr_ratio: float = 0.1  # cosine floor as a fraction of lr (GPT-3: 10 %)
-    log_every: int = 1  # metrics.jsonl row + log line every this many steps (and the first and last)
-    eval_every: int = 0  # validation loss every this many steps; 0: never
-    eval_batches: int = 2  # global batches of the validation split per evaluation (the same each time)
-    checkpoint_every: int = 50  # sharded checkpoint every this many steps (and after the last); 0: only the last
-    async_checkpoint: bool = False  # write checkpoints in the background (DCP async_save) while training goes on
-    keep_checkpoints: int = 2  # newest complete checkpoints kept on disk; 0: all
-    peak_tflops: float = 989.0  # per worker, for MFU: H100 SXM dense bf16; 0 leaves MFU out
-
-    def __post_init__(self):
-        if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
-        for name in ("steps", "log_every", "eval_batches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("warmup", "eval_every", "checkpoint_every", "keep_checkpoints"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"train.{name} must be >= 0, got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -78,14 +49,14 @@ class Job:
 
     model: ModelConfig
     parallel: ParallelConfig
-    train: LoopConfig
+    train: TrainConfig
     data: DataConfig
     manifest: str  # shard manifest.json (already verified by the driver)
     run_dir: str  # RUN_DIR, seen by every worker at this path
     threads: int = 1  # torch intra-op threads per worker
 
 
-def lr_at(step: int, cfg: LoopConfig) -> float:
+def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate of (1-based) step ``step``: linear warmup, then cosine or constant."""
     if step <= cfg.warmup:
         return cfg.lr * step / cfg.warmup
@@ -182,7 +153,7 @@ def completed(job: Job, path: Path | None, rows: dict[int, dict[str, Any]], writ
         writer.event("checkpoint", step=step, path=str(path))
 
 
-def evaluate(trainer: Trainer, valid: TokenData, cfg: LoopConfig) -> float:
+def evaluate(trainer: Trainer, valid: TokenData, cfg: TrainConfig) -> float:
     """Mean loss over the first ``eval_batches`` global batches of the validation split."""
     losses = [trainer.eval_step(valid.batch(i, cfg.global_batch)) for i in range(cfg.eval_batches)]
     return sum(losses) / len(losses)

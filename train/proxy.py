@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from base.errors import Refusal
+from train.config import TrainConfig
 from train.data import DataConfig
-from train.loop import LoopConfig
 from train.shapes import ModelConfig
 
 log = logging.getLogger("zhcorpus")
@@ -59,7 +59,7 @@ class ProxyConfig:
     ``jobs.train_lm``. ``train.seed`` and ``data.seed`` are each run's seed."""
 
     model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
-    train: LoopConfig = field(default_factory=lambda: LoopConfig(steps=100, eval_every=25, log_every=25))
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(steps=100, eval_every=25, log_every=25))
     data: DataConfig = field(default_factory=lambda: DataConfig(seq_len=16, valid_fraction=0.0))
     tokens: int = 0  # tokens each run trains on; 0 = train.steps x global_batch x seq_len, else the steps follow
     ray: ProxyRaySection = field(default_factory=ProxyRaySection)

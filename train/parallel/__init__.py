@@ -5,8 +5,9 @@ recomputation, ``torch.compile``, bf16);
 ``ParallelConfig`` and ``TrainConfig`` are its config sections (``parallel.*``, ``train.*``).
 """
 
+from train.config import TrainConfig
 from train.layout import LayoutError, ParallelConfig, at_world_size, elastic_problems, layout_problems, validate
-from train.parallel.step import TrainConfig, Trainer
+from train.parallel.step import Trainer
 
 __all__ = [
     "LayoutError",

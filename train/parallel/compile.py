@@ -11,15 +11,9 @@ the compiled code. The first step pays for compilation; ``Trainer`` logs its wal
 
 from __future__ import annotations
 
-import typing
-from typing import Literal
-
 from torch import nn
 
-# inductor: generated kernels (C++ on CPU, Triton on GPU); aot_eager: Dynamo + AOTAutograd graphs run
-# by eager kernels (the same capture, no code generation); eager: Dynamo's capture only.
-CompileBackend = Literal["inductor", "aot_eager", "eager"]
-COMPILE_BACKENDS: tuple[str, ...] = typing.get_args(CompileBackend)
+from train.config import COMPILE_BACKENDS, CompileBackend
 
 
 def apply_compile(model: nn.Module, backend: CompileBackend = "inductor") -> None:

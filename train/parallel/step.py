@@ -21,9 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import typing
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 import torch.distributed as dist
@@ -31,37 +28,18 @@ import torch.nn.functional as F
 from torch.distributed.tensor import DTensor, Shard
 from torch.distributed.tensor.parallel import loss_parallel
 
+from train.config import PRECISIONS, TrainConfig
 from train.layout import ParallelConfig, num_microbatches, validate
 from train.model import GPT, ModelConfig
 from train.parallel.ac import apply_ac
-from train.parallel.compile import CompileBackend, apply_compile
+from train.parallel.compile import apply_compile
 from train.parallel.dims import MESH_DIMS, build_mesh
 from train.parallel.fsdp import ShardAdamW, apply_fsdp, copies
 from train.parallel.pp import TiedEmbeddingSync, build_schedule, materialize, stage_ids, stage_model
 from train.parallel.tp import apply_tp
 from train.parallel.zero import ZeroAdamW, local_tensor
 
-# bf16: bf16 compute (FSDP2's MixedPrecisionPolicy, else autocast), fp32 master weights, gradient
-# reductions and optimizer state; bf16 keeps fp32's exponent range, so no loss scaling.
-Precision = Literal["fp32", "bf16"]
-PRECISIONS: tuple[str, ...] = typing.get_args(Precision)
 log = logging.getLogger("zhcorpus")  # the project's logger: the training loop keeps rank 0's lines only
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    global_batch: int = 8  # sequences per optimizer step, all dp replicas together
-    micro_batch: int = 2  # sequences per forward/backward on one replica
-    lr: float = 3e-4  # AdamW learning rate (``train_step(lr=…)`` overrides it per step)
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    weight_decay: float = 0.1  # on matrices and embeddings; never on biases or LayerNorm
-    grad_clip: float = 1.0  # max global gradient L2 norm (all parameters, all ranks); 0: off
-    seed: int = 0  # initial weights: identical for every layout
-    precision: Precision = "fp32"  # fp32 | bf16 compute with fp32 master weights, reductions, optimizer
-    compile: bool = False  # torch.compile each transformer block (train.parallel.compile)
-    compile_backend: CompileBackend = "inductor"  # torch.compile backend; the tests use aot_eager (no C++ build)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
