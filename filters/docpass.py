@@ -160,7 +160,7 @@ def _classify_engine():
 
     from jieba.finalseg import emit_P, start_P, trans_P
 
-    from filters.classify import MAX_CHARS
+    from filters.classify import MAX_CHARS, SENTENCE_PUNCT
     from filters.fluency import nfkc_lower_tables
 
     e = engine()
@@ -173,9 +173,11 @@ def _classify_engine():
     trans = np.array([[trans_P[a].get(b, floor) for b in tags] for a in tags])
     e.set_hmm(np.array([start_P[t] for t in tags]), trans, emit)
     simple, length, offset, flat = nfkc_lower_tables()
-    space = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
-    space[[c for c in range(sys.maxunicode + 1) if chr(c).isspace()]] = 1
-    e.set_classify(simple.view(np.uint8), length, offset, flat, space, MAX_CHARS)
+    classes = np.zeros(sys.maxunicode + 1, dtype=np.uint8)  # module.cpp's SPACE | WORD | SENTENCE
+    classes[[c for c in range(sys.maxunicode + 1) if chr(c).isspace()]] |= 1
+    classes[[c for c in range(sys.maxunicode + 1) if chr(c).isalnum()]] |= 2
+    classes[[ord(c) for c in SENTENCE_PUNCT]] |= 4
+    e.set_classify(simple.view(np.uint8), length, offset, flat, classes, MAX_CHARS)
     return e
 
 

@@ -232,10 +232,12 @@ class Engine {
   }
 
   // The classifiers' text tables: NFKC + lower case per "simple" character (fluency's
-  // nfkc_lower_tables, unfolded) and str.isspace
+  // nfkc_lower_tables, unfolded) and a class per code point: SPACE (str.isspace), WORD
+  // (str.isalnum), SENTENCE (filters.classify.SENTENCE_PUNCT)
+  static constexpr uint8_t SPACE = 1, WORD = 2, SENTENCE = 4;
   void set_classify(Array<uint8_t> simple, Array<uint8_t> length, Array<int64_t> offset, Array<uint32_t> flat,
-                    Array<uint8_t> space, int64_t max_chars) {
-    c_simple_ = simple, c_length_ = length, c_offset_ = offset, c_flat_ = flat, c_space_ = space;
+                    Array<uint8_t> classes, int64_t max_chars) {
+    c_simple_ = simple, c_length_ = length, c_offset_ = offset, c_flat_ = flat, c_class_ = classes;
     c_max_chars_ = max_chars;
   }
 
@@ -246,14 +248,15 @@ class Engine {
   }
 
   // filters.classify.preprocess of each text's prose (main, or alt where alt_index >= 0): the first
-  // max_chars characters, NFKC and lower case, whitespace folded, jieba's HMM-on words joined by
-  // spaces. None where a character is not "simple" (Python normalises that text).
+  // max_chars characters, NFKC and lower case, whitespace folded, jieba's HMM-on words that are
+  // words (filters.classify.is_word) joined by spaces. None where a character is not "simple"
+  // (Python normalises that text).
   py::list classify_lines(Array<int64_t> offsets, py::buffer data, Array<int64_t> alt_index, Array<int64_t> alt_offsets,
                           py::buffer alt_data) {
     if (!hmm_ || !c_simple_.size()) throw std::runtime_error("call set_hmm and set_classify first");
     Strings main(offsets, data), alt(alt_offsets, alt_data);
     const int64_t* alt_i = alt_index.data();
-    const uint8_t *simple = c_simple_.data(), *length = c_length_.data(), *space = c_space_.data();
+    const uint8_t *simple = c_simple_.data(), *length = c_length_.data(), *cls = c_class_.data();
     const int64_t* offset = c_offset_.data();
     const uint32_t* flat = c_flat_.data();
     py::list out(main.n);
@@ -277,7 +280,7 @@ class Engine {
           // " ".join(head.split())
           folded.clear();
           for (uint32_t c : tmp_) {
-            if (space[c]) {
+            if (cls[c] & SPACE) {
               if (!folded.empty() && folded.back() != ' ') folded.push_back(' ');
             } else {
               folded.push_back(c);
@@ -289,7 +292,11 @@ class Engine {
           text_.clear();
           int64_t prev = 0;
           for (int64_t e : ends_) {
-            if (!(e - prev == 1 && folded[prev] == ' ')) {  // the words, space words left out
+            // the words: space words left out, and tokens with no letter or digit unless all
+            // sentence punctuation
+            uint8_t any = 0, all = SENTENCE;
+            for (int64_t j = prev; j < e; ++j) any |= cls[folded[j]], all &= cls[folded[j]];
+            if (!(e - prev == 1 && folded[prev] == ' ') && ((any & WORD) || all)) {
               if (!text_.empty()) text_.push_back(' ');
               for (int64_t j = prev; j < e; ++j) append_utf8(text_, folded[j]);
             }
@@ -653,7 +660,7 @@ class Engine {
   std::vector<uint32_t> codes_;
   std::vector<int64_t> ends_;
   std::unique_ptr<Hmm> hmm_;
-  Array<uint8_t> c_simple_, c_length_, c_space_;
+  Array<uint8_t> c_simple_, c_length_, c_class_;
   Array<int64_t> c_offset_;
   Array<uint32_t> c_flat_;
   int64_t c_max_chars_ = -1;
