@@ -1,5 +1,6 @@
 """The safety layer (filters/safety.py): per-category scores and verdicts on promotion pages and
-on text that must be spared, hand-computed scores, the literal prefilter, user extensions, errors,
+on text that must be spared, hand-computed scores, the literal prefilter (filters/safety_prefilter.py;
+its parity with the one before issue 35: tests/test_safety_prefilter.py), user extensions, errors,
 and the false-removal rate on People's Daily news. No Spark.
 
 Every page below is ours, written for these tests (no text from demo/ood/ or data/ood/): promotion
@@ -27,9 +28,8 @@ from filters.safety import (
     PatternError,
     SafetyConfig,
     SafetyScorer,
-    leading,
-    requirement,
 )
+from filters.safety_prefilter import leading, requirement
 
 POSITIVES = {
     "gambling": [
