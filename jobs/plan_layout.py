@@ -4,16 +4,21 @@
     python -m jobs.plan_layout --model 200b --gpus 2048 --gpu-mem-gb 32 --peak-tflops 256 \\
         --recompute full --global-batch 512 --check 8,16,16
     python -m jobs.plan_layout --layers 76 --hidden 16384 --heads 128 --ffn 65536 --no-query-layer \\
-        --vocab 53005 --seq 2048 --gpus 2128 --global-batch 3360 --zero 0 --recompute full --check 8,38,7 --json
+        --vocab 53005 --seq 2048 --gpus 2128 --global-batch 3360 --dp-shard none --recompute full \\
+        --check 8,38,7 --json
 
 Every flag is a shorthand for ``--set section.key=value`` on the config tree below (sections
-[model], [cluster], [training]; ``--config plan.toml`` loads one), so a plan can be kept as TOML.
-[model] is the model's own config (``train.shapes.ModelConfig``, the keys ``jobs.train_lm`` reads):
-``preset`` (default 13B) and any field replacing the preset's (``--layers`` = ``model.n_layers``,
-``--hidden`` = ``model.dim``, ``--heads`` = ``model.n_heads``, ``--ffn`` = ``model.ffn_dim``,
-``--vocab`` = ``model.vocab_size``). The formulas, their sources and the overlap assumptions are in
-``train/planner.py``. Output: a ranked table (or ``--json``); ``--check`` exits 0 when the layout is
-feasible, 1 when it is not (with every reason), 2 on invalid input.
+[model], [parallel], [train], [cluster]; ``--config plan.toml`` loads one), so a plan can be kept as
+TOML. [model], [parallel] and [train] are the sections ``jobs.train_lm`` reads, in its vocabulary:
+[model] is ``train.shapes.ModelConfig``, ``preset`` (default 13B) and any field replacing the
+preset's (``--layers`` = ``model.n_layers``, ``--hidden`` = ``model.dim``, ``--heads`` =
+``model.n_heads``, ``--ffn`` = ``model.ffn_dim``, ``--vocab`` = ``model.vocab_size``); [parallel]
+is ``train.layout.ParallelConfig`` (``--dp-shard`` none | zero1 | fsdp, ``--recompute``,
+``--virtual-stages`` with ``--schedule interleaved_1f1b``; its tp, pp, dp are what the planner
+chooses, or ``--check``); of [train] (``train.config.TrainConfig``) the planner reads the batch
+sizes. The formulas, their sources and the overlap assumptions are in ``train/planner.py``.
+Output: a ranked table (or ``--json``); ``--check`` exits 0 when the layout is feasible, 1 when it
+is not (with every reason), 2 on invalid input.
 """
 
 from __future__ import annotations
@@ -27,23 +32,45 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jobs.config import ConfigError, load_config
-from train.planner import Cluster, Estimate, Layout, Training, evaluate, flops_per_iteration, plan, total_params
+from train.config import TrainConfig
+from train.layout import ParallelConfig
+from train.planner import (
+    PLAN_PARALLEL,
+    PLAN_TRAIN,
+    Cluster,
+    Estimate,
+    evaluate,
+    flops_per_iteration,
+    parse_degrees,
+    plan,
+    total_params,
+)
 from train.shapes import ModelConfig
 
 
 @dataclass(frozen=True)
 class PlanLayoutConfig:
-    # Keys that were the planner's own spellings before [model] became the model's config.
+    # Keys that were the planner's own spellings before [model], [parallel] and [train] became the
+    # training job's sections (training.zero 0 | 1 | 3 is parallel.dp_shard none | zero1 | fsdp).
     RENAMED: ClassVar[dict[str, str]] = {
         "model.layers": "model.n_layers",
         "model.hidden": "model.dim",
         "model.heads": "model.n_heads",
         "model.ffn": "model.ffn_dim",
         "model.vocab": "model.vocab_size",
+        "training.zero": "parallel.dp_shard",
+        "training.recompute": "parallel.recompute",
+        "training.virtual_stages": "parallel.virtual_stages",
+        "training.sequence_parallel": "parallel.sequence_parallel",
+        "training.fsdp_grad_sync": "parallel.fsdp_grad_sync",
+        "training.global_batch": "train.global_batch",
+        "training.micro_batch": "train.micro_batch",
+        "training.dp_exposed": "cluster.dp_exposed",
     }
     model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("13B"))
+    parallel: ParallelConfig = PLAN_PARALLEL  # tp, pp, dp: chosen by the planner (or --check)
+    train: TrainConfig = PLAN_TRAIN  # the planner reads global_batch and micro_batch
     cluster: Cluster = field(default_factory=Cluster)
-    training: Training = field(default_factory=Training)
     top: int = 10  # rows of the ranked table
 
 
@@ -66,12 +93,15 @@ FLAGS = {
     "--intra-node-gbps": ("cluster.intra_node_gbps", float),
     "--inter-node-gbps": ("cluster.inter_node_gbps", float),
     "--inter-rack-gbps": ("cluster.inter_rack_gbps", float),
-    "--global-batch": ("training.global_batch", int),
-    "--micro-batch": ("training.micro_batch", int),
-    "--recompute": ("training.recompute", str),
-    "--zero": ("training.zero", int),
-    "--virtual-stages": ("training.virtual_stages", int),
-    "--dp-exposed": ("training.dp_exposed", float),
+    "--dp-exposed": ("cluster.dp_exposed", float),
+    "--global-batch": ("train.global_batch", int),
+    "--micro-batch": ("train.micro_batch", int),
+    "--dp-shard": ("parallel.dp_shard", str),
+    "--fsdp-grad-sync": ("parallel.fsdp_grad_sync", str),
+    "--recompute": ("parallel.recompute", str),
+    "--virtual-stages": ("parallel.virtual_stages", int),
+    "--schedule": ("parallel.schedule", str),
+    "--zero": ("training.zero", int),  # refused: --dp-shard (load)
     "--top": ("top", int),
 }
 
@@ -84,7 +114,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.add_argument(flag, dest=key, type=tp, default=argparse.SUPPRESS, metavar=key.split(".")[-1].upper())
     p.add_argument(
         "--no-sequence-parallel",
-        dest="training.sequence_parallel",
+        dest="parallel.sequence_parallel",
         action="store_false",
         default=argparse.SUPPRESS,
         help="tensor parallelism without sequence parallelism",
@@ -96,14 +126,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=argparse.SUPPRESS,
         help="PanGu-α query layer on top of the blocks (the presets have it)",
     )
-    p.add_argument("--config", default=None, help="TOML config (sections [model], [cluster], [training])")
+    p.add_argument("--config", default=None, help="TOML config (sections [model], [parallel], [train], [cluster])")
     p.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="e.g. --set cluster.inter_node_gbps=50 --set training.dp_exposed=0.5",
+        help="e.g. --set cluster.inter_node_gbps=50 --set cluster.dp_exposed=0.5",
     )
     p.add_argument("--check", default=None, metavar="TP,PP,DP", help="evaluate this one layout; exit 1 if infeasible")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -111,12 +141,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def load(args: argparse.Namespace) -> PlanLayoutConfig:
+    if "training.zero" in vars(args):
+        raise ConfigError("--zero was replaced by --dp-shard (ZeRO stage 0: none, 1: zero1, 3: fsdp)")
     flags = [f"{k}={json.dumps(v)}" for k, v in vars(args).items() if "." in k or k == "top"]
     return load_config(PlanLayoutConfig, args.config, flags + args.overrides)
 
 
 def to_json(e: Estimate) -> dict:
     d = dataclasses.asdict(e)
+    d["layout"] = {"tp": e.layout.tp, "pp": e.layout.pp, "dp": e.layout.dp}
     if e.memory is not None:
         d["memory"]["total"] = e.memory.total
     d["feasible"] = e.feasible
@@ -140,14 +173,15 @@ def row(e: Estimate) -> str:
 
 
 def summary(cfg: PlanLayoutConfig) -> str:
-    m, tr, cl = cfg.model, cfg.training, cfg.cluster
+    m, tr, par, cl = cfg.model, cfg.train, cfg.parallel, cfg.cluster
     return (
         f"model: {total_params(m) / 1e9:.2f}B parameters, {m.n_layers} layers, h={m.dim}, "
         f"a={m.n_heads}, f={m.ffn_dim}, V={m.vocab_size}, s={m.seq_len}"
         f"{', query layer' if m.query_layer else ''}\n"
         f"step: {tr.global_batch} sequences = {tr.global_batch * m.seq_len:,} tokens, "
         f"{flops_per_iteration(m, tr.global_batch) / 1e15:.1f} PFLOP (eq. 3, no recompute); "
-        f"micro-batch {tr.micro_batch}, recompute {tr.recompute}, zero {tr.zero}, v={tr.virtual_stages}\n"
+        f"micro-batch {tr.micro_batch}, recompute {par.recompute}, dp_shard {par.dp_shard}, "
+        f"v={par.virtual_stages}\n"
         f"cluster: {cl.gpus} GPUs, {cl.gpus_per_node}/node, {cl.nodes_per_rack} nodes/rack, "
         f"{cl.gpu_mem_gb:g} GiB, {cl.peak_tflops:g} TFLOPS x {cl.efficiency:g}"
     )
@@ -165,7 +199,7 @@ def reason_counts(infeasible: list[Estimate]) -> str:
 
 
 def run_check(cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
-    e = evaluate(cfg.model, cfg.cluster, cfg.training, Layout.parse(text))
+    e = evaluate(cfg.model, cfg.cluster, cfg.train, dataclasses.replace(cfg.parallel, **parse_degrees(text)))
     if as_json:
         print(json.dumps(to_json(e), indent=2))
     else:
@@ -177,7 +211,7 @@ def run_check(cfg: PlanLayoutConfig, text: str, as_json: bool) -> int:
 
 
 def run_plan(cfg: PlanLayoutConfig, as_json: bool) -> int:
-    feasible, infeasible = plan(cfg.model, cfg.cluster, cfg.training)
+    feasible, infeasible = plan(cfg.model, cfg.cluster, cfg.train, cfg.parallel)
     if as_json:
         print(
             json.dumps(

@@ -64,7 +64,7 @@ def test_fsdp_layouts_on_four_processes_match_single_process(world4, ref, name):
     [
         (ParallelConfig(dp=4, dp_replicate=3, **FSDP), r"dp=4 does not split into dp_replicate=3"),
         (ParallelConfig(dp=4, dp_replicate=2), r"dp_replicate=2 \(HSDP\) needs dp_shard='fsdp'"),
-        (ParallelConfig(dp=2, dp_shard="zero3"), r"dp_shard must be one of zero1, fsdp"),
+        (ParallelConfig(dp=2, dp_shard="zero3"), r"dp_shard must be one of none, zero1, fsdp"),
         (ParallelConfig(dp=2, fsdp_grad_sync="last"), r"fsdp_grad_sync='last' needs dp_shard='fsdp'"),
         (ParallelConfig(dp=2, fsdp_grad_sync="never", **FSDP), r"fsdp_grad_sync must be one of every, last"),
         (ParallelConfig(dp=2, pp=2, fsdp_grad_sync="last", **FSDP), r"fsdp_grad_sync='last' does nothing with pp=2"),

@@ -58,6 +58,7 @@ WORLD2 = [
     Case("pp2_1f1b_full", ParallelConfig(pp=2, schedule="1f1b", recompute="full")),
     Case("pp2_interleaved", ParallelConfig(pp=2, virtual_stages=2, schedule="interleaved_1f1b")),
     Case("dp2_zero1", ParallelConfig(dp=2)),
+    Case("dp2_none", ParallelConfig(dp=2, dp_shard="none")),
     Case("dp2_perturbed", ParallelConfig(dp=2), perturb=True),
     Case("pp2_resumed_from_tp2", ParallelConfig(pp=2), resume_from="tp2"),
     Case("pp2_bf16", ParallelConfig(pp=2), precision="bf16"),
@@ -236,11 +237,12 @@ def test_bf16_autocast_follows_the_fp32_loss_curve(world2, ref):
     assert losses != pytest.approx(ref[0], rel=1e-6)  # it did run in bf16
 
 
-def test_zero1_shards_optimizer_state_over_dp(world2):
+def test_zero1_shards_the_optimizer_state_over_dp_and_none_replicates_it(world2):
     n = sum(p.numel() for p in build_model(CFG, 0).parameters())
     per_rank = [r["state_numel"] for r in world2["dp2_zero1"]]
     assert len(per_rank) == 2 and all(3 * n / 2 <= s <= 3 * n / 2 + 3 * 4 for s in per_rank), (per_rank, n)
     assert [r["param_numel"] for r in world2["dp2_zero1"]] == [n, n]  # every replica holds all the weights
+    assert [r["state_numel"] for r in world2["dp2_none"]] == [3 * n, 3 * n]  # dp_shard="none": nothing sharded
 
 
 def test_fsdp_shards_weights_and_optimizer_state_over_dp(world2):

@@ -1,5 +1,6 @@
 """Layout planner: formulas against the papers' closed forms, published layouts, rejections."""
 
+import dataclasses
 import json
 import math
 
@@ -7,22 +8,35 @@ import pytest
 
 from jobs import plan_layout
 from jobs.config import ConfigError
+from train.config import TrainConfig
 from train.layout import validate
 from train.planner import (
     GIB,
+    PLAN_PARALLEL,
+    PLAN_TRAIN,
     Cluster,
-    Layout,
-    Training,
     activation_bytes_per_layer,
     bubble_fraction,
     evaluate,
     flops_per_iteration,
     layer_params,
-    parallel_config,
+    parse_degrees,
     plan,
     total_params,
 )
 from train.shapes import PRESETS, ModelConfig
+
+
+def batch(global_batch: int = 512, micro_batch: int = 1) -> TrainConfig:
+    """The ``[train]`` section's batch sizes, all the planner reads of it."""
+    return TrainConfig(global_batch=global_batch, micro_batch=micro_batch)
+
+
+def layout(tp: int = 1, pp: int = 1, dp: int = 1, **keys):
+    """A ``[parallel]`` section on the planner's defaults (selective recomputation, sequence
+    parallelism, ZeRO-1)."""
+    return dataclasses.replace(PLAN_PARALLEL, tp=tp, pp=pp, dp=dp, **keys)
+
 
 # Yuan 1.0 245B (arXiv 2110.04725): 76 layers, hidden 16384, sequence 2048, global batch 3360,
 # micro-batch 1, t=8 p=38 d=7 on 2128 GPUs (266 servers x 8 A100). The heads (128) and the
@@ -32,13 +46,14 @@ YUAN = ModelConfig(
     n_layers=76, dim=16384, n_heads=128, ffn_dim=4 * 16384, vocab_size=53_005, seq_len=2048, query_layer=False
 )
 YUAN_CLUSTER = Cluster(gpus=2128, gpus_per_node=8, gpu_mem_gb=80.0)
-YUAN_TRAINING = Training(global_batch=3360, micro_batch=1, recompute="full", zero=0, sequence_parallel=False)
+YUAN_TRAIN = batch(3360)
+YUAN_LAYOUT = layout(8, 38, 7, recompute="full", dp_shard="none", sequence_parallel=False)
 
 # PanGu-α 200B (arXiv 2104.12369): 2048 Ascend 910 (32 GB HBM, 256 TFLOPS fp16), 16 pipeline
 # stages, 8-way op-level model parallelism, optimizer model parallelism (= ZeRO-1 over d=16),
 # rematerialization. The global batch (512 sequences) is our assumption.
 PANGU_CLUSTER = Cluster(gpus=2048, gpus_per_node=8, gpu_mem_gb=32.0, peak_tflops=256.0)
-PANGU_TRAINING = Training(global_batch=512, micro_batch=1, recompute="full", zero=1, sequence_parallel=False)
+PANGU_LAYOUT = layout(8, 16, 16, recompute="full", dp_shard="zero1", sequence_parallel=False)
 
 
 @pytest.mark.parametrize("name, paper", [("2.6B", 2.6e9), ("13B", 13.1e9), ("200B", 207.0e9)])
@@ -93,35 +108,35 @@ def test_activation_bytes_equal_korthikanti_table_2():
 def test_bubble_is_p_minus_1_over_m():
     assert bubble_fraction(8, 32) == 7 / 32
     assert bubble_fraction(8, 32, virtual_stages=4) == 7 / 128
-    e = evaluate(PRESETS["13B"], Cluster(gpus=64), Training(global_batch=512), Layout(4, 4, 4))
+    e = evaluate(PRESETS["13B"], Cluster(gpus=64), batch(512), layout(4, 4, 4))
     assert e.micro_batches == 128 and e.bubble == 3 / 128
 
 
 def test_yuan_layout_is_feasible():
-    e = evaluate(YUAN, YUAN_CLUSTER, YUAN_TRAINING, Layout(8, 38, 7))
+    e = evaluate(YUAN, YUAN_CLUSTER, YUAN_TRAIN, YUAN_LAYOUT)
     assert e.feasible, e.problems
     assert e.micro_batches == 480
     assert e.links["tp"] == "nvlink"
 
 
 def test_pangu_200b_layout_is_feasible():
-    e = evaluate(PRESETS["200B"], PANGU_CLUSTER, PANGU_TRAINING, Layout(8, 16, 16))
+    e = evaluate(PRESETS["200B"], PANGU_CLUSTER, batch(512), PANGU_LAYOUT)
     assert e.feasible, e.problems
     assert e.memory.total < 32
 
 
 def test_layout_over_memory_is_rejected_with_a_memory_reason():
     # 13B on 8 x 80 GB, pure data parallel, no optimizer sharding: 16 bytes x 13B = 210 GB per GPU.
-    e = evaluate(PRESETS["13B"], Cluster(gpus=8, gpu_mem_gb=80.0), Training(zero=0), Layout(1, 1, 8))
+    e = evaluate(PRESETS["13B"], Cluster(gpus=8, gpu_mem_gb=80.0), batch(), layout(1, 1, 8, dp_shard="none"))
     assert not e.feasible
     assert len(e.problems) == 1 and e.problems[0].startswith("memory:")
     assert e.memory.total > 200
 
 
 def test_optimizer_sharding_divides_the_optimizer_state():
-    shape, lay = PRESETS["13B"], Layout(8, 1, 8)
-    replicated = evaluate(shape, Cluster(gpus=64), Training(zero=0), lay).memory
-    sharded = evaluate(shape, Cluster(gpus=64), Training(zero=1), lay).memory
+    shape = PRESETS["13B"]
+    replicated = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 1, 8, dp_shard="none")).memory
+    sharded = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 1, 8, dp_shard="zero1")).memory
     assert sharded.optimizer == pytest.approx(replicated.optimizer / 8)
     assert sharded.weights == replicated.weights
 
@@ -131,9 +146,9 @@ def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
     keeps (12 + 4)/8 of them plus two gathered blocks' bf16 weights and one block's gradients, and
     gathers every micro-batch; with fsdp_grad_sync="last" it holds all the bf16 weights and fp32
     unsharded gradients and gathers once a step."""
-    shape, lay = PRESETS["13B"], Layout(8, 1, 8)
-    zero1 = evaluate(shape, Cluster(gpus=64), Training(zero=1), lay)
-    fsdp = evaluate(shape, Cluster(gpus=64), Training(zero=3), lay)
+    shape = PRESETS["13B"]
+    zero1 = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 1, 8))
+    fsdp = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 1, 8, dp_shard="fsdp"))
     P = zero1.memory.weights / 2  # GiB per byte-per-parameter: the tp-local parameters on the stage
     block = layer_params(shape) / 8 / GIB
     assert fsdp.memory.optimizer == pytest.approx(zero1.memory.optimizer) == pytest.approx(12 * P / 8)
@@ -142,20 +157,18 @@ def test_fsdp_divides_weights_gradients_and_optimizer_state_by_dp():
     assert fsdp.memory.total < zero1.memory.total - 3 * P  # 4P -> about P/2 + 3 blocks
     m = 512 // 8  # micro-batches a step (global batch 512, dp 8, micro-batch 1)
     assert fsdp.comm_gb["dp"] == pytest.approx(1.5 * m * zero1.comm_gb["dp"])  # gathered twice a micro-batch
-    last = evaluate(shape, Cluster(gpus=64), Training(zero=3, fsdp_grad_sync="last"), lay)
+    last = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 1, 8, dp_shard="fsdp", fsdp_grad_sync="last"))
     assert last.comm_gb["dp"] == pytest.approx(1.5 * zero1.comm_gb["dp"])  # once a step
     assert (last.memory.weights, last.memory.grads) == pytest.approx((2 * P, 4 * P / 8 + 4 * P))
-    piped = evaluate(shape, Cluster(gpus=64), Training(zero=3), Layout(8, 2, 4)).memory
-    assert piped.weights == pytest.approx(
-        evaluate(shape, Cluster(gpus=64), Training(zero=1), Layout(8, 2, 4)).memory.weights
-    )
+    piped = evaluate(shape, Cluster(gpus=64), batch(), layout(8, 2, 4, dp_shard="fsdp")).memory
+    assert piped.weights == pytest.approx(evaluate(shape, Cluster(gpus=64), batch(), layout(8, 2, 4)).memory.weights)
 
 
 def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
     shape = ModelConfig(
         n_layers=32, dim=8192, n_heads=64, ffn_dim=4 * 8192, vocab_size=40_000, seq_len=2048, query_layer=False
     )
-    feasible, _ = plan(shape, Cluster(gpus=64, gpus_per_node=8), Training(global_batch=256))
+    feasible, _ = plan(shape, Cluster(gpus=64, gpus_per_node=8), batch(256))
     ranked = [e.layout.tp for e in feasible]
     assert 16 in ranked and ranked[0] <= 8
     wide = next(e for e in feasible if e.layout.tp == 16)
@@ -164,19 +177,19 @@ def test_tensor_parallel_wider_than_a_node_ranks_below_in_node():
 
 
 def test_ranking_is_by_step_time():
-    feasible, _ = plan(PRESETS["13B"], Cluster(gpus=64), Training())
+    feasible, _ = plan(PRESETS["13B"], Cluster(gpus=64), PLAN_TRAIN)
     assert [e.step_s for e in feasible] == sorted(e.step_s for e in feasible)
     assert all(e.memory.total <= 80 for e in feasible)
 
 
 def test_invalid_layouts_name_their_reasons():
     shape, cluster = PRESETS["13B"], Cluster(gpus=64)
-    problems = evaluate(shape, cluster, Training(), Layout(16, 2, 2)).problems
+    problems = evaluate(shape, cluster, batch(), layout(16, 2, 2)).problems
     assert problems == ("n_heads=40 does not divide by tp=16 (each tp rank runs whole heads)",)
-    problems = evaluate(shape, cluster, Training(), Layout(2, 3, 10)).problems
+    problems = evaluate(shape, cluster, batch(), layout(2, 3, 10)).problems
     assert any(p.startswith("tp*pp*dp = 2*3*10 = 60 does not equal the world size 64") for p in problems)
     assert any(p.startswith("n_layers=40 does not divide into pp*virtual_stages") for p in problems)
-    problems = evaluate(shape, cluster, Training(global_batch=16), Layout(1, 8, 8)).problems
+    problems = evaluate(shape, cluster, batch(16), layout(1, 8, 8)).problems
     assert problems == (
         "2 micro-batches per step < pp=8: the pipeline could never fill; raise global_batch or lower micro_batch",
     )
@@ -185,24 +198,27 @@ def test_invalid_layouts_name_their_reasons():
 def test_the_planner_asks_the_runtimes_layout_questions():
     """The planner's partition checks are ``train.layout``'s: interleaved 1F1B with 6 micro-batches
     on pp=4 runs in one round (torch's rule, m % (m // pp)); the planner's old rule (m % pp)
-    refused it. Every layout the planner ranks, the runtime validates."""
+    refused it. Every layout the planner ranks is a ``[parallel]`` section the runtime validates."""
     shape = PRESETS["13B"].replace(n_layers=48)
-    train = Training(global_batch=48, micro_batch=1, virtual_stages=2)
-    assert evaluate(shape, Cluster(gpus=256), train, Layout(8, 4, 8)).problems == ()  # m = 6
-    feasible, infeasible = plan(shape, Cluster(gpus=64), Training(global_batch=64, zero=3, virtual_stages=2))
+    interleaved = {"virtual_stages": 2, "schedule": "interleaved_1f1b"}
+    assert evaluate(shape, Cluster(gpus=256), batch(48), layout(8, 4, 8, **interleaved)).problems == ()  # m = 6
+    feasible, infeasible = plan(shape, Cluster(gpus=64), batch(64), layout(dp_shard="fsdp", **interleaved))
     assert feasible and infeasible
     for e in feasible:
-        validate(parallel_config(Training(global_batch=64, zero=3, virtual_stages=2), e.layout), shape, 64, 64, 1)
+        assert (e.layout.dp_shard, e.layout.schedule) == ("fsdp", "interleaved_1f1b")
+        validate(e.layout, shape, 64, 64, 1)
+    # the runtime's own refusal, with its fix, for virtual stages without the interleaved schedule
+    lone = evaluate(shape, Cluster(gpus=256), batch(48), layout(8, 4, 8, virtual_stages=2)).problems
+    assert lone == ("virtual_stages=2 needs schedule 'interleaved_1f1b', not '1f1b'",)
 
 
 @pytest.mark.parametrize(
     "make, message",
     [
         (lambda: ModelConfig(n_layers=40, dim=5120, n_heads=48, ffn_dim=20480), "not divisible"),
-        (lambda: Training(recompute="half"), "recompute must be one of"),
-        (lambda: Training(zero=2), "zero must be 0, 1 or 3"),
         (lambda: Cluster(gpus=0), "gpus must be >= 1"),
-        (lambda: Layout.parse("8,2"), "tp,pp,dp"),
+        (lambda: Cluster(dp_exposed=1.5), "dp_exposed must be in"),
+        (lambda: parse_degrees("8,2"), "tp,pp,dp"),
         (lambda: ModelConfig.from_preset("13x"), "unknown model preset"),
     ],
 )
@@ -211,8 +227,21 @@ def test_invalid_inputs_raise_clear_errors(make, message):
         make()
 
 
+@pytest.mark.parametrize(
+    "keys, message",
+    [
+        ({"recompute": "half"}, "recompute must be one of none, selective, full"),
+        ({"dp_shard": "zero2"}, "dp_shard must be one of none, zero1, fsdp"),
+        ({"fsdp_grad_sync": "last"}, "fsdp_grad_sync='last' needs dp_shard='fsdp'"),
+    ],
+)
+def test_invalid_parallel_keys_are_the_runtimes_problems(keys, message):
+    problems = evaluate(PRESETS["13B"], Cluster(gpus=64), batch(), layout(8, 2, 4, **keys)).problems
+    assert any(p.startswith(message) for p in problems), problems
+
+
 def test_cli_check_exit_codes(capsys):
-    assert plan_layout.main(["--model", "13b", "--gpus", "8", "--zero", "0", "--check", "1,1,8"]) == 1
+    assert plan_layout.main(["--model", "13b", "--gpus", "8", "--dp-shard", "none", "--check", "1,1,8"]) == 1
     assert "memory: " in capsys.readouterr().out
     assert plan_layout.main(["--model", "13b", "--gpus", "64", "--check", "8,2,4"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("feasible")
@@ -250,3 +279,30 @@ def test_cli_model_section_is_the_models_config_on_the_default_preset():
 def test_the_planners_old_model_keys_name_the_new_ones(old, new):
     with pytest.raises(ConfigError, match=f"model.{old} was renamed: use model.{new}"):
         plan_layout.load(plan_layout.parse_args(["--set", f"model.{old}=8"]))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--zero", "3"], "--zero was replaced by --dp-shard (ZeRO stage 0: none, 1: zero1, 3: fsdp)"),
+        (["--set", "training.zero=0"], "training.zero was renamed: use parallel.dp_shard"),
+        (["--set", "training.global_batch=64"], "training.global_batch was renamed: use train.global_batch"),
+        (["--set", "training.dp_exposed=0.5"], "training.dp_exposed was renamed: use cluster.dp_exposed"),
+        (["--dp-shard", "zero3"], "parallel.dp_shard must be one of"),
+    ],
+)
+def test_the_planners_old_training_keys_name_the_new_ones(capsys, argv, message):
+    """The planner speaks the training job's vocabulary ([parallel] dp_shard, [train] batch sizes):
+    its old [training] keys and --zero are refused in one line that names the new key."""
+    assert plan_layout.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err, err
+
+
+def test_a_plan_config_reads_the_training_jobs_sections(tmp_path):
+    """A [parallel] / [train] written for jobs.train_lm plans as it trains: its dp_shard and batch."""
+    toml = tmp_path / "plan.toml"
+    toml.write_text('[parallel]\ndp_shard = "fsdp"\nrecompute = "full"\n[train]\nglobal_batch = 64\nlr = 3e-4\n')
+    cfg = plan_layout.load(plan_layout.parse_args(["--config", str(toml), "--gpus", "16"]))
+    assert (cfg.parallel.dp_shard, cfg.parallel.recompute, cfg.train.global_batch) == ("fsdp", "full", 64)
+    assert cfg.parallel.sequence_parallel and cfg.train.micro_batch == 1  # the planner's defaults under it

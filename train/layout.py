@@ -17,9 +17,14 @@ from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode
 
 Schedule = Literal["gpipe", "1f1b", "interleaved_1f1b"]  # torch.distributed.pipelining schedules
 SCHEDULES: tuple[str, ...] = typing.get_args(Schedule)
-# zero1: every replica holds all (tp/pp-local) weights, Adam state sharded over dp (train.parallel.zero);
-# fsdp: FSDP2 fully_shard, weights + gradients + Adam state sharded over dp (train.parallel.fsdp).
-DpShard = Literal["zero1", "fsdp"]
+# How the dp replicas share the model states (the ZeRO stages of Rajbhandari et al. 2019):
+# none: every replica holds all (tp/pp-local) weights, gradients and Adam state (plain data
+#   parallelism, ZeRO stage 0; the gradients all-reduced);
+# zero1: the same weights and gradients, Adam state and fp32 master weights sharded over dp
+#   (ZeRO stage 1, PanGu-α's optimizer model parallelism; train.parallel.zero);
+# fsdp: FSDP2 fully_shard, weights + gradients + Adam state sharded over dp (ZeRO stage 3;
+#   train.parallel.fsdp).
+DpShard = Literal["none", "zero1", "fsdp"]
 DP_SHARDS: tuple[str, ...] = typing.get_args(DpShard)
 # fsdp only, with several micro-batches a step: every: each micro-batch's backward reduce-scatters
 # its gradients and reshards (least memory); last: the micro-batches before the last keep the
@@ -35,7 +40,7 @@ class ParallelConfig:
     tp: int = 1  # tensor-parallel degree (Megatron-LM §3): splits heads, FFN, vocab
     pp: int = 1  # pipeline stages across ranks
     dp: int = 1  # data-parallel ranks: each runs global_batch / dp sequences a step
-    dp_shard: DpShard = "zero1"  # how dp shares the model states: zero1 | fsdp (FSDP2)
+    dp_shard: DpShard = "zero1"  # how dp shares the model states: none | zero1 | fsdp (FSDP2)
     dp_replicate: int = 1  # fsdp only: copies of the sharded states (HSDP); shards over dp / dp_replicate
     fsdp_grad_sync: FsdpGradSync = "every"  # fsdp only: reduce-scatter every micro-batch, or the last only
     virtual_stages: int = 1  # pipeline stages per pp rank (> 1 needs interleaved_1f1b)
@@ -53,7 +58,8 @@ class ParallelConfig:
 
     @property
     def shard_degree(self) -> int:
-        """Ranks one copy of the dp-sharded states is split over (ZeRO-1: optimizer only)."""
+        """Ranks one copy of the dp-sharded states is split over (ZeRO-1: optimizer only; none:
+        nothing is sharded, the mesh's dp_shard dimension only numbers the replicas)."""
         return max(1, self.dp // max(1, self.dp_replicate))
 
 
@@ -146,11 +152,16 @@ def _dp_problems(par: ParallelConfig) -> list[str]:
     if par.dp % par.dp_replicate:
         return [f"dp={par.dp} does not split into dp_replicate={par.dp_replicate} replica groups"]
     if par.dp_replicate > 1 and par.dp_shard != "fsdp":
-        return [f"dp_replicate={par.dp_replicate} (HSDP) needs dp_shard='fsdp'; ZeRO-1 shards over all of dp"]
+        return [
+            f"dp_replicate={par.dp_replicate} (HSDP) needs dp_shard='fsdp'; ZeRO-1 shards over all of dp, "
+            "none over nothing"
+        ]
     if par.fsdp_grad_sync not in FSDP_GRAD_SYNCS:
         return [f"fsdp_grad_sync must be one of {', '.join(FSDP_GRAD_SYNCS)}, got {par.fsdp_grad_sync!r}"]
     if par.fsdp_grad_sync != "every" and par.dp_shard != "fsdp":
-        return [f"fsdp_grad_sync={par.fsdp_grad_sync!r} needs dp_shard='fsdp' (ZeRO-1 reduces once a step already)"]
+        return [
+            f"fsdp_grad_sync={par.fsdp_grad_sync!r} needs dp_shard='fsdp' ({par.dp_shard} reduces once a step already)"
+        ]
     if par.fsdp_grad_sync != "every" and par.pp > 1:
         return [
             f"fsdp_grad_sync={par.fsdp_grad_sync!r} does nothing with pp={par.pp}: a pipeline stage stays "

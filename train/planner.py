@@ -18,15 +18,21 @@ the formulas h = dim, a = n_heads, f = ffn_dim, l = n_layers, s = seq_len, V = v
   1F1B stage holds p micro-batches, × (1 + (p−1)/(p·v)) interleaved (their §4.2.3).
 * Model states, mixed-precision Adam (Rajbhandari et al. 2019, ZeRO §3): 2 + 2 + 12 bytes per
   parameter, 2 + 2 + 12/d with the optimizer state sharded over dp (ZeRO-1, PanGu-α's optimizer
-  model parallelism). FSDP2 (``zero=3``, ZeRO stage 3): 12/d (fp32 master shard + Adam moments)
+  model parallelism; ``parallel.dp_shard = "zero1"``), 2 + 2 + 12 unsharded (``"none"``). FSDP2
+  (``"fsdp"``, ZeRO stage 3): 12/d (fp32 master shard + Adam moments)
   + 4/d (fp32 reduced gradient shards), plus the bf16 weights and gradients of what is gathered
   at once (ours, from how ``train.parallel.fsdp`` shards: without pipelining two blocks' weights,
   the running one and the prefetched next, and one block's gradients; with pipelining the whole
   stage, which stays gathered across micro-batches, gradients accumulated unsharded). Its dp
   traffic is 1.5 all-reduces (ZeRO §7.2.2: all-gather in forward and again in backward,
   reduce-scatter) per micro-batch, one a step with pipelining (gathered once per step).
-  ``fsdp_grad_sync = "last"`` (``train.layout``) holds the whole stage's bf16 weights and
+  ``parallel.fsdp_grad_sync = "last"`` holds the whole stage's bf16 weights and
   its fp32 unsharded gradients across the micro-batches and sends 1.5 all-reduces a step.
+
+A layout is the runtime's own ``[parallel]`` section (``train.layout.ParallelConfig``: degrees,
+``dp_shard``, recomputation, virtual stages, sequence parallelism) and the batch its ``[train]``
+section's ``global_batch`` and ``micro_batch`` (``train.config.TrainConfig``): the planner reads the
+keys a training config sets, and what it ranks is a ``[parallel]`` section ``jobs.train_lm`` runs.
 
 Placement (PanGu-α's topology-aware mapping, as issue 7 states it): ranks are numbered tp
 innermost, then pp, then dp, so a tp group is ``tp`` neighbouring ranks (one node when
@@ -35,7 +41,7 @@ tp <= gpus_per_node), a pp group spans tp·pp ranks (across nodes) and a dp grou
 *not* rejected: it is charged inter-node bandwidth, which ranks it below the in-node layouts.
 
 Step time = m·(1 + bubble)·(compute + tp comm + pp comm per micro-batch on the busiest rank)
-          + dp_exposed · dp comm.
+          + dp_exposed · dp comm (``Cluster.dp_exposed``).
 Assumptions (ours): tp all-reduces and pp sends sit on the critical path (not overlapped); the dp
 gradient reduce-scatter / parameter all-gather overlaps with the backward pass except the
 ``dp_exposed`` fraction; stages are balanced except the last, which also runs the logits (and the
@@ -44,12 +50,14 @@ PanGu-α query layer).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from train.config import TrainConfig
 from train.layout import ParallelConfig, layout_problems
-from train.shapes import RECOMPUTE_MODES, ModelConfig, RecomputeMode, padded_vocab
+from train.shapes import ModelConfig, RecomputeMode, padded_vocab
 
 GIB = 2**30
 BYTES_ACT = 2  # bf16/fp16 activations, parameters and gradients
@@ -68,6 +76,7 @@ class Cluster:
     inter_node_gbps: float = 25.0  # GB/s per GPU: one 200 Gb/s HDR InfiniBand NIC per GPU
     inter_rack_gbps: float = 12.5  # GB/s per GPU across the rack spine (ours: 2:1 oversubscribed)
     overhead_gb: float = 2.0  # ours: CUDA context, NCCL buffers, allocator fragmentation
+    dp_exposed: float = 0.3  # ours: fraction of dp traffic not hidden behind the backward
 
     def __post_init__(self):
         for name in ("gpus", "gpus_per_node", "nodes_per_rack"):
@@ -75,48 +84,24 @@ class Cluster:
                 raise ValueError(f"cluster {name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.efficiency <= 1:
             raise ValueError(f"efficiency must be in (0, 1], got {self.efficiency}")
-
-
-@dataclass(frozen=True)
-class Training:
-    global_batch: int = 512  # sequences per optimizer step
-    micro_batch: int = 1  # sequences per micro-batch (b)
-    recompute: RecomputeMode = "selective"
-    zero: int = 1  # 1: optimizer state sharded over dp (ZeRO-1); 0: replicated;
-    # 3: FSDP2, weights + gradients + optimizer state sharded
-    virtual_stages: int = 1  # v > 1: interleaved 1F1B
-    sequence_parallel: bool = True  # Korthikanti et al.: shards the 10·sbh replicated activations
-    dp_exposed: float = 0.3  # ours: fraction of dp traffic not hidden behind the backward
-    fsdp_grad_sync: str = "every"  # zero=3 without pipelining: reduce-scatter every micro-batch, or the last
-
-    def __post_init__(self):
-        if self.recompute not in RECOMPUTE_MODES:
-            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
-        if self.zero not in (0, 1, 3):
-            raise ValueError(f"zero must be 0, 1 or 3 (FSDP2), got {self.zero}")
-        for name in ("global_batch", "micro_batch", "virtual_stages"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.dp_exposed <= 1:
             raise ValueError(f"dp_exposed must be in [0, 1], got {self.dp_exposed}")
-        if self.fsdp_grad_sync not in ("every", "last"):
-            raise ValueError(f"fsdp_grad_sync must be every or last, got {self.fsdp_grad_sync!r}")
 
 
-@dataclass(frozen=True)
-class Layout:
-    tp: int
-    pp: int
-    dp: int
+# What a plan assumes where it says nothing: training at scale as Megatron-LM does it (global batch
+# 512 in micro-batches of 1; selective recomputation with sequence parallelism, Korthikanti et al.),
+# the optimizer state sharded over dp (ZeRO-1). The runtime's own defaults are the tiny model's.
+PLAN_TRAIN = TrainConfig(global_batch=512, micro_batch=1)
+PLAN_PARALLEL = ParallelConfig(recompute="selective", sequence_parallel=True)
 
-    @classmethod
-    def parse(cls, text: str) -> "Layout":
-        """``"8,2,4"`` -> Layout(tp=8, pp=2, dp=4)."""
-        try:
-            tp, pp, dp = (int(x) for x in text.split(","))
-        except ValueError:
-            raise ValueError(f"a layout is 'tp,pp,dp' (three integers), got {text!r}") from None
-        return cls(tp, pp, dp)
+
+def parse_degrees(text: str) -> dict[str, int]:
+    """``"8,2,4"`` -> {"tp": 8, "pp": 2, "dp": 4}, for ``dataclasses.replace`` on a ``ParallelConfig``."""
+    try:
+        tp, pp, dp = (int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"a layout is 'tp,pp,dp' (three integers), got {text!r}") from None
+    return {"tp": tp, "pp": pp, "dp": dp}
 
 
 @dataclass(frozen=True)
@@ -137,7 +122,7 @@ class Memory:
 
 @dataclass(frozen=True)
 class Estimate:
-    layout: Layout
+    layout: ParallelConfig
     micro_batches: int
     problems: tuple[str, ...]
     step_s: float = math.nan
@@ -224,9 +209,11 @@ def activation_bytes_per_layer(model: ModelConfig, b: int, tp: int, recompute: R
     return replicated + sharded + scores
 
 
-def in_flight(pp: int, micro_batches: int, virtual_stages: int) -> float:
-    """Micro-batches whose activations the first stage holds: p for 1F1B (m for GPipe, which we do
-    not plan), × (1 + (p−1)/(p·v)) when interleaved (Korthikanti et al. §4.2.3)."""
+def in_flight(pp: int, micro_batches: int, virtual_stages: int, schedule: str = "1f1b") -> float:
+    """Micro-batches whose activations the first stage holds: p for 1F1B, m for GPipe (every forward
+    before the first backward), × (1 + (p−1)/(p·v)) when interleaved (Korthikanti et al. §4.2.3)."""
+    if schedule == "gpipe" and pp > 1:
+        return micro_batches
     n = min(pp, micro_batches)
     return n * (1 + (pp - 1) / (pp * virtual_stages)) if virtual_stages > 1 else n
 
@@ -255,46 +242,29 @@ def ring_factor(n: int) -> float:
 # ---- evaluation -----------------------------------------------------------------------------
 
 
-def parallel_config(train: Training, lay: Layout) -> ParallelConfig:
-    """The runtime's ``[parallel]`` section for layout ``lay`` trained as ``train`` says (ZeRO-0 and
-    ZeRO-1 lay the ranks out alike: both are ``zero1`` to the runtime)."""
-    fsdp = train.zero == 3
-    return ParallelConfig(
-        tp=lay.tp,
-        pp=lay.pp,
-        dp=lay.dp,
-        dp_shard="fsdp" if fsdp else "zero1",
-        fsdp_grad_sync=train.fsdp_grad_sync if fsdp else "every",
-        virtual_stages=train.virtual_stages,
-        schedule="interleaved_1f1b" if train.virtual_stages > 1 else "1f1b",
-        sequence_parallel=train.sequence_parallel,
-        recompute=train.recompute,
-    )
-
-
-def partition_problems(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> list[str]:
-    """Why the GPUs, the model and the batch do not split into ``lay``: the runtime's own checks
+def partition_problems(model: ModelConfig, cluster: Cluster, train: TrainConfig, par: ParallelConfig) -> list[str]:
+    """Why the GPUs, the model and the batch do not split into ``par``: the runtime's own checks
     (``train.layout.layout_problems``) on the cluster's GPU count, so every layout the planner
     accepts is one the runtime accepts (memory is checked later, in ``evaluate``)."""
-    return layout_problems(parallel_config(train, lay), model, cluster.gpus, train.global_batch, train.micro_batch)
+    return layout_problems(par, model, cluster.gpus, train.global_batch, train.micro_batch)
 
 
-def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout, m: int) -> Memory:
+def stage_memory(model: ModelConfig, cluster: Cluster, train: TrainConfig, par: ParallelConfig, m: int) -> Memory:
     """Model states + activations of the first and the last stage; the larger one."""
-    t, p, b, sp = lay.tp, lay.pp, train.micro_batch, train.sequence_parallel
+    t, p, b, sp = par.tp, par.pp, train.micro_batch, par.sequence_parallel
     h, s = model.dim, model.seq_len
     per_rank = model.n_layers // p
     emb = vocab_rows(model, t) * h / t
     query = (layer_params(model) / t + s * h) if model.query_layer else 0.0
-    per_layer = activation_bytes_per_layer(model, b, t, train.recompute, sp)
+    per_layer = activation_bytes_per_layer(model, b, t, par.recompute, sp)
     working = (
-        activation_bytes_per_layer(model, b, t, "none", sp) if train.recompute == "full" else 0.0
+        activation_bytes_per_layer(model, b, t, "none", sp) if par.recompute == "full" else 0.0
     )  # one block re-run during its backward
     logits = 4 * s * b * vocab_rows(model, t) / t  # fp32 logits for the loss (ours)
     blocks = per_rank * layer_params(model) / t
     first_params = blocks + emb + s * h
     last_params = blocks + emb + 2 * h + query  # tied output copy on the last stage
-    first_act = in_flight(p, m, train.virtual_stages) * per_rank * per_layer + working
+    first_act = in_flight(p, m, par.virtual_stages, par.schedule) * per_rank * per_layer + working
     last_act = (per_rank + model.query_layer) * per_layer + logits + working
     if p == 1:
         first_params = first_params + 2 * h + query
@@ -302,7 +272,7 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
         last_params, last_act = first_params, first_act
     block = layer_params(model) / t
     stages = [
-        states_memory(params, block, lay, train.zero, train.fsdp_grad_sync) + (act, name)
+        states_memory(params, block, par) + (act, name)
         for name, params, act in (("first", first_params, first_act), ("last", last_params, last_act))
     ]
     weights, grads, optimizer, act, name = max(stages, key=lambda m: m[0] + m[1] + m[2] + m[3])
@@ -316,71 +286,70 @@ def stage_memory(model: ModelConfig, cluster: Cluster, train: Training, lay: Lay
     )
 
 
-def states_memory(
-    params: float, block: float, lay: Layout, zero: int, grad_sync: str = "every"
-) -> tuple[float, float, float]:
+def states_memory(params: float, block: float, par: ParallelConfig) -> tuple[float, float, float]:
     """Bytes of (weights, gradients, optimizer state) for a stage of ``params`` parameters per
-    rank whose blocks hold ``block`` each, under ZeRO stage ``zero`` over dp (module docstring)."""
-    d = lay.dp
-    if zero == 3 and grad_sync == "last" and lay.pp == 1:
+    rank whose blocks hold ``block`` each, as ``par.dp_shard`` shares them over dp (module docstring)."""
+    d = par.dp
+    if par.dp_shard == "fsdp" and par.fsdp_grad_sync == "last" and par.pp == 1:
         return 2 * params, 4 * params / d + 4 * params, 12 * params / d  # gathered weights, fp32 unsharded grads
-    if zero == 3:
-        gathered = params if lay.pp > 1 else 2 * block  # bf16 weights held unsharded at once
-        grads = params if lay.pp > 1 else block  # bf16 gradients before the reduce-scatter
+    if par.dp_shard == "fsdp":
+        gathered = params if par.pp > 1 else 2 * block  # bf16 weights held unsharded at once
+        grads = params if par.pp > 1 else block  # bf16 gradients before the reduce-scatter
         return 2 * gathered, 4 * params / d + 2 * grads, 12 * params / d
-    return 2 * params, 2 * params, 12 * params / (d if zero else 1)
+    return 2 * params, 2 * params, 12 * params / (d if par.dp_shard == "zero1" else 1)
 
 
-def params_on_busiest_rank(model: ModelConfig, lay: Layout) -> float:
+def params_on_busiest_rank(model: ModelConfig, par: ParallelConfig) -> float:
     h = model.dim
-    blocks = (model.n_layers // lay.pp + model.query_layer) * layer_params(model) / lay.tp
-    return blocks + vocab_rows(model, lay.tp) * h / lay.tp
+    blocks = (model.n_layers // par.pp + model.query_layer) * layer_params(model) / par.tp
+    return blocks + vocab_rows(model, par.tp) * h / par.tp
 
 
-def comm_bytes(model: ModelConfig, train: Training, lay: Layout, m: int) -> dict:
+def comm_bytes(model: ModelConfig, train: TrainConfig, par: ParallelConfig, m: int) -> dict:
     """Bytes each GPU sends per step. tp: 4 all-reduces of the (b, s, h) activations per block
     (Megatron-LM §3; 2 more with full recompute's re-run forward; all-gather + reduce-scatter under
     sequence parallelism send the same); pp: one activation forward + one gradient backward per
     micro-batch and virtual stage, 1/tp of it with Megatron's scatter/gather; dp: reduce-scatter
     of the gradients + all-gather of the parameters (= one all-reduce) of this rank's parameters."""
-    t, p, d, b = lay.tp, lay.pp, lay.dp, train.micro_batch
+    t, p, d, b = par.tp, par.pp, par.dp, train.micro_batch
     act = BYTES_ACT * b * model.seq_len * model.dim
     blocks = model.n_layers // p + model.query_layer
-    n_allreduce = 6 if train.recompute == "full" else 4
+    n_allreduce = 6 if par.recompute == "full" else 4
     tp = m * blocks * n_allreduce * ring_factor(t) * act if t > 1 else 0.0
-    pp = m * train.virtual_stages * 2 * act / t if p > 1 else 0.0
-    dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(model, lay) if d > 1 else 0.0
-    if train.zero == 3 and p == 1:  # FSDP: all-gather before forward and again before backward, then reduce-scatter
-        dp *= 1.5 * (m if train.fsdp_grad_sync == "every" else 1)  # every micro-batch, or once a step
+    pp = m * par.virtual_stages * 2 * act / t if p > 1 else 0.0
+    dp = ring_factor(d) * BYTES_ACT * params_on_busiest_rank(model, par) if d > 1 else 0.0
+    if par.dp_shard == "fsdp" and p == 1:  # all-gather before forward and again before backward, then reduce-scatter
+        dp *= 1.5 * (m if par.fsdp_grad_sync == "every" else 1)  # every micro-batch, or once a step
     return {"tp": tp, "pp": pp, "dp": dp}
 
 
-def busiest_rank_flops(model: ModelConfig, train: Training, lay: Layout) -> float:
+def busiest_rank_flops(model: ModelConfig, train: TrainConfig, par: ParallelConfig) -> float:
     """FLOPs per micro-batch on the slowest rank: the last stage, which adds logits (+ query layer)."""
     b = train.micro_batch
-    blocks = model.n_layers // lay.pp + model.query_layer
-    flops = blocks * layer_flops_trained(model, b, train.recompute)
-    return (flops + logit_flops(model, b, vocab_rows(model, lay.tp))) / lay.tp
+    blocks = model.n_layers // par.pp + model.query_layer
+    flops = blocks * layer_flops_trained(model, b, par.recompute)
+    return (flops + logit_flops(model, b, vocab_rows(model, par.tp))) / par.tp
 
 
-def evaluate(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout) -> Estimate:
-    """Predicted step time, memory, bubble and communication of one layout, with every problem."""
-    problems = partition_problems(model, cluster, train, lay)
+def evaluate(model: ModelConfig, cluster: Cluster, train: TrainConfig, par: ParallelConfig) -> Estimate:
+    """Predicted step time, memory, bubble and communication of layout ``par`` (the runtime's
+    ``[parallel]`` section) for ``train``'s batch, with every problem."""
+    problems = partition_problems(model, cluster, train, par)
     if problems:
-        m = train.global_batch // max(1, lay.dp * train.micro_batch)
-        return Estimate(layout=lay, micro_batches=m, problems=tuple(problems))
-    m = train.global_batch // (lay.dp * train.micro_batch)
-    groups = {"tp": (lay.tp, lay.tp), "pp": (lay.pp, lay.tp * lay.pp), "dp": (lay.dp, cluster.gpus)}
+        m = train.global_batch // max(1, par.dp * train.micro_batch)
+        return Estimate(layout=par, micro_batches=m, problems=tuple(problems))
+    m = train.global_batch // (par.dp * train.micro_batch)
+    groups = {"tp": (par.tp, par.tp), "pp": (par.pp, par.tp * par.pp), "dp": (par.dp, cluster.gpus)}
     links = {k: link(span, cluster) if size > 1 else ("-", math.inf) for k, (size, span) in groups.items()}
-    sent = comm_bytes(model, train, lay, m)
+    sent = comm_bytes(model, train, par, m)
     secs = {k: sent[k] / (links[k][1] * 1e9) if sent[k] else 0.0 for k in sent}
-    secs["dp"] *= train.dp_exposed
-    per_mb = busiest_rank_flops(model, train, lay) / (cluster.peak_tflops * 1e12 * cluster.efficiency)
+    secs["dp"] *= cluster.dp_exposed
+    per_mb = busiest_rank_flops(model, train, par) / (cluster.peak_tflops * 1e12 * cluster.efficiency)
     per_mb += (secs["tp"] + secs["pp"]) / m
-    bubble = bubble_fraction(lay.pp, m, train.virtual_stages)
+    bubble = bubble_fraction(par.pp, m, par.virtual_stages)
     step = m * (1 + bubble) * per_mb + secs["dp"]
-    model_flops = flops_per_iteration(model, train.global_batch, "none", lay.tp)
-    mem = stage_memory(model, cluster, train, lay, m)
+    model_flops = flops_per_iteration(model, train.global_batch, "none", par.tp)
+    mem = stage_memory(model, cluster, train, par, m)
     if mem.total > cluster.gpu_mem_gb:
         problems.append(
             f"memory: {mem.total:.1f} GiB per GPU on the {mem.stage} stage > {cluster.gpu_mem_gb:g} GiB "
@@ -388,7 +357,7 @@ def evaluate(model: ModelConfig, cluster: Cluster, train: Training, lay: Layout)
             f"+ activations {mem.activations:.1f} + overhead {mem.overhead:.1f})"
         )
     return Estimate(
-        layout=lay,
+        layout=par,
         micro_batches=m,
         problems=tuple(problems),
         step_s=step,
@@ -406,18 +375,22 @@ def divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def candidate_layouts(model: ModelConfig, cluster: Cluster, train: Training) -> Iterator[Layout]:
-    """Every (tp, pp, dp) with tp·pp·dp = gpus, tp dividing the heads and pp·v dividing the layers."""
+def candidate_layouts(model: ModelConfig, cluster: Cluster, par: ParallelConfig) -> Iterator[ParallelConfig]:
+    """``par`` at every (tp, pp, dp) with tp·pp·dp = gpus, tp dividing the heads and pp·v dividing
+    the layers (its other keys, ``dp_shard``, recomputation…, as given)."""
     for t in divisors(cluster.gpus):
         if model.n_heads % t:
             continue
         for p in divisors(cluster.gpus // t):
-            if model.n_layers % (p * train.virtual_stages) == 0:
-                yield Layout(t, p, cluster.gpus // (t * p))
+            if model.n_layers % (p * par.virtual_stages) == 0:
+                yield dataclasses.replace(par, tp=t, pp=p, dp=cluster.gpus // (t * p))
 
 
-def plan(model: ModelConfig, cluster: Cluster, train: Training) -> tuple[list[Estimate], list[Estimate]]:
-    """(feasible layouts fastest first, infeasible layouts with their problems)."""
-    estimates = [evaluate(model, cluster, train, lay) for lay in candidate_layouts(model, cluster, train)]
+def plan(
+    model: ModelConfig, cluster: Cluster, train: TrainConfig, par: ParallelConfig = PLAN_PARALLEL
+) -> tuple[list[Estimate], list[Estimate]]:
+    """(feasible layouts fastest first, infeasible layouts with their problems); ``par``'s degrees
+    are ignored, its other keys are every candidate's."""
+    estimates = [evaluate(model, cluster, train, lay) for lay in candidate_layouts(model, cluster, par)]
     feasible = sorted((e for e in estimates if e.feasible), key=lambda e: e.step_s)
     return feasible, [e for e in estimates if not e.feasible]

@@ -141,7 +141,8 @@ class Trainer:
         kwargs = {"lr": cfg.lr, "betas": (cfg.beta1, cfg.beta2), "eps": cfg.eps}
         if self.fsdp:
             return ShardAdamW(self._param_specs(), **kwargs)
-        return ZeroAdamW(self._param_specs(), self.mesh.get_group("dp_shard"), **kwargs)
+        shard = self.par.dp_shard == "zero1"  # "none": every replica holds the whole optimizer state
+        return ZeroAdamW(self._param_specs(), self.mesh.get_group("dp_shard"), shard=shard, **kwargs)
 
     def named_parameters(self):
         """(fully qualified name in the whole model, parameter) for this rank, each once."""

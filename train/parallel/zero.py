@@ -11,6 +11,11 @@ copy for only 1/dp of them. One step:
    bucket weighted so a value held by several ranks counts once);
 3. AdamW on the slice; 4. all-gather the updated slices back into the local parameters.
 
+With ``shard=False`` (``parallel.dp_shard = "none"``, ZeRO stage 0) the same class is plain data
+parallelism: the gradients are all-reduced (then / dp) and every rank steps all of them, so it
+holds the whole optimizer state; the arithmetic is the same, only the memory and the collectives
+differ.
+
 PyTorch's ``ZeroRedundancyOptimizer`` and DDP cannot do this with tensor-parallel DTensor
 parameters (``c10d.broadcast_`` has no sharding strategy), hence this class. AdamW is element-wise,
 so stepping a flat slice is the same arithmetic as stepping each parameter.
@@ -61,7 +66,8 @@ class _Bucket:
 
 
 class ZeroAdamW:
-    """AdamW whose state is sharded over ``dp_group``.
+    """AdamW whose state is sharded over ``dp_group`` (``shard=False``: replicated on each of its
+    ranks, the gradients averaged over it).
 
     ``params`` are (name, parameter, weight_decay, norm_weight) tuples; ``norm_weight`` is 1 for
     a value only this rank holds in its dp replica and 1/k for one held by k ranks (e.g. a
@@ -77,10 +83,14 @@ class ZeroAdamW:
         lr: float,
         betas: tuple[float, float],
         eps: float,
+        shard: bool = True,
     ):
         self.dp_group = dp_group
         self.dp = dist.get_world_size(dp_group)
         self.dp_rank = dist.get_rank(dp_group)
+        self.sharded = shard and self.dp > 1
+        self.parts = self.dp if self.sharded else 1  # slices of each bucket: one per dp rank, or one
+        self.part = self.dp_rank if self.sharded else 0  # the slice this rank steps
         self.names = {id(p): name for name, p, _, _ in params}
         self.buckets: list[_Bucket] = []
         groups = []
@@ -96,14 +106,14 @@ class ZeroAdamW:
     def _make_bucket(self, params: list[nn.Parameter], norm_weight: float) -> _Bucket:
         numel = sum(local_tensor(p).numel() for p in params)
         flat = self._flatten([local_tensor(p).detach() for p in params], numel)
-        size = flat.numel() // self.dp
-        shard = nn.Parameter(flat[self.dp_rank * size : (self.dp_rank + 1) * size].float().clone())
+        size = flat.numel() // self.parts
+        shard = nn.Parameter(flat[self.part * size : (self.part + 1) * size].float().clone())
         return _Bucket(params, norm_weight, numel, shard, torch.zeros_like(flat))
 
     def _flatten(self, tensors: list[torch.Tensor], numel: int, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Concatenate into one fp32 vector padded with zeros to a multiple of dp."""
+        """Concatenate into one fp32 vector padded with zeros to a multiple of the slice count."""
         if out is None:
-            out = torch.zeros(math.ceil(numel / self.dp) * self.dp, dtype=torch.float32, device=tensors[0].device)
+            out = torch.zeros(math.ceil(numel / self.parts) * self.parts, dtype=torch.float32, device=tensors[0].device)
         torch.cat([t.reshape(-1) for t in tensors], out=out[:numel])
         return out
 
@@ -113,11 +123,16 @@ class ZeroAdamW:
 
     @torch.no_grad()
     def reduce_grads(self) -> None:
-        """Reduce-scatter the local gradients over dp into each bucket's shard (mean over dp)."""
+        """Reduce-scatter the local gradients over dp into each bucket's shard (mean over dp);
+        unsharded, all-reduce them into the whole bucket."""
         for b in self.buckets:
             flat = self._flatten([local_grad(p) for p in b.params], b.numel, out=b.flat_grad)
             if self.dp == 1:
                 shard = flat
+            elif not self.sharded:
+                shard = flat
+                dist.all_reduce(shard, group=self.dp_group)
+                shard /= self.dp
             else:
                 shard = torch.empty_like(b.shard)
                 dist.reduce_scatter_single(shard, flat, group=self.dp_group)
@@ -128,8 +143,10 @@ class ZeroAdamW:
 
     @torch.no_grad()
     def grad_norm(self) -> torch.Tensor:
-        """Global L2 norm of the reduced gradients: one all-reduce over every rank."""
-        sq = sum(b.norm_weight * torch.dot(b.shard.grad, b.shard.grad) for b in self.buckets)
+        """Global L2 norm of the reduced gradients: one all-reduce over every rank (unsharded,
+        each of the dp ranks holds the whole gradient, so each counts 1/dp)."""
+        copies = 1 if self.sharded else self.dp
+        sq = sum(b.norm_weight / copies * torch.dot(b.shard.grad, b.shard.grad) for b in self.buckets)
         sq = torch.as_tensor(sq, dtype=torch.float32, device=self.buckets[0].shard.device).clone()
         if dist.get_world_size() > 1:
             dist.all_reduce(sq)
@@ -187,11 +204,11 @@ class ZeroAdamW:
         return state["step"] if state else torch.zeros(())
 
     def _my_slice(self, flat: torch.Tensor) -> torch.Tensor:
-        size = flat.numel() // self.dp
-        return flat[self.dp_rank * size : (self.dp_rank + 1) * size]
+        size = flat.numel() // self.parts
+        return flat[self.part * size : (self.part + 1) * size]
 
     def _gather(self, shard: torch.Tensor) -> torch.Tensor:
-        if self.dp == 1:
+        if self.parts == 1:
             return shard.detach()
         flat = torch.empty(shard.numel() * self.dp, dtype=shard.dtype, device=shard.device)
         dist.all_gather_single(flat, shard.detach().contiguous(), group=self.dp_group)
