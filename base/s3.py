@@ -132,6 +132,12 @@ def _filesystem(access: S3Access):
         scheme=access.scheme,
         endpoint_override=access.endpoint or None,
         force_virtual_addressing=cfg.virtual_addressing,
+        # An output stream starts its upload when its first part fills, and a file smaller than a
+        # part is one PutObject at close, not a multipart upload of three requests: half the
+        # client's CPU per small file (moto: 3.3 -> 1.7 ms) and a third of the store's requests.
+        # Errors of the upload (a missing bucket, a 403) surface at close instead of at open; an
+        # object still appears only whole, when its PUT or its multipart upload completes.
+        allow_delayed_open=True,
         connect_timeout=cfg.connect_timeout_s,
         request_timeout=cfg.request_timeout_s,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=max(1, cfg.retries)),
