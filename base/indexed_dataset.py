@@ -95,6 +95,21 @@ class IndexedDatasetWriter:
         self._lengths.append(int(arr.size))
         return int(arr.size)
 
+    def add_documents(self, lengths: np.ndarray, tokens: np.ndarray) -> None:
+        """Append documents given back to back: ``tokens`` holds them in order, ``lengths`` their
+        sizes (one sequence each). The same bytes as ``add_document`` once per document, in one
+        write."""
+        lengths = np.asarray(lengths)
+        if int(lengths.sum()) != len(tokens):
+            raise ValueError(f"lengths sum to {int(lengths.sum())}, but {len(tokens)} tokens were given")
+        if len(tokens) and np.issubdtype(self.dtype, np.integer):
+            info = np.iinfo(self.dtype)
+            lo, hi = int(tokens.min()), int(tokens.max())
+            if lo < info.min or hi > info.max:
+                raise ValueError(f"token ids [{lo}, {hi}] do not fit {self.dtype.name}")
+        self._bin.write(np.asarray(tokens).astype(self.dtype, copy=False).tobytes(order="C"))
+        self._lengths.extend(lengths.tolist())
+
     @property
     def documents(self) -> int:
         return len(self._lengths)
@@ -130,6 +145,10 @@ class IndexedDatasetWriter:
             if not self._finalized:
                 self.finalize()
             return
+        self.abort()
+
+    def abort(self) -> None:
+        """Close and remove both files (a failed write)."""
         self._bin.close()
         for path in (self.bin_path, self.idx_path):
             path.unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from etl.clean.decontaminate import DecontaminateConfig
 from etl.clean.pii import PiiConfig, pii_summary
 from etl.dedup.stage import DedupConfig
 from etl.documents import Marked, read_clean_classify
-from etl.phases import KEYS, dedup_phase, distributions, shards_phase
+from etl.phases import KEYS, dedup_phase, distributions, shards_phase, written_documents
 from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
@@ -229,13 +229,13 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
             )
             dropped = dropped_by_file(contaminated)
         out.write_parquet("rejected", sized(rejected, rejected_bytes, cfg.output))
-        dedup.documents_written = documents.count()
+        written = written_documents(documents)  # count, characters, sources, length histogram: one job
+        dedup.documents_written = written.documents
     laps.lap("decontaminate")
     with label_jobs(sc, "shards"):
-        shards, tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out)
+        shards, doc_tokens = shards_phase(documents, cfg.tokenizer, cfg.shards, out, written)
     with label_jobs(sc, "report: distributions"):
-        extra["distributions"] = distributions(documents, tokens, out.read_parquet(spark, "duplicates"))
-    tokens.unpersist()
+        extra["distributions"] = distributions(written.doc_chars, doc_tokens, out.read_parquet(spark, "duplicates"))
     laps.lap("tokenize_shards")
     kept = documents.select("doc_id")
     keys = (deduped.bands.join(kept, "doc_id", "left_semi"), deduped.exact.join(kept, "doc_id", "left_semi"))

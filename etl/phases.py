@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark import StorageLevel
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -18,7 +18,7 @@ from base.manifest import MANIFEST_FILE
 from base.s3 import is_s3
 from etl.dedup.stage import DedupConfig, dedup, largest_clusters
 from etl.report.assemble import DedupSummary, ShardSummary
-from etl.report.stats import cluster_sizes, log_histogram
+from etl.report.stats import cluster_sizes, histogram, log_bin, log_bins
 from etl.runtime.sizing import OutputConfig, sized
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
 
@@ -116,23 +116,60 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
     return out.read_parquet(spark, "documents"), marked.where(F.col("reason").isNotNull()), summary
 
 
+@dataclass(frozen=True)
+class WrittenDocuments:
+    """What one aggregation over ``documents/`` (as written) says, for the ledger, the shard count,
+    the shards' source names and the report's histogram of document lengths."""
+
+    documents: int
+    chars: int  # sum of n_chars
+    sources: list[str]  # sorted; null counts as UNKNOWN_SOURCE, as in the shards
+    doc_chars: dict  # etl.report.stats.log_histogram(documents, "n_chars")
+
+
+def written_documents(documents: DataFrame) -> WrittenDocuments:
+    """One grouped aggregation (source x length bin) instead of a count, a sum, a distinct and a
+    histogram, each a job of its own."""
+    from etl.shards.stage import UNKNOWN_SOURCE, source_names
+
+    rows = (
+        documents.select(
+            F.coalesce(F.col("source"), F.lit(UNKNOWN_SOURCE)).alias("group"),
+            log_bin("n_chars").alias("bin"),
+            "n_chars",
+        )
+        .groupBy("group", "bin")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("n_chars").alias("chars"))
+        .collect()
+    )
+    counts: dict[str, dict[int, int]] = {}
+    for r in rows:
+        counts.setdefault(r.group, {})[r.bin] = r.n
+    return WrittenDocuments(
+        documents=sum(r.n for r in rows),
+        chars=sum(r.chars or 0 for r in rows),
+        sources=source_names(counts),
+        doc_chars=histogram(counts),
+    )
+
+
 def shards_phase(
-    documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfig, out: "Staging"
-) -> tuple[ShardSummary, DataFrame]:
-    """Tokenize once (persisted: the shards and the token histogram both read it; the caller
-    unpersists it) and write ``shards/``; with no ``tokenizer.model``, first train one on the
-    documents into ``tokenizer/``. A ``tokenizer.model`` on S3 (a committed output) is fetched
-    into the local cache, verified (``base.committed.fetch_tree``)."""
-    from etl.shards.stage import ship_tokenizer, tokenize_stage, write_token_shards
+    documents: DataFrame, tok: TokenizerConfig, shards: ShardsConfig, out: "Staging", written: WrittenDocuments
+) -> tuple[ShardSummary, dict]:
+    """Tokenize and write ``shards/`` in one pass over ``documents`` (``written``: their summary,
+    ``written_documents``); with no ``tokenizer.model``, first train one on the documents into
+    ``tokenizer/``. A ``tokenizer.model`` on S3 (a committed output) is fetched into the local
+    cache, verified (``base.committed.fetch_tree``). Returns the summary and the histogram of
+    tokens per document (``log_histogram``'s shape), counted by the shard writers."""
+    from etl.shards.stage import packed_tokens, ship_tokenizer, write_token_shards
 
     tokenizer_dir = _tokenizer_dir(tok.model, out) if tok.model else _train_into(documents, tok, out)
     n = shards.num_shards
     if n <= 0:
-        chars = documents.agg(F.sum("n_chars")).first()[0] or 0
-        n = max(1, -(-int(chars * 1.5) // (shards.target_mb << 20)))
+        n = max(1, -(-int(written.chars * 1.5) // (shards.target_mb << 20)))
     shipped = ship_tokenizer(documents.sparkSession, tokenizer_dir)
-    tokens = tokenize_stage(documents, shipped).persist(StorageLevel.MEMORY_AND_DISK)
-    manifest = write_token_shards(tokens, shipped, out.path("shards"), n, access=out.access)
+    tokens = packed_tokens(documents, shipped)  # computed once, by the shard writers' job: not persisted
+    manifest, doc_tokens = write_token_shards(tokens, shipped, out.path("shards"), n, written.sources, out.access)
     for s in manifest["shards"]:  # what a store's commit lists (a no-op on a file system)
         for kind in ("bin", "idx", "src"):
             out.record(f"shards/{s[kind]}", s[f"{kind}_bytes"], s[f"{kind}_sha256"])
@@ -148,7 +185,18 @@ def shards_phase(
         total_tokens=manifest["totals"]["tokens"],
         tokens_per_source=manifest["tokens_per_source"],
     )
-    return summary, tokens
+    return summary, histogram(binned(doc_tokens))
+
+
+def binned(values: dict[str, dict[int, int]]) -> dict[str, dict[int, int]]:
+    """{group: {value: count}} -> {group: {log bin: count}} (``etl.report.stats.log_bins``)."""
+    out: dict[str, dict[int, int]] = {}
+    for group, counts in values.items():
+        bins, n = log_bins(np.fromiter(counts, dtype=np.int64, count=len(counts))), list(counts.values())
+        mine = out.setdefault(group, {})
+        for b, c in zip(bins.tolist(), n):
+            mine[b] = mine.get(b, 0) + c
+    return out
 
 
 def _tokenizer_dir(model: str, out: "Staging") -> str:
@@ -184,10 +232,7 @@ def _train_into(documents: DataFrame, tok: TokenizerConfig, out: "Staging") -> s
     return target
 
 
-def distributions(documents: DataFrame, tokens: DataFrame, duplicates: DataFrame) -> dict:
-    """What report.html plots: document length and tokens per document per source, cluster sizes."""
-    return {
-        "doc_chars": log_histogram(documents, "n_chars"),
-        "doc_tokens": log_histogram(tokens, "n_tokens"),
-        "cluster_sizes": cluster_sizes(duplicates),
-    }
+def distributions(doc_chars: dict, doc_tokens: dict, duplicates: DataFrame) -> dict:
+    """What report.html plots: document length and tokens per document per source (both counted
+    already: ``written_documents``, ``shards_phase``), cluster sizes."""
+    return {"doc_chars": doc_chars, "doc_tokens": doc_tokens, "cluster_sizes": cluster_sizes(duplicates)}

@@ -250,3 +250,84 @@ def test_source_sidecar_is_verified(written, tmp_path):
     (copy / entry["src"]).unlink()
     with pytest.raises(IndexedDatasetError, match=f"{entry['src']}: missing"):
         read_manifest(copy, verify=False)
+
+
+# --- what the shard writers count and how they order --------------------------------------
+
+
+@pytest.mark.slow
+def test_packed_ids_sort_as_the_id_arrays(spark):
+    """The writers' sort tie-breaks equal doc_ids on the packed ids (binary): Spark must order
+    them as it orders the id arrays (element by element, then the shorter first)."""
+    from etl.shards.stage import pack_ids
+
+    rng = random.Random(3)
+    arrays = [[], [0], [0, 0], [1], [1, 0], [1, 300], [256], [255], [255, 65535], [65535], [2, 1], [2, 1, 0]]
+    arrays += [
+        [rng.choice((0, 1, 255, 256, 257, 4095, 65280, 65535)) for _ in range(rng.randrange(4))] for _ in range(60)
+    ]
+    for width in (2, 4):
+        offsets = np.cumsum([0] + [len(a) for a in arrays]).astype(np.int32)
+        packed = pack_ids(offsets, np.array([i for a in arrays for i in a], dtype=np.int32), width).to_pylist()
+        df = spark.createDataFrame(
+            [(i, a, p) for i, (a, p) in enumerate(zip(arrays, packed))], "i int, ids array<int>, packed binary"
+        )
+        by_ids = [r.i for r in df.orderBy("ids", "i").collect()]
+        by_packed = [r.i for r in df.orderBy("packed", "i").collect()]
+        assert by_packed == by_ids, f"width {width}"
+    with pytest.raises(ValueError, match="do not fit"):
+        pack_ids(np.array([0, 1], dtype=np.int32), np.array([65536], dtype=np.int32), 2)
+
+
+@pytest.mark.slow
+def test_equal_doc_ids_are_ordered_by_their_tokens(spark, tok_dir, documents, tmp_path):
+    """A doc_id given to several documents (not in a corpus build, which renames them): in the
+    shard they follow the order Spark gives their token arrays."""
+    from pyspark.sql import functions as F
+
+    from etl.shards.stage import tokenize_stage, write_shards
+
+    rows = [("same", text, "news") for _, text, _ in documents[:12]] + [("other", "另一篇。", "news")]
+    df = spark.createDataFrame(rows, "doc_id string, text string, source string").repartition(3)
+    write_shards(df, str(tok_dir), str(tmp_path / "s"), num_shards=1)
+    got = IndexedDataset(tmp_path / "s" / "shard-00000")
+    ref = tokenize_stage(df, str(tok_dir)).orderBy("doc_id", "tokens").select(F.col("tokens")).collect()
+    assert [got[j].tolist() for j in range(len(got))] == [r.tokens + [2] for r in ref]
+
+
+@pytest.mark.slow
+def test_log_bins_are_sparks(spark):
+    """The writers' histogram of tokens per document is binned in numpy: the same bins as Spark's
+    expression (``etl.report.stats.log_bin``) on every value up to 300,000 and around each
+    power of ten up to 10^9."""
+    from etl.report.stats import log_bin, log_bins
+
+    values = list(range(-3, 300_000)) + [p + d for p in (10**k for k in range(5, 10)) for d in (-2, -1, 0, 1, 2)]
+    values += [int(v) for v in np.random.default_rng(0).integers(300_000, 2**31 - 1, 20_000)]
+    df = spark.createDataFrame([(v,) for v in values], "v long")
+    spark_bins = {r.v: r.bin for r in df.select("v", log_bin("v").alias("bin")).collect()}
+    assert log_bins(np.array(values)).tolist() == [spark_bins[v] for v in values]
+
+
+@pytest.mark.slow
+def test_counts_from_the_writers_and_one_aggregation_equal_the_separate_jobs(spark, tok_dir, documents, tmp_path):
+    """``written_documents`` (one aggregation) against a count, a sum, the distinct sources and
+    ``log_histogram``; the writers' tokens per document against ``log_histogram`` of the token frame."""
+    from pyspark.sql import functions as F
+
+    from etl.phases import binned, written_documents
+    from etl.report.stats import histogram, log_histogram
+    from etl.shards.stage import distinct_sources, packed_tokens, ship_tokenizer, tokenize_stage, write_token_shards
+
+    df = spark.createDataFrame(documents, "doc_id string, text string, source string").withColumn(
+        "n_chars", F.length("text")
+    )
+    written = written_documents(df)
+    assert written.documents == df.count() == len(documents)
+    assert written.chars == df.agg(F.sum("n_chars")).first()[0]
+    assert written.sources == distinct_sources(df) == ["forum", "news", "reviews", "unknown"]
+    assert written.doc_chars == log_histogram(df, "n_chars")
+    shipped = ship_tokenizer(spark, str(tok_dir))
+    _, doc_tokens = write_token_shards(packed_tokens(df, shipped), shipped, str(tmp_path / "t"), 2, written.sources)
+    assert histogram(binned(doc_tokens)) == log_histogram(tokenize_stage(df, shipped), "n_tokens")
+    assert sum(n for counts in doc_tokens.values() for n in counts.values()) == len(documents)

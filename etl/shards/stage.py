@@ -18,6 +18,11 @@ Sharding contract (``write_shards``):
   order, indexing the manifest's ``sources`` (sorted distinct source names, known on the driver
   before any shard is written). Megatron ignores it; ``train/data.py`` blends sources with it.
 
+How: ``write_shards`` is one Spark job after the source names: documents are tokenized where they
+are, their ids packed as big-endian binary (``packed_tokens``), shuffled to their shard, sorted,
+and each shard writer puts a batch's documents into ``.bin`` in one write; the writers also count
+the documents per source and token count, which the report's histogram is binned from.
+
 Where the files go: each task writes its shard to a local temporary directory, hashes it, then
 copies it into ``out_dir`` with ``pyarrow.fs`` under a temporary name and renames it. Locally
 ``out_dir`` is a path on the shared disk; on a cluster it must be a filesystem every executor
@@ -35,7 +40,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +64,7 @@ UNKNOWN_SOURCE = "unknown"  # tokens_per_source key for a null or missing source
 TOKENS_SCHEMA = pa.schema(
     [("doc_id", pa.string()), ("source", pa.string()), ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())]
 )
+PACKED_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("tokens", pa.binary())])
 SHARD_ROW_SCHEMA = pa.schema(
     [
         ("shard", pa.int32()),
@@ -71,11 +77,12 @@ SHARD_ROW_SCHEMA = pa.schema(
         ("tokens_per_source", pa.string()),
         ("src_sha256", pa.string()),
         ("src_bytes", pa.int64()),
+        ("doc_tokens", pa.string()),  # JSON {source: {tokens in a document, <eod> not counted: documents}}
     ]
 )
 SHARD_ROW_DDL = (
     "shard int, documents long, tokens long, bin_sha256 string, idx_sha256 string, "
-    "bin_bytes long, idx_bytes long, tokens_per_source string, src_sha256 string, src_bytes long"
+    "bin_bytes long, idx_bytes long, tokens_per_source string, src_sha256 string, src_bytes long, doc_tokens string"
 )
 
 
@@ -132,6 +139,60 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
         if isinstance(tokenizer_dir, ShippedTokenizer)
         else ship_tokenizer(docs.sparkSession, tokenizer_dir)
     )
+
+    def columns(offsets: np.ndarray, ids: np.ndarray) -> list[pa.Array]:
+        return [pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids)), pa.array(np.diff(offsets))]
+
+    return _tokenized(docs, shipped, columns, TOKENS_SCHEMA)
+
+
+def packed_tokens(docs: DataFrame, shipped: ShippedTokenizer) -> DataFrame:
+    """``docs`` (doc_id, text, [source]) -> (doc_id, source, tokens binary): ``tokenize_stage``'s ids,
+    each a big-endian unsigned integer as wide as the shards' dtype (2 bytes below 65,500 ids).
+    What the shard writers read: half the bytes of array<int> through the shuffle, one buffer copy
+    instead of a loop over the ids each time a batch crosses between Python and the JVM. Spark
+    orders binary by unsigned bytes, then length: for non-negative ids of one width that is the
+    order of the id arrays, so the shards' tie-break on equal doc_ids is unchanged."""
+    width = dtype_for_vocab(shipped.vocab_size).itemsize
+
+    def columns(offsets: np.ndarray, ids: np.ndarray) -> list[pa.Array]:
+        return [pack_ids(offsets, ids, width)]
+
+    return _tokenized(docs, shipped, columns, PACKED_SCHEMA)
+
+
+def pack_ids(offsets: np.ndarray, ids: np.ndarray, width: int) -> pa.Array:
+    """Arrow's list layout (``offsets`` into ``ids``) as a binary array of big-endian ``width``-byte ids."""
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= 1 << (8 * width)):
+        raise ValueError(f"token ids [{int(ids.min())}, {int(ids.max())}] do not fit {width} bytes")
+    ends = offsets.astype(np.int64) * width
+    if len(ends) and ends[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"a batch of {int(ends[-1])} bytes of token ids: more than one Arrow binary array holds")
+    data = ids.astype(f">u{width}")
+    return pa.Array.from_buffers(
+        pa.binary(), len(offsets) - 1, [None, pa.py_buffer(ends.astype(np.int32)), pa.py_buffer(data)]
+    )
+
+
+def unpack_ids(col: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``pack_ids``'s inverse, read in place: (offsets into the ids, the ids as big-endian integers)."""
+    _, offsets, data = col.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int32)[col.offset : col.offset + len(col) + 1] // width
+    values = np.frombuffer(data, dtype=f">u{width}", count=data.size // width) if data is not None else np.zeros(0)
+    return offsets, values
+
+
+_DDL = {pa.string(): "string", pa.int32(): "int", pa.binary(): "binary", pa.list_(pa.int32()): "array<int>"}
+
+
+def _tokenized(
+    docs: DataFrame,
+    shipped: ShippedTokenizer,
+    columns: Callable[[np.ndarray, np.ndarray], list[pa.Array]],
+    schema: pa.Schema,
+) -> DataFrame:
+    """(doc_id, source, then ``columns(offsets, ids)`` of each batch's token ids), as ``schema`` says."""
+    ddl = ", ".join(f"{f.name} {_DDL[f.type]}" for f in schema)
     source = F.col("source") if "source" in docs.columns else F.lit(None).cast("string")
     docs = docs.select("doc_id", F.coalesce(source, F.lit(UNKNOWN_SOURCE)).alias("source"), "text")
 
@@ -141,12 +202,11 @@ def tokenize_stage(docs: DataFrame, tokenizer_dir: str | ShippedTokenizer) -> Da
             texts = b.column("text")  # read in place by the compiled pass
             offsets, ids = tok.encode_arrays(texts)
             audit_tokens(tok, b.column("doc_id").to_pylist(), texts, offsets, ids, shipped.audit_every)
-            tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
             yield pa.RecordBatch.from_arrays(
-                [b.column("doc_id"), b.column("source"), tokens, pa.array(np.diff(offsets))], schema=TOKENS_SCHEMA
+                [b.column("doc_id"), b.column("source"), *columns(offsets, ids)], schema=schema
             )
 
-    return docs.mapInArrow(apply, "doc_id string, source string, tokens array<int>, n_tokens int")
+    return docs.mapInArrow(apply, ddl)
 
 
 def audit_presegmentation(
@@ -202,7 +262,7 @@ def write_shards(docs: DataFrame, tokenizer_dir: str, out_dir: str, num_shards: 
     ``manifest.json`` into ``out_dir``; returns the manifest. See the module docstring."""
     shipped = ship_tokenizer(docs.sparkSession, tokenizer_dir)
     # the source names from ``docs``, not from the token frame: that would tokenize twice
-    return write_token_shards(tokenize_stage(docs, shipped), shipped, out_dir, num_shards, distinct_sources(docs))
+    return write_token_shards(packed_tokens(docs, shipped), shipped, out_dir, num_shards, distinct_sources(docs))[0]
 
 
 def distinct_sources(df: DataFrame) -> list[str]:
@@ -210,7 +270,12 @@ def distinct_sources(df: DataFrame) -> list[str]:
     handful of rows collected to the driver."""
     source = F.col("source") if "source" in df.columns else F.lit(None).cast("string")
     rows = df.select(F.coalesce(source, F.lit(UNKNOWN_SOURCE)).alias("source")).distinct().collect()
-    sources = sorted(r["source"] for r in rows)
+    return source_names(r["source"] for r in rows)
+
+
+def source_names(names: Iterable[str]) -> list[str]:
+    """Distinct source names, sorted: the manifest's ``sources``, which the ``.src`` sidecar indexes."""
+    sources = sorted(set(names))
     if len(sources) > np.iinfo(SOURCE_DTYPE).max + 1:
         raise ValueError(f"{len(sources)} distinct sources; the .src sidecar (uint16) holds at most 65536")
     return sources
@@ -223,11 +288,15 @@ def write_token_shards(
     num_shards: int,
     sources: list[str] | None = None,
     access: S3Access | None = None,
-) -> dict[str, Any]:
-    """``tokens`` from ``tokenize_stage(docs, shipped)`` -> shard pairs, ``.src`` sidecars and
-    ``manifest.json``. ``sources``: every source name in ``tokens``, sorted (computed from
-    ``tokens`` when None; cheap when ``tokens`` is persisted). ``access``: ``out_dir`` is an
-    ``s3://`` prefix written through pyarrow's S3 file system with these settings."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``tokens`` from ``packed_tokens(docs, shipped)`` -> shard pairs, ``.src`` sidecars and
+    ``manifest.json``, in one Spark job when ``sources`` is given (``tokens`` is computed once, as
+    the shards are written: nothing to persist). ``sources``: every source name in ``tokens``,
+    sorted (computed from ``tokens`` when None: a job of its own, which tokenizes too; take them
+    from the documents instead, ``distinct_sources``). ``access``: ``out_dir`` is an ``s3://``
+    prefix written through pyarrow's S3 file system with these settings. Returns the manifest and
+    the documents per source and token count, ``<eod>`` not counted ({source: {tokens: documents}},
+    counted by the writers: what the report's histogram of tokens per document is binned from)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if access is not None:
@@ -252,10 +321,16 @@ def write_token_shards(
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from _write_partition(batches, out_dir, dtype.name, shipped.eod_id, source_index, access)
 
-    rows = {r["shard"]: r for r in ordered.mapInArrow(apply, SHARD_ROW_DDL).collect()}
+    rows = {r["shard"]: r.asDict() for r in ordered.mapInArrow(apply, SHARD_ROW_DDL).collect()}
     for i in range(num_shards):
         if i not in rows:  # no document hashed here: an empty pair, written by the driver
-            rows[i] = _write_shard_files(i, iter(()), out_dir, dtype.name, shipped.eod_id, source_index, access)
+            rows[i] = _write_shard_files(i, out_dir, dtype.name, shipped.eod_id, source_index, access)
+    doc_tokens: dict[str, dict[int, int]] = {}
+    for r in rows.values():
+        for source, counts in json.loads(r["doc_tokens"]).items():
+            mine = doc_tokens.setdefault(source, {})
+            for n_tokens, n in counts.items():
+                mine[int(n_tokens)] = mine.get(int(n_tokens), 0) + n
     manifest = build_manifest([rows[i] for i in range(num_shards)], shipped, dtype, sources)
     with fs.open_output_stream(f"{root}/{MANIFEST_FILE}", compression=None) as f:
         f.write(json.dumps(manifest, indent=2, ensure_ascii=False).encode("utf-8"))
@@ -267,7 +342,7 @@ def write_token_shards(
         dtype.name,
         out_dir,
     )
-    return manifest
+    return manifest, doc_tokens
 
 
 def _write_partition(
@@ -278,62 +353,118 @@ def _write_partition(
     source_index: dict[str, int],
     access: S3Access | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Rows arrive sorted by (shard, doc_id); one output row per shard seen."""
-
-    def docs() -> Iterator[tuple[int, str, np.ndarray]]:
+    """Rows arrive sorted by (shard, doc_id, tokens); one output row per shard seen. Each batch's
+    run of a shard is written as a whole (its ids straight from the Arrow buffers, ``<eod>``
+    put in by numpy), no Python object per document but its source name."""
+    shard: _ShardFiles | None = None
+    width = np.dtype(dtype).itemsize
+    try:
         for b in batches:
+            if not b.num_rows:
+                continue
             shards = b.column("shard").to_numpy()
             sources = b.column("source").to_pylist()
-            col = b.column("tokens")
-            offsets, values = col.offsets.to_numpy(), col.values.to_numpy()
-            for j in range(b.num_rows):
-                yield int(shards[j]), sources[j], values[offsets[j] : offsets[j + 1]]
-
-    stream = _Peekable(docs())
-    while stream.peek() is not None:
-        shard = stream.peek()[0]
-        row = _write_shard_files(shard, stream.take_while(shard), out_dir, dtype, eod_id, source_index, access)
-        yield pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
+            offsets, values = unpack_ids(b.column("tokens"), width)
+            cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), b.num_rows]
+            for a, z in zip(cuts, cuts[1:]):
+                if shard is not None and shard.shard != int(shards[a]):
+                    yield shard.publish(out_dir, access)
+                    shard = None
+                if shard is None:
+                    shard = _ShardFiles(int(shards[a]), dtype, eod_id, source_index)
+                shard.add(sources[a:z], offsets[a : z + 1], values)
+        if shard is not None:
+            yield shard.publish(out_dir, access)
+            shard = None
+    finally:
+        if shard is not None:
+            shard.discard()
 
 
 def _write_shard_files(
     shard: int,
-    docs: Iterator[tuple[int, str, np.ndarray]],
     out_dir: str,
     dtype: str,
     eod_id: int,
     source_index: dict[str, int],
     access: S3Access | None = None,
 ) -> dict[str, Any]:
-    """Write one shard (``.bin``, ``.idx``, ``.src``) locally, hash it, publish it to ``out_dir``;
-    returns its manifest row."""
-    name = SHARD_NAME.format(shard)
-    per_source: dict[str, int] = {}
-    doc_sources: list[int] = []
-    tmp = Path(tempfile.mkdtemp(prefix="zhcorpus-shard-"))
-    try:
-        with IndexedDatasetWriter(tmp / name, dtype) as writer:
-            eod = np.array([eod_id], dtype=np.int64)
-            for _, source, tokens in docs:
-                if source not in source_index:
-                    raise ValueError(f"source {source!r} is not among the sources given: {sorted(source_index)}")
-                doc_sources.append(source_index[source])
-                n = writer.add_document(np.concatenate([tokens, eod]))
-                per_source[source] = per_source.get(source, 0) + n
-        np.asarray(doc_sources, dtype=SOURCE_DTYPE).tofile(tmp / f"{name}.src")
-        row = {
-            "shard": shard,
-            "documents": writer.documents,
-            "tokens": writer.tokens,
-            "tokens_per_source": json.dumps(dict(sorted(per_source.items()))),
-        }
-        for kind in ("bin", "idx", "src"):
-            local = tmp / f"{name}.{kind}"
-            row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
-            put_file(local, f"{out_dir}/{name}.{kind}", access)
-        return row
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """An empty shard (no document hashed to it), written by the driver; returns its manifest row."""
+    return _ShardFiles(shard, dtype, eod_id, source_index).publish(out_dir, access).to_pylist()[0]
+
+
+class _ShardFiles:
+    """One shard's ``.bin``, ``.idx`` and ``.src`` being written in a local temporary directory;
+    ``publish`` hashes them, copies them to ``out_dir`` and returns the shard's manifest row."""
+
+    def __init__(self, shard: int, dtype: str, eod_id: int, source_index: dict[str, int]):
+        self.shard, self.eod_id, self.source_index = shard, eod_id, source_index
+        self.name = SHARD_NAME.format(shard)
+        self.tmp = Path(tempfile.mkdtemp(prefix="zhcorpus-shard-"))
+        self.writer = IndexedDatasetWriter(self.tmp / self.name, dtype)
+        self.doc_sources: list[np.ndarray] = []  # per run: each document's index in source_index
+        self.doc_tokens: list[np.ndarray] = []  # per run: each document's tokens, <eod> not counted
+
+    def add(self, sources: list[str], offsets: np.ndarray, values: np.ndarray) -> None:
+        """Documents given as Arrow's list layout: ``offsets`` (n + 1) into ``values``."""
+        try:
+            index = np.fromiter((self.source_index[s] for s in sources), dtype=np.int64, count=len(sources))
+        except KeyError as e:
+            raise ValueError(
+                f"source {e.args[0]!r} is not among the sources given: {sorted(self.source_index)}"
+            ) from None
+        lengths = np.diff(offsets).astype(np.int64)
+        ends = np.cumsum(lengths + 1)  # each document is followed by <eod>
+        tokens = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+        is_eod = np.zeros(len(tokens), dtype=bool)
+        is_eod[ends - 1] = True
+        tokens[is_eod] = self.eod_id
+        tokens[~is_eod] = values[offsets[0] : offsets[-1]]
+        self.writer.add_documents(lengths + 1, tokens)
+        self.doc_sources.append(index)
+        self.doc_tokens.append(lengths)
+
+    def publish(self, out_dir: str, access: S3Access | None) -> pa.RecordBatch:
+        try:
+            self.writer.finalize()
+            names = sorted(self.source_index, key=self.source_index.get)
+            sources = np.concatenate(self.doc_sources) if self.doc_sources else np.zeros(0, dtype=np.int64)
+            lengths = np.concatenate(self.doc_tokens) if self.doc_tokens else np.zeros(0, dtype=np.int64)
+            per_source = np.bincount(sources, minlength=len(names))  # documents
+            tokens = np.zeros(len(names), dtype=np.int64)
+            np.add.at(tokens, sources, lengths + 1)
+            sources.astype(SOURCE_DTYPE).tofile(self.tmp / f"{self.name}.src")
+            row = {
+                "shard": self.shard,
+                "documents": self.writer.documents,
+                "tokens": self.writer.tokens,
+                "tokens_per_source": json.dumps(
+                    {names[i]: int(tokens[i]) for i in sorted(np.flatnonzero(per_source), key=names.__getitem__)}
+                ),
+                "doc_tokens": json.dumps(_doc_tokens(names, sources, lengths)),
+            }
+            for kind in ("bin", "idx", "src"):
+                local = self.tmp / f"{self.name}.{kind}"
+                row[f"{kind}_sha256"], row[f"{kind}_bytes"] = sha256_file(local), local.stat().st_size
+                put_file(local, f"{out_dir}/{self.name}.{kind}", access)
+            return pa.RecordBatch.from_pylist([row], schema=SHARD_ROW_SCHEMA)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the local files (published, or abandoned after an error)."""
+        self.writer.abort()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _doc_tokens(names: list[str], sources: np.ndarray, lengths: np.ndarray) -> dict[str, dict[int, int]]:
+    """{source: {tokens in a document: documents}}."""
+    out: dict[str, dict[int, int]] = {}
+    if len(lengths):
+        keys, counts = np.unique(np.stack([sources, lengths]), axis=1, return_counts=True)
+        for (source, n_tokens), n in zip(keys.T.tolist(), counts.tolist()):
+            out.setdefault(names[source], {})[n_tokens] = n
+    return out
 
 
 def _absolute(uri: str) -> str:
