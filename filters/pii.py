@@ -207,6 +207,19 @@ def valid_ipv4(match: str, public_only: bool) -> bool:
     return ip.is_global if public_only else True
 
 
+def outline_number(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` numbers its line ("12.2.1.1. 邮件列表的行为准则是什么？",
+    "## 8.1.6.1、dpkg-deb"): at the line's start (after spaces or heading, quote and bullet marks)
+    and followed by a full stop, a 、 or a closing bracket. A section number of a manual or a FAQ,
+    not an address: an address in a line is what it says about something."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return text[end : end + 1] in _OUTLINE_AFTER and not text[line_start:start].strip(_OUTLINE_MARKS)
+
+
+_OUTLINE_AFTER = frozenset(".．、)）")
+_OUTLINE_MARKS = " \t\u3000#>*-+"
+
+
 def valid_ipv6(match: str, public_only: bool) -> bool:
     groups = [g for g in match.split(":") if g]
     if len(groups) < 2 or max(map(len, groups)) < 3:  # "::1", "a::b", leftovers of C++ "std::x"
@@ -244,7 +257,11 @@ def find_pii(text: str, kinds: tuple[str, ...] = KINDS, public_ips_only: bool = 
             for kind in run_kinds:
                 # e + 1: the lookahead sees the character after the run (a digit after a final X)
                 for m in _PATTERNS[kind].finditer(text, s, e + 1):
-                    if _RUN_CHECKS[kind](m.group(), public_ips_only) and not _after_label(text, m.start()):
+                    if (
+                        _RUN_CHECKS[kind](m.group(), public_ips_only)
+                        and not _after_label(text, m.start())
+                        and not (kind == IPV4 and outline_number(text, m.start(), m.end()))
+                    ):
                         found.append(Span(kind, m.start(), m.end()))
     if EMAIL in kinds and ("@" in text or "＠" in text):
         found += [Span(EMAIL, *m.span()) for m in email_matches(text) if m.group(1).lower() not in _FILE_SUFFIXES]

@@ -398,7 +398,12 @@ def _keyword_re(keywords: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(map(re.escape, keywords))) if keywords else re.compile(r"(?!)")
 
 
-NAV_SEPARATORS = re.compile(r"\s*(?:>>|»|›|>|\||｜|/|·|•|→)\s*")
+# A slash between two Latin letters or digits is no menu separator: it joins one token, a path
+# (/var/log/dpkg.log), a date (5/5/2021), alternatives (Vue/React/Angular, TCP/IP); a menu's slash
+# stands between Han items or beside a space (新闻/体育/娱乐, 首页 / 新闻).
+_ALNUM = "0-9A-Za-z"
+_NAV_SLASH = f"(?:(?<![{_ALNUM}])/|/(?![{_ALNUM}]))"
+NAV_SEPARATORS = re.compile(f"\\s*(?:>>|»|›|>|\\||｜|{_NAV_SLASH}|·|•|→)\\s*")
 # A chapter or section heading ("第四十回", "第三章", "卷之一", "第一百二十条"): a title, never a
 # menu, however its parts are spaced ("三国演义 第四十回 蔡夫人议献荆州　诸葛亮火烧新野").
 _NUMERAL = "0-9０-９一二三四五六七八九十百千万零〇两壹贰叁肆伍陆柒捌玖拾佰仟"
@@ -418,7 +423,7 @@ _CODE_AND_SPACE = re.compile("[ \t\u3000]*\x00[ \t\u3000]*")
 def _long_item(max_item_chars: int) -> re.Pattern[str]:
     """A run of more than ``max_item_chars`` characters that are neither whitespace nor a menu
     separator: whichever way the line is split into items, one of them is too long."""
-    return re.compile(f"[^\\s>»›|｜/·•→]{{{max_item_chars + 1},}}")
+    return re.compile(f"(?:[^\\s>»›|｜/·•→]|(?<=[{_ALNUM}])/(?=[{_ALNUM}])){{{max_item_chars + 1},}}")
 
 
 def is_navigation_line(

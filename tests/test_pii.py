@@ -140,6 +140,15 @@ def test_bad_modes_are_refused_with_the_choices():
         pii.resolve_modes("redact", {"phone": "off"})
 
 
+def test_a_section_number_is_no_address():
+    """A dotted quad that numbers its line (a FAQ's or a manual's 12.2.1.1.) is not redacted (issue 32:
+    the Debian FAQ's headings lost their numbers); the same figures anywhere else in a line are."""
+    text = "12.2.1.1. 邮件列表的行为准则是什么？\n## 8.1.6.1、dpkg-deb\n服务器 12.2.1.1. 请连接\n12.2.1.1 是网关"
+    spans = pii.find_pii(text)
+    assert [text[s.start : s.end] for s in spans] == ["12.2.1.1", "12.2.1.1"]
+    assert [s.start for s in spans] == [text.index("服务器") + 4, text.rindex("12.2.1.1")]
+
+
 def test_private_addresses_are_kept_unless_asked():
     text = "路由器地址192.168.1.1"
     assert pii.find_pii(text) == []

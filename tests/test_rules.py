@@ -162,6 +162,16 @@ def test_ordinary_lines_are_not_navigation(line):
     assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
 
 
+def test_a_slash_inside_a_token_is_no_menu_separator():
+    """A path, a date, Latin alternatives: one token, not menu items (issue 32: the rule took
+    README and FAQ lines); a slash between Han items or beside a space still separates."""
+    args = (NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
+    tokens = "不需要学 Vue/React/Angular\nlog /var/log/dpkg.log\n答：5/5/2021\nTCP/IP/UDP"
+    kept, removed = tx.remove_navigation_lines(tokens + "\n新闻/体育/娱乐\n首页 / 新闻 / 正文", *args)
+    assert (kept, removed) == (tokens, 2)
+    assert tx.is_navigation_line("新闻/体育/娱乐", *args) and not tx.is_navigation_line("Vue/React/Angular", *args)
+
+
 def test_traditional_is_converted_to_simplified(cleaner):
     out = cleaner("這座小鎮以傳統手工藝聞名，家家戶戶都會製作竹編和陶器。\n" + P[2] + "\n" + P[3])
     assert out.converted and out.text.startswith("这座小镇以传统手工艺闻名，家家户户都会制作竹编和陶器。")
