@@ -38,7 +38,7 @@ import logging
 import os
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -47,40 +47,14 @@ import torch
 from base.errors import Refusal
 from base.indexed_dataset import IndexedDatasetError
 from base.manifest import open_shards, read_manifest
-from base.s3 import S3Access, S3Config, is_s3
+from base.s3 import S3Access, is_s3
+from train.config import DataConfig
 
 log = logging.getLogger("zhcorpus")
 
 BLEND_BLOCK = 1 << 14  # positions per repeated greedy block: fraction error ~6e-5, shuffle window
 _MASK64 = (1 << 64) - 1
 _CACHED = 4  # epoch orders / block permutations memoised per instance
-ORDERS = ("shuffle", "paired")
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    seq_len: int = 128  # tokens per sample is seq_len + 1 (inputs + shifted targets)
-    weights: dict[str, float] = field(default_factory=dict)  # source -> mixture weight; {} = proportional to tokens
-    valid_fraction: float = 0.01  # documents held out for validation (deterministic by (seed, shard, doc index) hash)
-    seed: int = 0
-    verify: bool = True  # check every sha256 in the manifest on open
-    # "shuffle": seeded permutations of document positions and block positions (training).
-    # "paired": orders keyed by a hash of the documents' tokens, so that runs on two corpora that
-    # share documents see them at nearly the same steps (the rule judge's paired runs; hashing
-    # reads every document once, so it is for the judge's small corpora).
-    order: str = "shuffle"
-    # The store of an s3:// manifest (a build's or a nightly refresh's output published there):
-    # every shard is fetched once into the local cache ($ZHCORPUS_CACHE, else ~/.cache/zhcorpus),
-    # verified against the commit's sha256, and memory-mapped from there (docs/storage.md).
-    s3: S3Config = field(default_factory=S3Config)
-
-    def __post_init__(self):
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
-        if self.seq_len < 1:
-            raise ValueError(f"seq_len must be >= 1, got {self.seq_len}")
-        if not 0.0 <= self.valid_fraction <= 1.0:
-            raise ValueError(f"valid_fraction must be in [0, 1], got {self.valid_fraction}")
 
 
 def shard_manifest(path: str | os.PathLike, cfg: DataConfig) -> str | os.PathLike:

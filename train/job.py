@@ -1,25 +1,25 @@
-"""The training job as a library: its config (``TrainLMConfig``), the checks before any worker
-starts (``resolve``), Ray Train's ``TorchTrainer`` for a layout (``build_trainer``) and ``run``,
-which ``jobs/train_lm.py`` calls (and tests and the benchmarks). Ray start-up itself is
-``train.launch``; what every worker runs is ``train.loop.train_loop``."""
+"""The training job as a library: the checks of its config (``train.config.TrainLMConfig``) before
+any worker starts (``resolve``, which makes the ``train.loop.Job`` every worker gets), Ray Train's
+``TorchTrainer`` for a layout (``build_trainer``) and ``run``, which ``jobs/train_lm.py`` calls (and
+tests and the benchmarks). Ray start-up itself is ``train.launch``; what every worker runs is
+``train.loop.train_loop``."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from base.manifest import read_manifest
 from base.s3 import is_s3
 from train import checkpoint, launch
-from train.config import TrainConfig
-from train.data import DataConfig, shard_manifest
+from train.config import RaySection, TrainLMConfig
+from train.data import shard_manifest
 from train.launch_checks import LaunchError, check_cluster_fits
 from train.loop import Job, check_compatible
-from train.parallel import ParallelConfig, at_world_size, elastic_problems, validate
+from train.parallel import at_world_size, elastic_problems, validate
 from train.planner import total_params
 from train.shapes import ModelConfig
 
@@ -27,43 +27,10 @@ log = logging.getLogger("zhcorpus")
 RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
 
 
-@dataclass(frozen=True)
-class RaySection:
-    address: str = ""  # "" = $RAY_ADDRESS if set (inside `ray job submit`), else a new local Ray
-    use_gpu: Literal["auto", True, False] = "auto"  # auto: GPUs when the cluster has any (NCCL), else CPU (gloo)
-    cpus_per_worker: float = 1.0  # Ray CPU resource per worker, and torch threads per worker
-    max_failures: int = 1  # worker-group restarts from the last checkpoint (FailureConfig)
-    # Elastic data parallelism (Ray Train V2; tp = pp = 1): 0 = always the layout's dp workers. Else
-    # the run starts with as many workers as the cluster has room for, from this many up to dp, goes
-    # on with fewer when a node is lost (from the last checkpoint, dp smaller) and grows back when
-    # room returns, checked every resize_interval_s. docs/training.md
-    min_workers: int = 0
-    resize_interval_s: float = 60.0
-
-    def __post_init__(self):
-        if self.min_workers < 0:
-            raise ValueError(f"ray.min_workers must be >= 0 (0: not elastic), got {self.min_workers}")
-        if self.resize_interval_s <= 0:
-            raise ValueError(f"ray.resize_interval_s must be > 0, got {self.resize_interval_s}")
-
-    dashboard: bool = True  # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
-
-
-@dataclass(frozen=True)
-class TrainLMConfig:
-    # [model]: ``preset`` (train.shapes: debug, 350M, 2.6B, 13B, 200B) and any ModelConfig field on
-    # top of it. model.vocab_size is always the shards' (their manifest's, the tokenizer's).
-    model: ModelConfig = field(default_factory=lambda: ModelConfig.from_preset("debug"))
-    parallel: ParallelConfig = field(default_factory=ParallelConfig)  # tp * pp * dp = number of workers
-    train: TrainConfig = field(default_factory=TrainConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    ray: RaySection = field(default_factory=RaySection)
-
-
 def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
     """Check the config against the shards, the layout and the checkpoint it would resume from
-    before any worker starts; the ``Job`` every worker gets (absolute paths: Ray workers run in
-    their own directories)."""
+    before any worker starts; the ``Job`` every worker gets: ``cfg`` with the shards' vocabulary,
+    the data verified once here, and absolute paths (Ray workers run in their own directories)."""
     from train.data import TokenData
 
     if is_s3(data):  # a build or nightly output on S3: its shards are fetched into the local cache
@@ -92,14 +59,12 @@ def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
     TokenData(manifest, cfg.data, "train")
     if cfg.train.eval_every:
         TokenData(manifest, dataclasses.replace(cfg.data, verify=False), "valid")
-    job = Job(
+    job = Job.of(
+        cfg,
         model=model,
-        parallel=cfg.parallel,
-        train=cfg.train,
         data=dataclasses.replace(cfg.data, verify=False),
         manifest=str(manifest),
         run_dir=str(Path(output).resolve()),
-        threads=max(1, int(cfg.ray.cpus_per_worker)),
     )
     newest = checkpoint.complete_steps(job.run_dir)
     if newest:  # the workers will resume from it: refuse now what they would refuse after starting

@@ -25,7 +25,7 @@ import logging
 import math
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +34,32 @@ import torch.distributed as dist
 
 from base.log import setup_logging
 from train import checkpoint
-from train.config import TrainConfig
-from train.data import DataConfig, TokenData
+from train.config import TrainConfig, TrainLMConfig
+from train.data import TokenData
 from train.metrics import MetricsWriter, StepMeter, log_line, perplexity
-from train.model import ModelConfig
-from train.parallel import ParallelConfig, Trainer, at_world_size
+from train.parallel import Trainer, at_world_size
 
 log = logging.getLogger("zhcorpus")
 
 
 @dataclass(frozen=True)
-class Job:
-    """Everything a worker needs, resolved by the driver (absolute paths, the model's vocabulary)."""
+class Job(TrainLMConfig):
+    """What every worker gets: the job's config as the driver resolved it (``train.job.resolve``:
+    the model's vocabulary is the shards', the data already verified) and where to work."""
 
-    model: ModelConfig
-    parallel: ParallelConfig
-    train: TrainConfig
-    data: DataConfig
-    manifest: str  # shard manifest.json (already verified by the driver)
-    run_dir: str  # RUN_DIR, seen by every worker at this path
-    threads: int = 1  # torch intra-op threads per worker
+    manifest: str = ""  # shard manifest.json (already verified by the driver)
+    run_dir: str = ""  # RUN_DIR, seen by every worker at this path
+
+    @classmethod
+    def of(cls, cfg: TrainLMConfig, manifest: str, run_dir: str, **sections: Any) -> "Job":
+        """``cfg``'s sections, ``sections`` replacing some of them, at these paths."""
+        tree = {f.name: getattr(cfg, f.name) for f in fields(TrainLMConfig)}
+        return cls(**{**tree, **sections}, manifest=manifest, run_dir=run_dir)
+
+    @property
+    def threads(self) -> int:
+        """torch intra-op threads per worker: its Ray CPUs."""
+        return max(1, int(self.ray.cpus_per_worker))
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:

@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from base.errors import Refusal
-from train.config import TrainConfig
-from train.data import DataConfig
+from train.config import DataConfig, TrainConfig
 from train.shapes import ModelConfig
 
 log = logging.getLogger("zhcorpus")
