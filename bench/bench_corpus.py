@@ -105,12 +105,25 @@ def job_count(spark) -> int:
     return int(spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
 
 
+def jobs_by_phase(spark, first: int) -> dict[str, int]:
+    """The jobs with ids from ``first`` on (ids count up from 0), counted by their description
+    (``label_jobs``' phase)."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)  # newest first
+    out: dict[str, int] = {}
+    for job in (jobs.apply(i) for i in range(int(jobs.size()))):
+        if job.jobId() >= first:
+            description = job.description()
+            phase = description.get() if description.isDefined() else "(none)"
+            out[phase] = out.get(phase, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, Any]:
     anchor.reset_peaks()
-    jobs = job_count(spark)
+    first = job_count(spark)
     with anchor.CpuMeter() as cpu:
         report = build(spark, cfg, inputs, out)
-    jobs = job_count(spark) - jobs
+    jobs = job_count(spark) - first
     mem = anchor.memory_peaks()
     stage = dict(report["job"]["stage_seconds"])
     run = {
@@ -124,6 +137,7 @@ def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, 
         "cpu_s": round(cpu.seconds, 1),
         "stage_s": stage,
         "spark_jobs": jobs,
+        "spark_jobs_by_phase": jobs_by_phase(spark, first),
         "memory": mem,
     }
     if split:
