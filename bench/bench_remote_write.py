@@ -1,6 +1,7 @@
 """Writing the corpus outputs to an S3 API against writing them to local disk (issue 34, item 5).
 
-    python -m bench.bench_remote_write [--mb 16] [--repeat 3] [--cores 2] [--no-build] [--out out/bench_remote_write]
+    python -m bench.bench_remote_write [--mb 16] [--repeat 3] [--cores 2] [--scale 1] [--no-build]
+                                       [--out out/bench_remote_write]
 
 Input: ``--mb`` MB of plain-text JSONL (People's Daily text, ``bench.bench_split_read.make_jsonl``;
 cached). moto's S3 server runs on 127.0.0.1 in its own process, detached from this one so that its
@@ -8,18 +9,27 @@ CPU is not counted as the writer's (it is reported on its own). One ``local[--co
 serves every run; its start-up is timed once and reported apart. A first local build (not counted)
 warms the session, trains the tokenizer the later builds reuse, and is the source of the writes.
 
-Measured, local and S3 interleaved (the order swapped each repeat), ``--repeat`` times each:
+Measured, local and S3 interleaved (the order swapped each repeat), ``--repeat`` times each, after
+one untimed write of each kind (the S3 one pays once per process for what every later write reuses:
+boto3's service model in the driver, the AWS SDK and an S3 client in each Python worker; its CPU is
+reported apart as ``first_s3_write_cpu_s``):
 
 - ``writers``: the outputs alone. The build's ``documents``, ``rejected`` and ``duplicates`` frames
   (read once and cached in Spark) written by ``publish_output`` (``Staging.write_parquet``: Spark's
   writer through Hadoop; ``S3Staging.write_parquet``: executors through pyarrow's S3 file system,
   sha256 on the way) and its ``shards/`` (copied into the local staging; ``S3Staging.put_tree``), then
-  committed (a rename; the commit object);
+  committed (a rename; the commit object). ``--scale N`` writes N copies of those frames (each copy's
+  ``doc_id`` suffixed and ``text`` rotated by its number, so no two rows are equal and the copies
+  compress as the original does) and of ``shards/``: the generator repeats its pages and dedup
+  removes them, so ``--mb`` hardly changes the output (7 MB from 8 or 16 MB of input), and at
+  7 MB a writer run is about a second of fixed costs (job planning, requests) more than of bytes;
 - ``build`` (unless ``--no-build``): ``etl.corpus.build_corpus`` of the input to a local directory
   and to ``s3://``, everything else equal.
 
 Per run: wall seconds and CPU seconds of this process and every process under it (the Spark JVM,
-the Python workers: ``bench.corpus_anchor.CpuMeter``), so MB/s per core = output MB / CPU seconds;
+the Python workers: ``bench.corpus_anchor.CpuMeter``), so MB/s per core = output MB / CPU seconds,
+and the same CPU split by process (``cpu_by_kind``: driver, JVM, Python workers, from snapshots at
+the start and the end, children that exited included), which says where a difference lies;
 peak RSS of the Python driver, the JVM and the largest Python worker (``corpus_anchor.memory_peaks``).
 The ratio is S3 / local of the medians. Then the reader: the committed output read back in a fresh
 process, ``--repeat`` times each: locally with pyarrow, and from the store through
@@ -77,6 +87,21 @@ def cpu_of(pid: int) -> float:
     return sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds so far of the driver, the JVM and the Python workers, each process's reaped
+    children included (a Python worker that exits is counted in its daemon)."""
+    out = {}
+    for kind, pids in anchor._processes().items():
+        out[kind] = 0.0
+        for pid in pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[kind] += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime..cstime
+    return out
+
+
 def tree_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
@@ -84,16 +109,50 @@ def tree_bytes(root: Path) -> int:
 def measured(fn: Callable[[], Any], server: int) -> dict[str, Any]:
     """``fn()`` timed: wall, CPU of this process tree, the server's CPU, peak RSS."""
     anchor.reset_peaks()
-    srv = cpu_of(server)
+    srv, kinds = cpu_of(server), cpu_by_kind()
     wall = time.perf_counter()
     with anchor.CpuMeter(interval=0.2) as cpu:
         fn()
     return {
         "wall_s": time.perf_counter() - wall,
         "cpu_s": cpu.seconds,
+        "cpu_by_kind": {k: v - kinds.get(k, 0.0) for k, v in cpu_by_kind().items()},
         "server_cpu_s": cpu_of(server) - srv,
         "memory": anchor.memory_peaks(),
     }
+
+
+def scaled(df, n: int):
+    """``n`` copies of ``df``'s rows, no two equal, in as many partitions as ``df``: copy k's
+    ``doc_id`` ends ``-k`` and its ``text`` is rotated by k characters (same length and characters).
+    The copies follow one another whole, so a copy of a row is never in the same Parquet page as
+    its original (adjacent near-duplicates would compress far better than a corpus does)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    if n == 1:
+        return df
+
+    def copy(k: int):
+        out = df.withColumn("doc_id", F.concat("doc_id", F.lit(f"-{k}")))
+        if "text" in df.columns:
+            out = out.withColumn("text", F.expr(f"concat(substring(text, {k + 1}), substring(text, 1, {k}))"))
+        return out
+
+    return reduce(lambda a, b: a.unionByName(b), [copy(k) for k in range(n)]).coalesce(df.rdd.getNumPartitions())
+
+
+def scaled_tree(src: Path, dest: Path, n: int) -> Path:
+    """``n`` copies of every file under ``src`` in ``dest`` (``src`` itself when ``n`` is 1)."""
+    if n == 1:
+        return src
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for f in sorted(src.iterdir()):
+        for k in range(n):
+            shutil.copyfile(f, dest / f"{k:03d}-{f.name}")
+    return dest
 
 
 def write_outputs(spark, frames: dict, shards: Path, dest: str, s3cfg) -> None:
@@ -112,10 +171,12 @@ def summary(runs: list[dict[str, Any]], mb: float) -> dict[str, Any]:
     wall = statistics.median(r["wall_s"] for r in runs)
     cpu = statistics.median(r["cpu_s"] for r in runs)
     mem = {k: max(r["memory"][k] for r in runs) for k in runs[0]["memory"]}
+    kinds = runs[0]["cpu_by_kind"]
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
         "server_cpu_s": round(statistics.median(r["server_cpu_s"] for r in runs), 2),
+        "cpu_by_kind": {k: round(statistics.median(r["cpu_by_kind"][k] for r in runs), 2) for k in kinds},
         "mb_s": round(mb / wall, 2),
         "mb_s_per_core": round(mb / cpu, 2),
         "peak_rss_mb": mem,
@@ -220,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=float, default=16, help="input JSONL, MB")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--scale", type=int, default=1, help="the writers alone write N copies of the outputs")
     p.add_argument("--no-build", dest="build", action="store_false", help="the writers alone")
     p.add_argument("--out", type=Path, default=ROOT / "out" / "bench_remote_write")
     args = p.parse_args(argv)
@@ -263,19 +325,25 @@ def main(argv: list[str] | None = None) -> int:
         build_corpus(load_config(BuildConfig, None, settings), [str(src)], str(warm), overwrite=True, spark=spark)
         result["warm_build_s"] = round(time.perf_counter() - t0, 1)
 
-        frames = {name: spark.read.parquet(str(warm / name)).cache() for name in PARTS}
+        frames = {name: scaled(spark.read.parquet(str(warm / name)), args.scale).cache() for name in PARTS}
         for df in frames.values():
             df.count()
-        mb = (sum(tree_bytes(warm / n) for n in PARTS) + tree_bytes(warm / "shards")) / 1e6
+        shards = scaled_tree(warm / "shards", out / "shards-scaled", args.scale)
         k, written = iter(range(1000)), []
 
         def writers(kind: str) -> dict:
             dest = f"s3://{BUCKET}/writers-{next(k)}" if kind == "s3" else str(runs / f"writers-{next(k)}")
             written.append(dest)
-            return measured(lambda: write_outputs(spark, frames, warm / "shards", dest, s3cfg), server)
+            return measured(lambda: write_outputs(spark, frames, shards, dest, s3cfg), server)
 
+        writers("local")
+        first = writers("s3")
+        result["first_s3_write_cpu_s"] = round(first["cpu_s"], 2)
         local, s3 = interleaved(args.repeat, lambda: writers("local"), lambda: writers("s3"))
+        last_local = Path([d for d in written if not d.startswith("s3://")][-1])
+        mb = (sum(tree_bytes(last_local / n) for n in PARTS) + tree_bytes(last_local / "shards")) / 1e6
         result["writers"] = compare(local, s3, mb)
+        result["writers"]["scale"] = args.scale
         print(json.dumps({"writers": result["writers"]}), flush=True)
 
         if args.build:
@@ -295,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         last_s3 = [d for d in written if d.startswith("s3://")][-1]
         reads: dict[str, list] = {"local": [], "s3": []}
         for r in range(args.repeat):
-            reads["local"].append(measure_read(str(warm), url, out / "cache"))
+            reads["local"].append(measure_read(str(last_local), url, out / "cache"))
             reads["s3"].append(measure_read(last_s3, url, out / "cache"))
         assert reads["local"][0]["rows"] == reads["s3"][0]["rows"], reads
         result["reader"] = {kind: read_summary(rs) for kind, rs in reads.items()}
