@@ -106,8 +106,8 @@ def spark_stages(docs: list[dict], cores: int, ngram: int, repeats: int) -> dict
     """Median seconds of each stage over a cached frame, less the identity mapInArrow's."""
     from pyspark.sql import functions as F
 
-    from etl.clean.decontaminate import DecontaminateConfig, decontaminate_stage, prepare
     from etl.clean.pii import PiiConfig, pii_stage
+    from etl.decontaminate.stage import DecontaminateConfig, decontaminate_stage, prepare
     from etl.runtime.spark import get_spark
 
     spark = get_spark("bench-pii-decontam", f"local[{cores}]")

@@ -41,12 +41,12 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from etl.classify.quality import quality_batch
     from etl.classify.stage import classify_batch
-    from etl.clean.decontaminate import load_eval_sets
     from etl.clean.pii import get_scrubber, pii_batch
     from etl.clean.stage import clean_batch, get_cleaner
+    from etl.decontaminate.stage import load_eval_sets
     from etl.dedup.stage import signature_columns
+    from etl.quality.stage import quality_batch
     from etl.read.readers import ARROW_RAW
     from filters import decontam as dc
     from filters.classify import TextClassifier
@@ -132,10 +132,10 @@ def _read_clean_classify(
     classify."""
     import pyarrow as pa
 
-    from etl.classify.quality import quality_batch
     from etl.classify.stage import classify_batch
     from etl.clean.pii import pii_batch
     from etl.clean.stage import clean_batch
+    from etl.quality.stage import quality_batch
     from etl.read import records as rec
     from etl.read.readers import ARROW_RAW
 

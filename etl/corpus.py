@@ -24,13 +24,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from base.s3 import S3Access, S3Config, is_s3
-from etl.classify.quality import QualityConfig, quality_summary
 from etl.classify.stage import ClassifyConfig
-from etl.clean.decontaminate import DecontaminateConfig
 from etl.clean.pii import PiiConfig, pii_summary
+from etl.decontaminate.stage import DecontaminateConfig
 from etl.dedup.stage import DedupConfig
 from etl.documents import Marked, read_clean_classify
 from etl.phases import KEYS, dedup_phase, distributions, shards_phase, written_documents
+from etl.quality.stage import QualityConfig, quality_summary
 from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
 from etl.report.ledger import build_ledger
@@ -118,7 +118,7 @@ def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
     out.write_parquet("rejected", sized(marked.rejected(), rejected, output))
 
 
-TEMPLATE_KEYS = "template_keys"  # a nightly version's template key counts (etl.classify.crawl_repeat)
+TEMPLATE_KEYS = "template_keys"  # a nightly version's template key counts (etl.quality.crawl_repeat)
 
 
 def build_corpus(
@@ -139,7 +139,7 @@ def build_corpus(
     this input's by the template rule; given (even empty), this build writes its own
     ``template_keys/`` for the builds after it. ``before_commit(staging, report)`` writes more
     files into the output before it is published (the nightly's pointers, on a store)."""
-    from etl.clean.decontaminate import prepare
+    from etl.decontaminate.stage import prepare
     from etl.dedup.index import DedupIndex
     from etl.report.html import render as render_html
 
@@ -199,8 +199,8 @@ class _Built:
 
 def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Laps) -> _Built:
     """dedup → decontaminate → tokenize + shards over the marked rows; writes every output frame."""
-    from etl.clean.decontaminate import dropped_by_file
     from etl.clean.pii import pii_summary
+    from etl.decontaminate.stage import dropped_by_file
     from etl.documents import REJECTED_COLUMNS
     from etl.phases import decontaminate_phase
 

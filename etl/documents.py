@@ -10,16 +10,30 @@ with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from etl.classify.crawl_repeat import SHARE as TEMPLATE_SHARE
-from etl.classify.crawl_repeat import crawl_repeat_stage, reference_spans
-from etl.classify.quality import Marking, QualityConfig, mark_stage, prepare, quality_columns
-from etl.classify.stage import ClassifyConfig, ship_models
-from etl.clean.pii import PiiConfig
+from etl.classify.stage import ClassifyConfig, ShippedModels, classify_batch, loaded_model, ship_models
+from etl.clean.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
+from etl.clean.stage import CLEANED_SCHEMA, clean_batch, get_cleaner
+from etl.quality.crawl_repeat import SHARE as TEMPLATE_SHARE
+from etl.quality.crawl_repeat import crawl_repeat_stage, reference_spans
+from etl.quality.stage import (
+    CLEAN_FLAG,
+    Prepared,
+    QualityConfig,
+    get_screen,
+    keep_clean_rejections_batch,
+    prepare,
+    quality_batch,
+    quality_columns,
+    signal_fields,
+)
 from etl.read import records as rec
 from etl.read.ids import unique_ids
 from etl.read.readers import read_raw
@@ -107,6 +121,63 @@ class Marked:
             self.template_counts.unpersist()
 
 
+@dataclass(frozen=True)
+class Marking:
+    """What the fused pass needs on the executors (``mark_stage``)."""
+
+    rules: RulesConfig
+    pii: PiiConfig
+    quality: Prepared
+    classify: ShippedModels | None  # None: no classification
+
+
+def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
+    """One raw batch through clean, personal data, quality and classify: the batch the chained
+    stages give (``clean_stage``, ``keep_clean_rejections`` in annotate mode, ``pii_stage``,
+    ``quality_stage``, ``classify_stage``); run in the Python worker that holds every resource."""
+    b = clean_batch(batch, get_cleaner(m.rules))
+    if m.quality.cfg.mode == "annotate":
+        b = keep_clean_rejections_batch(b)
+    if m.pii.enabled:
+        b = pii_batch(b, get_scrubber(m.pii.resolved(), m.pii.public_ips_only))
+    else:
+        b = b.append_column(PII_COLUMN, pa.nulls(b.num_rows, ARROW_PII))
+    if m.quality.cfg.enabled:
+        b = quality_batch(b, get_screen(m.quality.cfg, m.quality.shipped))
+    else:
+        for name, _, arrow in signal_fields():
+            b = b.append_column(name, pa.nulls(b.num_rows, arrow))
+    if CLEAN_FLAG in b.schema.names:
+        b = b.drop_columns([CLEAN_FLAG])
+    s = m.classify
+    if s is not None:
+        b = classify_batch(
+            b,
+            loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
+            loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine),
+            s.cfg,
+            drop=m.quality.cfg.mode == "filter",
+        )  # annotate mode: scores only
+    return b
+
+
+def mark_stage(raw: DataFrame, marking: Marking) -> DataFrame:
+    """``raw`` (``etl.read.readers.RAW_SCHEMA``) -> the marked rows of read → clean → personal data →
+    quality → classify, in one ``mapInArrow``: rows cross into Python once instead of four
+    times, and one Python worker per task holds every resource (a worker Spark hands a stage it
+    has not run before builds that stage's tables and models: four stages, four times)."""
+    marking.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
+    schema = T.StructType(
+        list(CLEANED_SCHEMA.fields) + [PII_FIELD] + [T.StructField(n, t) for n, t, _ in signal_fields()]
+    )
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield mark_batch(batch, marking)
+
+    return raw.mapInArrow(apply, schema)
+
+
 def read_clean_classify(
     spark: SparkSession,
     inputs: list[str],
@@ -128,7 +199,7 @@ def read_clean_classify(
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
     raw, files = read_raw(spark, inputs, reader, counters)
-    # clean, personal data, quality, classify in one pass (etl.classify.quality.mark_stage); in annotate
+    # clean, personal data, quality, classify in one pass (mark_stage); in annotate
     # mode a failed PanGu-α rule becomes a flag
     marked = mark_stage(raw, Marking(rules, pii, screened, shipped))
     models = (
@@ -141,7 +212,7 @@ def read_clean_classify(
     )
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
     if quality.enabled and quality.template.enabled:
-        # crawl-level template repetition: an aggregation over every kept document (etl.classify.crawl_repeat)
+        # crawl-level template repetition: an aggregation over every kept document (etl.quality.crawl_repeat)
         reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
         screened.summary["template"] = {**asdict(quality.template), **spans}
         prior = read_parquet(spark, template_history, reader.s3) if template_history else None  # s3: committed

@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from base.manifest import MANIFEST_FILE, merge_loaded, merge_manifests
-from etl.classify.crawl_repeat import template_history
 from etl.corpus import TEMPLATE_KEYS, BuildConfig, build_corpus
 from etl.nightly_root import LocalRoot, StoreRoot
 from etl.nightly_root import corpus_root as corpus_root_at
+from etl.quality.crawl_repeat import template_history
 from etl.read import remote
 from etl.read.records import detect_format
 from etl.runtime.failpoints import failpoint

@@ -23,7 +23,7 @@ from etl.runtime.sizing import OutputConfig, sized
 from etl.shards.tokenizer_train import TokenizerConfig, train_tokenizer
 
 if TYPE_CHECKING:
-    from etl.clean.decontaminate import PreparedIndex
+    from etl.decontaminate.stage import PreparedIndex
     from etl.dedup.index import DedupIndex
     from etl.runtime.publish import Staging
     from etl.shards.stage import ShardsConfig
@@ -97,13 +97,13 @@ def dedup_phase(
 
 
 def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "Staging"):
-    """Mark the survivors that share an n-gram with an evaluation item (``etl.clean.decontaminate``);
+    """Mark the survivors that share an n-gram with an evaluation item (``etl.decontaminate.stage``);
     writes ``documents/`` (the unmarked ones, ``survivors``' columns plus ``contamination``
     unless the stage is off). Returns the documents written, the rows it dropped (stage
     ``decontaminate``, to be written to ``rejected/``) or None, and the stage's summary or None."""
     from pyspark import StorageLevel
 
-    from etl.clean.decontaminate import decontaminate_stage, decontaminate_summary
+    from etl.decontaminate.stage import decontaminate_stage, decontaminate_summary
 
     spark = survivors.sparkSession
     if prepared.mode == "off":

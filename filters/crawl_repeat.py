@@ -23,7 +23,7 @@ Two units, one share each, the larger one the document's ``template_share``:
 
 This module is the per-document part (no Spark): ``document_keys`` (the reference, text by text)
 and ``batch_keys`` (the same keys for a whole batch at once) give a document's keys; the crawl
-aggregation (``etl.classify.crawl_repeat``) counts, for each key, the distinct texts that hold it.
+aggregation (``etl.quality.crawl_repeat``) counts, for each key, the distinct texts that hold it.
 Exact copies of one text count once (dedup's job, not this rule's): a text posted ten times is not
 a template. Keys the reference corpus holds are never template keys (legal formulae, set phrases:
 natural text, however often a crawl repeats it).

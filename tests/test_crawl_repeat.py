@@ -163,7 +163,7 @@ def test_min_docs_is_the_count_of_other_texts():
 def test_spark_stage_matches_the_reference(spark):
     import pyarrow as pa
 
-    from etl.classify.crawl_repeat import REASON, SHARE, crawl_repeat_stage
+    from etl.quality.crawl_repeat import REASON, SHARE, crawl_repeat_stage
     from etl.read import records as rec
 
     cfg = CrawlRepeatConfig(modulus=2, min_docs=20, max_share=0.5)  # 15 kept template pages: not enough alone
@@ -209,7 +209,7 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
 
     import pandas as pd
 
-    from etl.classify.crawl_repeat import (
+    from etl.quality.crawl_repeat import (
         REASON,
         SPANS_FILE,
         SPANS_META,
@@ -256,7 +256,7 @@ def test_a_farm_a_few_pages_a_night_is_seen_with_the_nights_before(spark):
     min_docs alone, six over two nights are not."""
     import pandas as pd
 
-    from etl.classify.crawl_repeat import COUNT_COLUMNS, REASON, crawl_repeat_stage
+    from etl.quality.crawl_repeat import COUNT_COLUMNS, REASON, crawl_repeat_stage
     from etl.read import records as rec
 
     cfg = CrawlRepeatConfig(modulus=2, min_docs=5, max_share=0.5)
@@ -329,7 +329,7 @@ class _Root:
 def test_nightly_counts_only_keys_cut_the_same_way(tmp_path):
     """Keys cut with another span length never match tonight's: a version built before a change of
     settings is left out of the template history (with a warning), the others are counted."""
-    from etl.classify.crawl_repeat import template_history
+    from etl.quality.crawl_repeat import template_history
 
     cfg = CrawlRepeatConfig()
     for v, ngram in (("v000001", 10), ("v000002", cfg.ngram), ("v000003", cfg.ngram)):

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from etl.clean.decontaminate import DecontaminateConfig
 from etl.clean.pii import PiiConfig
+from etl.decontaminate.stage import DecontaminateConfig
 from filters import decontam as dc
 from filters import minhash as mh
 from tests.crawl_fixture import P
@@ -131,7 +131,7 @@ def test_load_eval_sets(tmp_path):
 
 
 def load_sets(paths):
-    from etl.clean.decontaminate import load_eval_sets
+    from etl.decontaminate.stage import load_eval_sets
 
     return load_eval_sets(paths)
 
@@ -140,7 +140,7 @@ def load_sets(paths):
 def test_stage_drop_report_off_and_rerun(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from etl.clean.decontaminate import (
+    from etl.decontaminate.stage import (
         CONTAMINATED,
         DECONTAM_STAGE,
         DecontaminateConfig,
@@ -182,7 +182,7 @@ def test_stage_drop_report_off_and_rerun(spark, tmp_path):
 
 
 def test_ledger_moves_drops_from_documents_to_rejected():
-    from etl.clean.decontaminate import add_to_ledger
+    from etl.decontaminate.stage import add_to_ledger
 
     report = {
         "input": {"records": 10},

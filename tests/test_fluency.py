@@ -1,4 +1,4 @@
-"""The fluency model (filters/fluency.py, etl/classify/fluency_train.py, jobs/train_fluency.py) against
+"""The fluency model (filters/fluency.py, etl/quality/fluency_train.py, jobs/train_fluency.py) against
 references: Kneser-Ney probabilities against a pure-Python transcription of Chen & Goodman's
 equations, batch scoring against the ARPA recursion read back from the exported file (and KenLM
 itself when its Python module is installed), Spark counts against a Counter."""
@@ -307,7 +307,7 @@ def python_counts(texts: list[str], model_vocab: np.ndarray, order: int) -> Coun
 
 @pytest.mark.slow
 def test_spark_counts_equal_a_counter(spark, news):
-    from etl.classify.fluency_train import collect_counts, count_ngrams, vocabulary
+    from etl.quality.fluency_train import collect_counts, count_ngrams, vocabulary
 
     texts = news[:15] + ["", "ＡＢ１２３　ｘ\r\n\n  尾  "]
     df = spark.createDataFrame([(t,) for t in texts], "text string").repartition(3)
@@ -320,7 +320,7 @@ def test_spark_counts_equal_a_counter(spark, news):
 
 @pytest.mark.slow
 def test_training_lines_are_distinct_and_never_held_out(spark):
-    from etl.classify.fluency_train import FluencyTrainingConfig, training_lines
+    from etl.quality.fluency_train import FluencyTrainingConfig, training_lines
 
     train = spark.createDataFrame([("甲\n乙１",), ("乙1 \r\n丙",), ("甲",)], "text string")
     held = spark.createDataFrame([("丙\n丁",)], "text string")
@@ -356,7 +356,7 @@ def test_job_writes_a_loadable_model_and_reference_percentiles(spark, news, tmp_
     )
     model = fl.FluencyModel.load(out)
     assert model.meta["order"] == 4 and model.meta["reference"]["files"][0]["bytes"] == ref.stat().st_size
-    profile = json.loads((out / fl.PERCENTILES_FILE).read_text())  # etl.classify.reference_profile's
+    profile = json.loads((out / fl.PERCENTILES_FILE).read_text())  # etl.quality.reference_profile's
     values = profile["signals"]["fluency_ppl"]
     assert profile["percentiles"][3:5] == [1, 2] and len(values) == len(profile["percentiles"])
     assert values == sorted(values) and 60 <= profile["fluency_documents"] <= 100 and profile["documents"] == 400

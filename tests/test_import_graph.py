@@ -44,12 +44,25 @@ ETL_LAYERS = {
     "runtime": set(),  # Spark session, shipping to executors, atomic publishing, locks, sizing, progress
     "read": {"runtime"},
     "clean": {"read", "runtime"},
-    "report": {"read", "clean", "runtime"},
+    "decontaminate": {"read", "runtime"},
+    "report": {"read", "clean", "decontaminate", "runtime"},
+    "quality": {"read", "clean", "report", "runtime"},
     "classify": {"read", "clean", "report", "runtime"},
     "dedup": {"runtime"},
     "shards": {"runtime"},
-    ORCHESTRATION: {"runtime", "read", "clean", "report", "classify", "dedup", "shards"},
-    "judge": {"runtime", "read", "clean", "report", "classify", "dedup", "shards", ORCHESTRATION},
+    ORCHESTRATION: {"runtime", "read", "clean", "report", "quality", "classify", "dedup", "decontaminate", "shards"},
+    "judge": {
+        "runtime",
+        "read",
+        "clean",
+        "report",
+        "quality",
+        "classify",
+        "dedup",
+        "decontaminate",
+        "shards",
+        ORCHESTRATION,
+    },
 }
 JOB_HELPERS = {"jobs", "jobs.cli", "jobs.config"}
 

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from etl.classify.quality import QualityConfig, quality_columns
 from etl.corpus import CleanConfig, clean_corpus
+from etl.quality.stage import QualityConfig, quality_columns
 
 pytestmark = pytest.mark.slow
 
@@ -153,12 +153,13 @@ def test_report_html_plots_the_signals(spark, tmp_path, profile):
 
 @pytest.mark.parametrize("mode", ["filter", "annotate"])
 def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profile, mode):
-    """etl.classify.quality.mark_stage (clean, personal data, quality and classify in one mapInArrow)
+    """etl.documents.mark_stage (clean, personal data, quality and classify in one mapInArrow)
     against the four stages chained, row for row, with a spam model and the profile."""
-    from etl.classify.quality import Marking, keep_clean_rejections, mark_stage, prepare, quality_stage
     from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
     from etl.clean.pii import PiiConfig, pii_stage
     from etl.clean.stage import clean_stage
+    from etl.documents import Marking, mark_stage
+    from etl.quality.stage import keep_clean_rejections, prepare, quality_stage
     from etl.read.readers import read_raw
     from etl.read.records import ReaderConfig
     from etl.runtime.progress import Counters

@@ -11,8 +11,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "reasons.md"
 
 
 def _code_reasons() -> set[str]:
-    from etl.classify import crawl_repeat, stage
-    from etl.clean import decontaminate
+    from etl.classify import stage
+    from etl.decontaminate import stage as decontaminate
+    from etl.quality import crawl_repeat
     from etl.read import decode, rows, streams, warc, warc_records
     from filters import rules, safety
     from filters.quality import SIGNALS

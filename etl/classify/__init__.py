@@ -1,3 +1,2 @@
-"""Classify: scores per document. ``quality`` (label-free statistics and fluency, thresholds from
-the reference profile), ``stage`` (fastText spam and quality models), and the training of their
-models: ``classifier_train``, ``fluency_train``, ``reference_profile``."""
+"""Classify: fastText scores per document after the quality stage. ``stage`` (the spam and quality
+models, shipped and loaded once per Python worker) and ``classifier_train`` (their training)."""

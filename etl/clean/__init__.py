@@ -1,3 +1,2 @@
 """Clean: what is removed or redacted by rule. ``stage`` (the PanGu-α rules and sensitive words,
-``filters.pipeline`` over Arrow batches), ``pii`` (personal data), ``decontaminate`` (overlap
-with evaluation sets, after dedup)."""
+``filters.pipeline`` over Arrow batches) and ``pii`` (personal data)."""

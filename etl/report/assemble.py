@@ -84,7 +84,7 @@ def assemble(
 ) -> dict[str, Any]:
     """The whole report; raises ``LedgerError`` when the counts do not balance.
     ``dropped_after_dedup``: source_file -> survivors of dedup that decontamination dropped."""
-    from etl.clean.decontaminate import add_to_ledger
+    from etl.decontaminate.stage import add_to_ledger
 
     report = dict(ledger)
     if dedup is not None:

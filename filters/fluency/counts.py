@@ -3,7 +3,7 @@
 An n-gram is a base-``radix`` number of its token ids, oldest most significant (radix = vocabulary
 + 3 specials), so its context is ``key // radix`` and its suffix ``key % radix**(n-1)``;
 ``radix**order`` must fit in 64 bits (``check_radix``). ``batch_counts`` is what each Spark task
-pre-aggregates (``etl.classify.fluency_train``), ``merge_counts`` sums the parts.
+pre-aggregates (``etl.quality.fluency_train``), ``merge_counts`` sums the parts.
 """
 
 from __future__ import annotations

@@ -178,7 +178,7 @@ def train_local(
     max_chars: int | None = MAX_CHARS,
     **meta: Any,
 ) -> FluencyModel:
-    """The whole training in one process (tests, small references); ``etl.classify.fluency_train`` is the
+    """The whole training in one process (tests, small references); ``etl.quality.fluency_train`` is the
     Spark form of the same steps."""
     vocab = choose_vocab(*char_counts(texts), max_vocab)
     radix = len(vocab) + len(SPECIALS)

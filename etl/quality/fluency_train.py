@@ -6,7 +6,7 @@ from the distinct lines of the others that no held-out document contains. Passes
 Arrow-batched on the executors with the normalisation the scorer uses: (1) character frequencies
 of those lines -> the vocabulary; (2) their n-gram counts, every order 1..N, pre-aggregated per
 batch with numpy and summed by a groupBy on packed uint64 keys; (3) after estimation, the reference
-profile (``etl.classify.reference_profile``): the percentiles of every quality signal over the reference
+profile (``etl.quality.reference_profile``): the percentiles of every quality signal over the reference
 documents, the perplexity over the held-out ones (CCNet's head/middle/tail buckets are cut at
 its 30th and 60th percentiles). The counts are
 collected to the driver (one key and one count per distinct n-gram: ~16 bytes each, ~5 M n-grams
@@ -28,8 +28,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from base.artifact import sha256_file
-from etl.classify.crawl_repeat import write_reference_spans
-from etl.classify.reference_profile import reference_profile
+from etl.quality.crawl_repeat import write_reference_spans
+from etl.quality.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
 from filters.crawl_repeat import CrawlRepeatConfig
@@ -286,7 +286,7 @@ def train_fluency(
             f"the reference corpus ({described})",
             scored,
         )
-        # the reference's span keys: what the template rule never counts as a template (etl.classify.crawl_repeat)
+        # the reference's span keys: what the template rule never counts as a template (etl.quality.crawl_repeat)
         profile["reference_spans"] = write_reference_spans(read_texts(spark, files), staging.root, CrawlRepeatConfig())
         if not profile["fluency_documents"]:
             log.warning("no reference document was held out: %s has no perplexity percentiles", PERCENTILES_FILE)

@@ -22,13 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from base.artifact import sha256_file
-from etl.classify.stage import ShippedModels, classify_batch, loaded_model
-from etl.clean.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
-from etl.clean.stage import CLEANED_SCHEMA, clean_batch, get_cleaner
 from etl.read import records as rec
 from etl.runtime.ship import ship_directory
 from filters import thresholds as th
-from filters.config import RulesConfig
 from filters.screen import QualityConfig, Screen, derive_thresholds, resolve_profile, signal_names
 
 log = logging.getLogger("zhcorpus")
@@ -52,7 +48,7 @@ def quality_columns() -> list[str]:
     return _appended() + [n for n, _, _ in _OTHER]
 
 
-def _fields() -> list[tuple[str, T.DataType, pa.DataType]]:
+def signal_fields() -> list[tuple[str, T.DataType, pa.DataType]]:
     return [(n, T.DoubleType(), pa.float64()) for n in _appended()] + _OTHER
 
 
@@ -100,7 +96,7 @@ def prepare(spark: SparkSession, cfg: QualityConfig) -> Prepared:
 _screens: dict[tuple[str, str], Screen] = {}
 
 
-def _screen(cfg: QualityConfig, shipped: str) -> Screen:
+def get_screen(cfg: QualityConfig, shipped: str) -> Screen:
     """Built once per Python worker (the config holds dicts: keyed by its repr)."""
     key = (repr(cfg), shipped)
     if key not in _screens:
@@ -133,7 +129,7 @@ def quality_batch(batch: pa.RecordBatch, screen: Screen) -> pa.RecordBatch:
                 cols["stage"][i], cols["reason"][i] = QUALITY_STAGE, got.reasons[j]
     arrays = [pa.array(cols[f.name], f.type) if f.name in cols else batch.column(f.name) for f in batch.schema]
     schema = batch.schema
-    for name, _, arrow in _fields():
+    for name, _, arrow in signal_fields():
         if name in signals:
             arrays.append(pa.array(signals[name], arrow, mask=np.isnan(signals[name])))
         else:
@@ -161,12 +157,12 @@ def quality_stage(df: DataFrame, prepared: Prepared) -> DataFrame:
     """``df``: marked rows with kind, reason, text, stage. Returns them with ``quality_columns()``
     appended; with the stage off, the columns are appended null."""
     if not prepared.cfg.enabled:
-        return df.select("*", *[F.lit(None).cast(t).alias(n) for n, t, _ in _fields()])
-    schema = T.StructType(list(df.schema.fields) + [T.StructField(n, t) for n, t, _ in _fields()])
+        return df.select("*", *[F.lit(None).cast(t).alias(n) for n, t, _ in signal_fields()])
+    schema = T.StructType(list(df.schema.fields) + [T.StructField(n, t) for n, t, _ in signal_fields()])
     cfg, shipped = prepared.cfg, prepared.shipped
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        screen = _screen(cfg, shipped)
+        screen = get_screen(cfg, shipped)
         for batch in batches:
             yield quality_batch(batch, screen)
 
@@ -189,67 +185,10 @@ def keep_clean_rejections_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
-@dataclass(frozen=True)
-class Marking:
-    """What the fused pass needs on the executors (``mark_stage``)."""
-
-    rules: RulesConfig
-    pii: PiiConfig
-    quality: Prepared
-    classify: ShippedModels | None  # None: no classification
-
-
-def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
-    """One raw batch through clean, personal data, quality and classify: the batch the chained
-    stages give (``clean_stage``, ``keep_clean_rejections`` in annotate mode, ``pii_stage``,
-    ``quality_stage``, ``classify_stage``); run in the Python worker that holds every resource."""
-    b = clean_batch(batch, get_cleaner(m.rules))
-    if m.quality.cfg.mode == "annotate":
-        b = keep_clean_rejections_batch(b)
-    if m.pii.enabled:
-        b = pii_batch(b, get_scrubber(m.pii.resolved(), m.pii.public_ips_only))
-    else:
-        b = b.append_column(PII_COLUMN, pa.nulls(b.num_rows, ARROW_PII))
-    if m.quality.cfg.enabled:
-        b = quality_batch(b, _screen(m.quality.cfg, m.quality.shipped))
-    else:
-        for name, _, arrow in _fields():
-            b = b.append_column(name, pa.nulls(b.num_rows, arrow))
-    if CLEAN_FLAG in b.schema.names:
-        b = b.drop_columns([CLEAN_FLAG])
-    s = m.classify
-    if s is not None:
-        b = classify_batch(
-            b,
-            loaded_model(s.spam_dir, s.spam_sha256, s.cfg.segment_engine),
-            loaded_model(s.quality_dir, s.quality_sha256, s.cfg.segment_engine),
-            s.cfg,
-            drop=m.quality.cfg.mode == "filter",
-        )  # annotate mode: scores only
-    return b
-
-
-def mark_stage(raw: DataFrame, marking: Marking) -> DataFrame:
-    """``raw`` (``etl.read.readers.RAW_SCHEMA``) -> the marked rows of read → clean → personal data →
-    quality → classify, in one ``mapInArrow``: rows cross into Python once instead of four
-    times, and one Python worker per task holds every resource (a worker Spark hands a stage it
-    has not run before builds that stage's tables and models: four stages, four times)."""
-    marking.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
-    schema = T.StructType(list(CLEANED_SCHEMA.fields) + [PII_FIELD] + [T.StructField(n, t) for n, t, _ in _fields()])
-
-    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield mark_batch(batch, marking)
-
-    return raw.mapInArrow(apply, schema)
-
-
 def quality_summary(records: DataFrame, summary: dict[str, Any]) -> dict[str, Any]:
     """report.json's ``quality``: mode, profile, thresholds with provenance, and every signal's
     distribution for kept and removed documents (one aggregation)."""
     from etl.report.stats import signal_distributions
 
-    extra = [
-        c for c in ("han_ratio", "template_share") if c in records.columns
-    ]  # the latter: etl.classify.crawl_repeat
+    extra = [c for c in ("han_ratio", "template_share") if c in records.columns]  # the latter: etl.quality.crawl_repeat
     return {**summary, "distributions": signal_distributions(records, _appended() + extra)}
