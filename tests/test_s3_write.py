@@ -6,7 +6,8 @@ version or the new one, whole; a re-run cleans what was left and publishes the s
 Two writers: one is refused by the lock, and a writer whose lock was broken cannot commit over
 the other's commit (moto 5.2.5 checks ``If-None-Match: *`` and ``If-Match`` on PutObject).
 
-The jobs: three nights of ``jobs.nightly_refresh`` with crawl and corpus roots on s3:// (the
+The jobs: three nights of ``jobs.nightly_refresh`` with crawl and corpus roots on s3://, and its
+dedup index there too (the corpus root's ``dedup-index``; the index holds every kept document; the
 first night publishes the ledger, documents, rejected, duplicates, and byte-identical tokenizer and
 shards of the same files built on a local disk; the later ones dedup against the earlier ones and
 read the first night's tokenizer back from the store); the trainer over the store (the local
@@ -240,7 +241,7 @@ def nights(spark, store, tmp_path_factory):  # noqa: F811
         second = near + _pages(40, 43)
         third = _pages(43, 46) + [{"id": "n3-copy", "text": second[-1]["text"], "source": "news"}]
         argv = ["--crawl-root", f"s3://{BUCKET}/nightly-in/", "--corpus-root", f"s3://{BUCKET}/nightly"]
-        argv += ["--index", str(root / "index")]  # an index on S3 is not built yet (docs/nightly.md)
+        # no --index: the dedup index is the corpus root's, s3://BUCKET/nightly/dedup-index
         argv += ["--set", f"reader.s3.endpoint_override={url}", "--set", "refresh.settle_seconds=0"]
         argv += [a for s in SETTINGS for a in ("--set", s)]
         codes = []
@@ -290,6 +291,12 @@ def test_three_nights_on_s3_publish_what_a_local_build_publishes(spark, nights):
     assert merged["versions"] == ["v000001", "v000002", "v000003"] and len(merged["shards"]) == 6
     refresh2 = _committed_json(url, f"{corpus}/versions/v000002/refresh.json")
     assert refresh2["tokenizer"] == f"{v1}/tokenizer"  # night 2 fetched it from the store
+    # the dedup index those nights used lives on the store, beside the versions: every kept document
+    # of the three nights is in it, read back through its commit records
+    index = DedupIndex.existing(spark, f"{corpus}/dedup-index", s3=S3Config(endpoint_override=url))
+    kept = sum(_committed_table(url, f"{corpus}/versions/v00000{n}/documents").num_rows for n in (1, 2, 3))
+    assert index.committed() and index.describe()["documents"] == kept
+    assert not (nights["root"] / "index").exists()
 
 
 def test_the_trainer_reads_shards_from_s3(nights, tmp_path, monkeypatch, creds):  # noqa: F811
