@@ -20,9 +20,10 @@ reported apart as ``first_s3_write_cpu_s``):
   sha256 on the way) and its ``shards/`` (copied into the local staging; ``S3Staging.put_tree``), then
   committed (a rename; the commit object). ``--scale N`` writes N copies of those frames (each copy's
   ``doc_id`` suffixed and ``text`` rotated by its number, so no two rows are equal and the copies
-  compress as the original does) and of ``shards/``: the generator repeats its pages and dedup
-  removes them, so ``--mb`` hardly changes the output (7 MB from 8 or 16 MB of input), and at
-  7 MB a writer run is about a second of fixed costs (job planning, requests) more than of bytes;
+  compress as the original does) and ``shards/`` with each file N times as long: the generator
+  repeats its pages and dedup removes them, so ``--mb`` hardly changes the output (7 MB from 8 or
+  16 MB of input), and at 7 MB a writer run is about a second of fixed costs (job planning,
+  requests) more than of bytes;
 - ``build`` (unless ``--no-build``): ``etl.corpus.build_corpus`` of the input to a local directory
   and to ``s3://``, everything else equal.
 
@@ -144,14 +145,14 @@ def scaled(df, n: int):
 
 
 def scaled_tree(src: Path, dest: Path, n: int) -> Path:
-    """``n`` copies of every file under ``src`` in ``dest`` (``src`` itself when ``n`` is 1)."""
+    """``src`` with every file ``n`` times as long (its bytes ``n`` times over; ``src`` itself when
+    ``n`` is 1): a larger corpus has larger shards, not more of them (``shards.num_shards``)."""
     if n == 1:
         return src
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for f in sorted(src.iterdir()):
-        for k in range(n):
-            shutil.copyfile(f, dest / f"{k:03d}-{f.name}")
+        (dest / f.name).write_bytes(f.read_bytes() * n)
     return dest
 
 
