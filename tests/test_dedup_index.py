@@ -466,3 +466,29 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_and_one_of_another_host_ref
     (tmp_path / "hadoop.lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
     with Lock(path, "another writer", hadoop, IndexLocked):
         assert json.loads((tmp_path / "hadoop.lock").read_text())["pid"] == os.getpid()
+
+
+def test_the_index_modules_keep_their_layers_and_callers_use_the_facade():
+    """issue 35, item 4: the commit log below the reader, the reader below the writer, the
+    older formats reached through ``index_legacy`` alone (docs/dedup.md's removal plan deletes
+    it and the modules that import it), and every caller outside ``etl.dedup.index*`` through
+    ``DedupIndex`` (``etl.dedup.index``)."""
+    from tests.test_import_graph import graph
+
+    edges = graph()
+    ix = {m: {d for d in deps if d.startswith("etl.dedup.index")} for m, deps in edges.items()}
+    below = {
+        "etl.dedup.index_log": {"etl.dedup.index_read", "etl.dedup.index_write", "etl.dedup.index"},
+        "etl.dedup.index_read": {"etl.dedup.index_write", "etl.dedup.index"},
+        "etl.dedup.index_write": {"etl.dedup.index"},
+        "etl.dedup.index_legacy": {"etl.dedup.index_log", "etl.dedup.index_read", "etl.dedup.index_write"},
+    }
+    wrong = sorted(f"{m} -> {d}" for m, never in below.items() for d in ix[m] & never)
+    assert not wrong, wrong
+    legacy_users = {m for m, deps in ix.items() if "etl.dedup.index_legacy" in deps}
+    assert legacy_users == {"etl.dedup.index", "etl.dedup.index_log", "etl.dedup.index_read", "etl.dedup.index_write"}
+    parts = {"etl.dedup.index_log", "etl.dedup.index_read", "etl.dedup.index_write", "etl.dedup.index_legacy"}
+    outside = sorted(
+        f"{m} -> {d}" for m, deps in ix.items() if not m.startswith("etl.dedup.index") for d in deps & parts
+    )
+    assert not outside, outside

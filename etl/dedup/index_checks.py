@@ -8,14 +8,15 @@ back), and its segment's commit record lists every file with its size and sha256
 a flipped byte in the uncompressed key column would otherwise decode without an error and miss
 the duplicates it held. Verifying reads the whole file where a lookup reads the key column of
 some row groups (docs/benchmarks.md, 2026-11-28: +0.45 s a night at a million documents).
-Segments committed before checksums are read unverified (``etl.dedup.index`` says so in the
-log); any error pyarrow raises on an index file is an ``IndexFileError`` naming it all the same
+Segments committed before checksums are read unverified (``etl.dedup.index_legacy`` says so in
+the log); any error pyarrow raises on an index file is an ``IndexFileError`` naming it all the same
 (``reading``), and one raised in a Spark task is found again on the driver (``raised_in_task``).
 """
 
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -63,6 +64,19 @@ def raised_in_task(e: BaseException) -> IndexFileError | None:
     if at < 0:
         return None
     return IndexFileError(text[at + len("IndexFileError: ") :].strip().splitlines()[0])
+
+
+@contextmanager
+def refused_in_tasks():
+    """An ``IndexFileError`` raised in a Spark task reaches the driver as a Java error carrying
+    the Python trace: raised again here as itself, so a job refuses in one line."""
+    try:
+        yield
+    except Exception as e:
+        found = raised_in_task(e)
+        if found is None:
+            raise
+        raise found from e
 
 
 class reading:

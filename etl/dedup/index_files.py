@@ -20,8 +20,8 @@ and looks the few distinct documents it found up in ``docs``. Two doc_ids with o
 n**2 / 2**65 pairs: a few in 10**10 documents) both answer for it: a night's document matching
 either is a duplicate either way, only ``duplicate_of`` may name the other.
 
-Layouts (each commit record names its segment's; ``etl.dedup.index`` reads older ones with
-Spark until a compaction rewrites them): 0, issue 24's batches (Spark ``partitionBy("band")``
+Layouts (each commit record names its segment's; ``etl.dedup.index_legacy`` reads older ones
+with Spark until a compaction rewrites them): 0, issue 24's batches (Spark ``partitionBy("band")``
 files of (key, doc_id), unsorted, no file list in the commit); 1, d1c9a89 / ef083ea
 (2026-11-25: bucketed and sorted as here, but band files of (key, doc_id) and no ``docs``);
 ``LAYOUT`` 2, the files above.
@@ -49,7 +49,7 @@ from etl.dedup.index_checks import Hashing, IndexFileError, reading, verify
 
 LAYOUT = 2  # the layout written here (module docstring)
 EXACT, DOCS = -1, -2  # the parts of exact keys and of doc_ids; bands are 0 .. bands-1
-MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup.index)
+MAX_BITS = 16  # buckets are found from 4 hex digits of an exact key in Spark (etl.dedup.index_frames)
 SCHEMAS = {
     "bands": pa.schema([("key", pa.int64()), ("doc", pa.int64())]),
     EXACT: pa.schema([("key", pa.int64()), ("exact_key", pa.string()), ("doc_id", pa.string())]),
@@ -72,6 +72,30 @@ class IndexFile:
     rows: int
     size: int = 0  # bytes, and sha256 of the file as written ("": committed before checksums)
     sha256: str = ""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A committed batch or compaction: the files its commit record lists (``etl.dedup.index_log``)."""
+
+    name: str
+    sequence: int
+    kind: str  # batch | compaction
+    bits: int
+    docs: int  # exact rows: one per indexed document
+    files: tuple[IndexFile, ...]
+    replaces: tuple[dict, ...] = ()  # {name, sequence} of the segments a compaction merged
+    layout: int = LAYOUT  # 0: a batch written before buckets, listed from its directory
+
+    @property
+    def legacy(self) -> bool:
+        """Of an older layout: read by Spark (``etl.dedup.index_legacy``) until a compaction rewrites it."""
+        return self.layout < LAYOUT
+
+    @property
+    def directory(self) -> str:
+        """Its directory, relative to the index root."""
+        return f"compacted/{self.name}" if self.kind == "compaction" else f"batches/{self.name}"
 
 
 @dataclass
