@@ -62,7 +62,7 @@ class IndexWriter:
         failpoint: Callable[[str], None],
     ):
         self.spark, self.log, self.legacy, self.params, self.cfg = spark, log, legacy, params, cfg
-        self.store, self.root, self.access = log.store, log.root, legacy.frames.access
+        self.store, self.root, self.access = log.store, log.root, log.store.access
         self.failpoint = failpoint  # etl.runtime.failpoints' crash points (``etl.dedup.index`` passes it)
 
     # --- appends --------------------------------------------------------------------------------
