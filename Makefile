@@ -191,6 +191,12 @@ bench-lofo: demo-models data/ood/MANIFEST.json data/ood_blind/MANIFEST.json
 	$(PY) -m bench.bench_lofo --seed-dir $(DEMO_SEED) --quality-model $(DEMO_OUT)/models/quality \
 	    --profile $(DEMO_OUT)/models/fluency $(BENCH_ARGS)
 
+# Every other benchmark as make bench-NAME: bench/bench_NAME.py (dashes for underscores), its options in
+# BENCH_ARGS (make bench-fluency BENCH_ARGS="--mb 5"); the targets above also build what theirs read.
+# What each reads and measures: docs/benchmarks.md.
+bench-%: $(STAMP)
+	$(PY) -m bench.bench_$(subst -,_,$*) $(BENCH_ARGS)
+
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)
 	$(PY) -m pip freeze --exclude-editable | grep -v '^zhcorpus' > requirements.lock
