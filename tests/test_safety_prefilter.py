@@ -344,4 +344,6 @@ def test_scorers_built_with_either_prefilter_find_and_decide_alike(monkeypatch):
     scores = current.scores_batch(texts)
     assert scores == reference.scores_batch(texts)
     assert [current.verdict(s) for s in scores] == [reference.verdict(s) for s in scores]
-    assert sum(map(bool, map(current.verdict, scores))) > 100  # the documents hold unsafe pages too
+    # the documents hold unsafe pages too: 62 of test_safety's pages and People's Daily's alone (a
+    # fresh checkout, CI), hundreds more with the demo crawl and the seed built
+    assert sum(map(bool, map(current.verdict, scores))) > 50
