@@ -10,7 +10,6 @@ with the reader's own counts, from which the ledger is built. ``DOCUMENT_COLUMNS
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Iterator
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -36,7 +35,7 @@ from etl.quality.stage import (
 )
 from etl.read import records as rec
 from etl.read.ids import unique_ids
-from etl.read.readers import read_raw
+from etl.read.readers import Then, read_raw
 from etl.runtime.objstore import read_parquet
 from etl.runtime.progress import Counters, label_jobs
 from filters.config import RulesConfig
@@ -123,7 +122,7 @@ class Marked:
 
 @dataclass(frozen=True)
 class Marking:
-    """What the fused pass needs on the executors (``mark_stage``)."""
+    """What the fused pass needs on the executors (``marking``)."""
 
     rules: RulesConfig
     pii: PiiConfig
@@ -161,21 +160,25 @@ def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
     return b
 
 
-def mark_stage(raw: DataFrame, marking: Marking) -> DataFrame:
-    """``raw`` (``etl.read.readers.RAW_SCHEMA``) -> the marked rows of read → clean → personal data →
-    quality → classify, in one ``mapInArrow``: rows cross into Python once instead of four
-    times, and one Python worker per task holds every resource (a worker Spark hands a stage it
-    has not run before builds that stage's tables and models: four stages, four times)."""
-    marking.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
+def marking(m: Marking) -> Then:
+    """The fused pass as what the reading task does next (``etl.read.readers.Then``): read →
+    clean → personal data → quality → classify in one Python worker, a record crossing into
+    Python once (its raw batch is never handed back to the JVM to be handed on)."""
+    m.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
     schema = T.StructType(
         list(CLEANED_SCHEMA.fields) + [PII_FIELD] + [T.StructField(n, t) for n, t, _ in signal_fields()]
     )
+    return Then(lambda batch: mark_batch(batch, m), schema)
 
-    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield mark_batch(batch, marking)
 
-    return raw.mapInArrow(apply, schema)
+def mark_stage(raw: DataFrame, m: Marking) -> DataFrame:
+    """``raw`` (``etl.read.readers.RAW_SCHEMA``) -> the marked rows of read → clean → personal data →
+    quality → classify, in one ``mapInArrow``: rows cross into Python once instead of four
+    times, and one Python worker per task holds every resource (a worker Spark hands a stage it
+    has not run before builds that stage's tables and models: four stages, four times). The
+    build fuses it into the reading task instead (``marking``)."""
+    then = marking(m)
+    return raw.mapInArrow(lambda batches: (then.fn(b) for b in batches), then.schema)
 
 
 def read_clean_classify(
@@ -198,10 +201,9 @@ def read_clean_classify(
     in ``Marked.template_counts``."""
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
-    raw, files = read_raw(spark, inputs, reader, counters)
-    # clean, personal data, quality, classify in one pass (mark_stage); in annotate
+    # read, clean, personal data, quality, classify in one pass (``marking``); in annotate
     # mode a failed PanGu-α rule becomes a flag
-    marked = mark_stage(raw, Marking(rules, pii, screened, shipped))
+    marked, files = read_raw(spark, inputs, reader, counters, then=marking(Marking(rules, pii, screened, shipped)))
     models = (
         {}
         if shipped is None
@@ -213,7 +215,7 @@ def read_clean_classify(
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
     if quality.enabled and quality.template.enabled:
         # crawl-level template repetition: an aggregation over every kept document (etl.quality.crawl_repeat)
-        reference, spans = reference_spans(spark, screened.cfg.profile, quality.template)
+        reference, spans = reference_spans(spark, screened.cfg.profile, quality.template, screened.shipped)
         screened.summary["template"] = {**asdict(quality.template), **spans}
         prior = read_parquet(spark, template_history, reader.s3) if template_history else None  # s3: committed
         with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):

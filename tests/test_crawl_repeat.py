@@ -208,6 +208,7 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
     import json
 
     import pandas as pd
+    import pyarrow.parquet as pq
 
     from etl.quality.crawl_repeat import (
         REASON,
@@ -239,8 +240,14 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
     )
     reference, summary = reference_spans(spark, str(tmp_path), cfg)
     assert summary["reference_spans"]["keys"] == meta["keys"]
-    assert not any(r.reason == REASON for r in crawl_repeat_stage(rows, cfg, reference_keys=reference).rows.collect())
-    assert all(r.reason == REASON for r in crawl_repeat_stage(rows, cfg).rows.collect())
+    with_reference = crawl_repeat_stage(rows, cfg, reference=reference, keep_counts=True)
+    assert not any(r.reason == REASON for r in with_reference.rows.collect())
+    without = crawl_repeat_stage(rows, cfg, keep_counts=True)
+    assert all(r.reason == REASON for r in without.rows.collect())
+    # the executors drop the reference's keys as they cut them: never counted, never kept for the nightly
+    held = set(pq.read_table(tmp_path / SPANS_FILE).column("key").to_pylist())
+    assert held & set(without.counts.toPandas()["key"])
+    assert not held & set(with_reference.counts.toPandas()["key"])
     assert reference_spans(spark, str(tmp_path), CrawlRepeatConfig(modulus=4))[0] is None  # other settings
     data = bytearray((tmp_path / SPANS_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -340,3 +347,18 @@ def test_nightly_counts_only_keys_cut_the_same_way(tmp_path):
     (tmp_path / "versions" / "v000004").mkdir()  # no template_keys/ (the rule was off)
     got = template_history(_Root(tmp_path), ["v000001", "v000002", "v000003", "v000004"], cfg)
     assert got == [str(tmp_path / "versions" / v / "template_keys") for v in ("v000002", "v000003")]
+
+
+@pytest.mark.slow
+def test_key_counts_shuffle_the_keys_once(spark):
+    """The distinct (key, text) pairs and the count per key both aggregate inside one shuffle by
+    key (two, distinct then count, before): the keys are the template rule's bulk."""
+    import pandas as pd
+
+    from etl.quality.crawl_repeat import key_counts
+
+    keys = spark.createDataFrame(pd.DataFrame({"key": [1, 1, 2, 1], "ident": [7, 7, 7, 8]}))
+    counts = key_counts(keys)
+    assert sorted(map(tuple, counts.collect())) == [(1, 2), (2, 1)]
+    final = str(counts._jdf.queryExecution().executedPlan()).split("== Initial Plan ==")[0]  # AQE prints both
+    assert final.count("Exchange") == 1

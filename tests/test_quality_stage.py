@@ -158,7 +158,7 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
     from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
     from etl.clean.pii import PiiConfig, pii_stage
     from etl.clean.stage import clean_stage
-    from etl.documents import Marking, mark_stage
+    from etl.documents import Marking, mark_stage, marking
     from etl.quality.stage import keep_clean_rejections, prepare, quality_stage
     from etl.read.readers import read_raw
     from etl.read.records import ReaderConfig
@@ -211,7 +211,17 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
         shipped,
         drop=mode == "filter",
     )
-    fused = mark_stage(raw, Marking(RulesConfig(), pii, prepared, shipped))
+    m = Marking(RulesConfig(), pii, prepared, shipped)
+    fused = mark_stage(raw, m)
     assert fused.schema == chained.schema
     want, got = (sorted(map(repr, frame.collect())) for frame in (chained, fused))
     assert got == want and any("'classify'" in r or "spam_prob=0." in r for r in got)
+    # the build's way: the reading task runs the pass itself, one Python operator in the plan
+    # (a reader's and a marker's before); with rebalance, the pass runs after the shuffle
+    for rebalance, operators in ((False, 1), (True, 2)):
+        read, _ = read_raw(
+            spark, [_inputs(tmp_path, news)], ReaderConfig(rebalance=rebalance), Counters(spark.sparkContext), marking(m)
+        )
+        assert read.schema == chained.schema
+        assert str(read._jdf.queryExecution().executedPlan()).count("MapInArrow") == operators
+        assert sorted(map(repr, read.collect())) == want

@@ -3,17 +3,19 @@ whole input, after read → clean → quality → classify.
 
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
    template) gives its distinct keys (sampled 8-character spans and clauses), tagged with an
-   identity of its text, so exact copies of one text count once.
-2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``; the nightly adds
-   the counts its published versions kept); the keys held by at least ``min_docs`` are template
-   keys, less any key of the reference corpus (natural text is not a template, however often a
-   crawl quotes it).
-3. Each document's ``template_share`` (the larger of its spans' and its clause characters' share
-   that are template keys) is joined back by (source_file, offset), the record's identity before
-   doc_ids are made unique; a document at or over ``max_share`` is marked ``stage="quality"``,
-   ``reason="template_share_high"`` (``annotate`` mode: a flag).
+   identity of its text, so exact copies of one text count once, less the keys the reference
+   corpus holds (natural text is not a template, however often a crawl quotes it: they are never
+   counted), and one row of its own totals (sampled spans, letters and digits).
+2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``, one shuffle of
+   16 bytes a key; the nightly adds the counts its published versions kept); the keys held by at
+   least ``min_docs`` are template keys.
+3. Only the keys that are template keys go on to a per-document count (a natural page has few),
+   which the per-document totals turn into ``template_share`` (the larger of its spans' and its
+   clause characters' share that are template keys); it is joined back by (source_file, offset),
+   the record's identity before doc_ids are made unique; a document at or over ``max_share`` is
+   marked ``stage="quality"``, ``reason="template_share_high"`` (``annotate`` mode: a flag).
 
-Two shuffles of about 8 bytes per ``modulus`` characters of text, no per-row Python on the driver.
+No per-row Python on the driver.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark import StorageLevel
+from pyspark import SparkFiles, StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,6 +37,7 @@ from pyspark.sql import types as T
 from base.artifact import require_sha256, sha256_file
 from etl.read import records as rec
 from etl.read.ids import BROADCAST_MAX
+from etl.runtime.ship import ship_directory
 from filters import docpass
 from filters.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
 
@@ -43,6 +46,7 @@ log = logging.getLogger("zhcorpus")
 SHARE = "template_share"
 REASON = "template_share_high"
 QUALITY_STAGE = "quality"
+DOC = -1  # a text's own row among its keys: weight = its sampled spans, chars = its letters and digits
 _KEYS = T.StructType(
     [
         T.StructField("source_file", T.StringType()),
@@ -54,44 +58,90 @@ _KEYS = T.StructType(
         T.StructField("chars", T.IntegerType()),
     ]
 )
+_ARROW = pa.schema(
+    [
+        pa.field(f.name, t)
+        for f, t in zip(
+            _KEYS.fields, (pa.string(), pa.int64(), pa.int64(), pa.int8(), pa.int64(), pa.int32(), pa.int32())
+        )
+    ]
+)
 
 
-def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig) -> pa.RecordBatch:
-    """A row per distinct key of every text in ``batch``: (source_file, offset, ident, kind, key,
-    weight, chars), ``filters.crawl_repeat.BatchKeys`` as columns."""
+SPANS_FILE = "reference_spans.parquet"  # beside the fluency model: the reference's sampled span keys
+SPANS_META = "reference_spans.json"  # their settings, count and sha256
+
+
+@dataclass(frozen=True)
+class ReferenceKeys:
+    """The reference corpus's keys, as the executors find them: ``SPANS_FILE`` in the shipped
+    directory ``shipped`` (``SparkFiles.get``), verified on the driver (``reference_spans``)."""
+
+    shipped: str
+    sha256: str
+
+
+_reference: dict[str, np.ndarray] = {}
+
+
+def _reference_keys(ref: ReferenceKeys) -> np.ndarray:
+    """The sorted keys, read once per Python worker."""
+    if ref.sha256 not in _reference:
+        path = Path(SparkFiles.get(ref.shipped)) / SPANS_FILE
+        _reference[ref.sha256] = np.sort(pq.read_table(path).column("key").to_numpy())
+    return _reference[ref.sha256]
+
+
+def _held_by(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of ``keys`` are in ``sorted_keys``."""
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
+
+
+def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig, reference: np.ndarray | None = None) -> pa.RecordBatch:
+    """A row per distinct key of every text in ``batch`` that ``reference`` (sorted) does not hold:
+    (source_file, offset, ident, kind, key, weight, chars null), ``filters.crawl_repeat.BatchKeys``
+    as columns; then a row per text (kind ``DOC``, key = its identity, weight = its sampled spans
+    with the reference's, chars = its letters and digits)."""
     texts = batch.column("text")
     # the compiled pass reads the Arrow column in place (filters.docpass: the same keys)
     got = docpass.batch_keys(texts, cfg) if docpass.enabled() else batch_keys(texts.to_pylist(), cfg)
-    take = pa.array(got.doc)
+    keep = ~_held_by(reference, got.keys) if reference is not None else np.ones(len(got.keys), dtype=bool)
+    doc = np.concatenate((got.doc[keep], np.arange(batch.num_rows)))
+    take = pa.array(doc)
+    n_keys = int(keep.sum())
     return pa.RecordBatch.from_arrays(
         [
             batch.column("source_file").take(take),
             batch.column("offset").cast(pa.int64()).take(take),
-            pa.array(got.ident[got.doc]),
-            pa.array(got.kind.astype(np.int8)),
-            pa.array(got.keys),
-            pa.array(got.weight.astype(np.int32)),
-            pa.array(got.chars[got.doc].astype(np.int32)),
+            pa.array(got.ident[doc]),
+            pa.array(np.concatenate((got.kind[keep], np.full(batch.num_rows, DOC))).astype(np.int8)),
+            pa.array(np.concatenate((got.keys[keep], got.ident))),
+            pa.array(np.concatenate((got.weight[keep], got.n_spans)).astype(np.int32)),
+            pa.array(np.concatenate((np.zeros(n_keys), got.chars)).astype(np.int32), mask=np.arange(len(doc)) < n_keys),
         ],
-        schema=pa.schema([pa.field(f.name, t) for f, t in zip(_KEYS.fields, _ARROW)]),
+        schema=_ARROW,
     )
 
 
-_ARROW = (pa.string(), pa.int64(), pa.int64(), pa.int8(), pa.int64(), pa.int32(), pa.int32())
-
-
 def key_counts(keys: DataFrame) -> DataFrame:
-    """(key, texts): how many distinct texts hold each key (exact copies count once)."""
-    return keys.select("ident", "key").distinct().groupBy("key").agg(F.count("*").alias("texts"))
+    """(key, texts): how many distinct texts hold each key (exact copies count once). ``keys``:
+    ``text_keys``' key rows. One shuffle, by key: the distinct (key, ident) pairs and their count
+    per key are both aggregated inside it."""
+    pairs = keys.select("key", "ident").repartition("key").distinct()
+    return pairs.groupBy("key").agg(F.count(F.lit(1)).alias("texts"))
 
 
-def text_keys(texts: DataFrame, cfg: CrawlRepeatConfig) -> DataFrame:
-    """A row per distinct key of every text (``keys_batch``); ``texts``: rows with source_file,
-    offset, text."""
+def text_keys(texts: DataFrame, cfg: CrawlRepeatConfig, reference: ReferenceKeys | None = None) -> DataFrame:
+    """A row per distinct key of every text and one per text (``keys_batch``); ``texts``: rows
+    with source_file, offset, text."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ref = _reference_keys(reference) if reference is not None else None
         for b in batches:
-            yield keys_batch(b, cfg)
+            yield keys_batch(b, cfg, ref)
 
     return texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
 
@@ -99,40 +149,42 @@ def text_keys(texts: DataFrame, cfg: CrawlRepeatConfig) -> DataFrame:
 def template_shares(
     texts: DataFrame,
     cfg: CrawlRepeatConfig,
-    reference_keys: DataFrame | None = None,
+    reference: ReferenceKeys | None = None,
     prior_counts: DataFrame | None = None,
     keys: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """(source_file, offset, template_share, template_keys) of every text with at least one
     sampled span key (``filters.crawl_repeat.template_share``), and this input's ``key_counts``.
-    ``texts``: rows with source_file, offset, text. ``prior_counts``: (key, texts) of earlier
-    inputs (the nightly's published versions), added to this input's. ``keys``: ``text_keys(texts)``
-    when the caller has them (persisted: both the counts and the shares read them)."""
-    keys = text_keys(texts, cfg) if keys is None else keys
-    counts = key_counts(keys)
+    ``texts``: rows with source_file, offset, text. ``reference``: keys never counted.
+    ``prior_counts``: (key, texts) of earlier inputs (the nightly's published versions), added to
+    this input's. ``keys``: ``text_keys(texts)`` when the caller has them (persisted: the counts,
+    the hits and the totals all read them)."""
+    keys = text_keys(texts, cfg, reference) if keys is None else keys
+    key_rows = keys.where(F.col("kind") != DOC)
+    counts = key_counts(key_rows)
     total = counts
     if prior_counts is not None:
         total = (
             counts.unionByName(prior_counts.select(*COUNT_COLUMNS)).groupBy("key").agg(F.sum("texts").alias("texts"))
         )
     held = total.where(F.col("texts") >= cfg.min_docs).select("key")
-    if reference_keys is not None:
-        held = held.join(reference_keys, "key", "left_anti")
-    held = held.select("key", F.lit(True).alias("_held"))
-    span, is_held = F.col("kind") == SPAN, F.coalesce(F.col("_held"), F.lit(False))
-    per_doc = (
-        keys.join(held, "key", "left")
+    span = F.col("kind") == SPAN
+    hits = (
+        key_rows.join(held, "key")  # template keys only: a natural page has few
         .groupBy("source_file", "offset")
         .agg(
-            F.sum(span.cast("int")).alias("template_keys"),
-            F.sum((span & is_held).cast("int")).alias("_span_hits"),
-            F.sum(F.when(~span & is_held, F.col("weight")).otherwise(0)).alias("_clause_chars"),
-            F.max("chars").alias("_chars"),
+            F.sum(span.cast("int")).alias("_span_hits"),
+            F.sum(F.when(~span, F.col("weight")).otherwise(0)).alias("_clause_chars"),
         )
-        .where(F.col("template_keys") > 0)
+    )
+    per_doc = (
+        keys.where((F.col("kind") == DOC) & (F.col("weight") > 0))
+        .select("source_file", "offset", F.col("weight").alias("template_keys"), F.col("chars").alias("_chars"))
+        .join(hits, ["source_file", "offset"], "left")
     )
     share = F.greatest(
-        F.col("_span_hits") / F.col("template_keys"), F.coalesce(F.col("_clause_chars") / F.col("_chars"), F.lit(0.0))
+        F.coalesce(F.col("_span_hits"), F.lit(0)) / F.col("template_keys"),
+        F.coalesce(F.col("_clause_chars") / F.col("_chars"), F.lit(0.0)),
     )
     return per_doc.select("source_file", "offset", share.alias(SHARE), "template_keys"), counts
 
@@ -158,7 +210,7 @@ def crawl_repeat_stage(
     rows: DataFrame,
     cfg: CrawlRepeatConfig,
     mode: str = "filter",
-    reference_keys: DataFrame | None = None,
+    reference: ReferenceKeys | None = None,
     prior_counts: DataFrame | None = None,
     keep_counts: bool = False,
 ) -> TemplatePass:
@@ -173,9 +225,9 @@ def crawl_repeat_stage(
     # every record with text is evidence of a template, the ones an earlier rule removed too (a
     # farm's pages caught by another rule still show the frame its other pages share)
     texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
-    # the keys once (the counts and the shares both read them; unpersisted, each cut them again)
-    keys = text_keys(texts, cfg).persist(StorageLevel.MEMORY_AND_DISK)
-    shares, counts = template_shares(texts, cfg, reference_keys, prior_counts, keys)
+    # the keys once (the counts, the hits and the totals read them; unpersisted, each cut them again)
+    keys = text_keys(texts, cfg, reference).persist(StorageLevel.MEMORY_AND_DISK)
+    shares, counts = template_shares(texts, cfg, reference, prior_counts, keys)
     if keep_counts:
         counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
     shares = shares.persist(StorageLevel.MEMORY_AND_DISK)
@@ -193,10 +245,6 @@ def crawl_repeat_stage(
         cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
         cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
     return TemplatePass(out.withColumns(cols).select(*rows.columns, SHARE), shares, counts if keep_counts else None)
-
-
-SPANS_FILE = "reference_spans.parquet"  # beside the fluency model: the reference's sampled span keys
-SPANS_META = "reference_spans.json"  # their settings, count and sha256
 
 
 def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepeatConfig) -> dict:
@@ -222,10 +270,13 @@ def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepea
     return meta
 
 
-def reference_spans(spark, profile_dir: str, cfg: CrawlRepeatConfig) -> tuple[DataFrame | None, dict]:
-    """The profile's reference span keys as a one-column frame, verified against their recorded
-    checksum, and what report.json says of them. None when the profile has none or was built with
-    other span settings (a warning: the rule then runs without them)."""
+def reference_spans(
+    spark, profile_dir: str, cfg: CrawlRepeatConfig, shipped: str = ""
+) -> tuple[ReferenceKeys | None, dict]:
+    """The profile's reference keys, verified against their recorded checksum, as the executors
+    find them (``shipped``: the profile directory's shipped name, when it is shipped already;
+    else it is shipped here), and what report.json says of them. None when the profile has none
+    or was built with other span settings (a warning: the rule then runs without them)."""
     meta_path = Path(profile_dir) / SPANS_META if profile_dir else None
     if meta_path is None or not meta_path.exists():
         return None, {"reference_spans": None}
@@ -240,9 +291,9 @@ def reference_spans(spark, profile_dir: str, cfg: CrawlRepeatConfig) -> tuple[Da
         return None, {"reference_spans": None}
     path = Path(profile_dir) / SPANS_FILE
     require_sha256(path, meta.get("sha256"), None)  # ModelError on a damaged file
-    keys = pq.read_table(path).column("key").to_numpy()
-    frame = spark.createDataFrame(pa.table({"key": keys}).to_pandas())
-    return frame, {"reference_spans": {"file": str(path), "keys": int(len(keys)), "sha256": meta["sha256"]}}
+    shipped = shipped or ship_directory(spark, profile_dir, f"zhcorpus-reference-{meta['sha256'][:16]}")
+    summary = {"reference_spans": {"file": str(path), "keys": int(meta["keys"]), "sha256": meta["sha256"]}}
+    return ReferenceKeys(shipped, meta["sha256"]), summary
 
 
 TEMPLATE_SETTINGS = ("ngram", "modulus", "min_clause")  # what a template key is cut with

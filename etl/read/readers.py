@@ -20,7 +20,7 @@ import logging
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -278,37 +278,57 @@ def _costs(ranges: list[rec.Range]) -> list[int]:
     return [r.end - r.start + OPEN_COST for r in ranges]
 
 
+@dataclass(frozen=True)
+class Then:
+    """What the reading task does next with each raw batch, in the same Python worker (a record
+    then crosses into Python once, not once to be read and again to be processed): ``fn`` maps an
+    ``ARROW_RAW`` batch to a batch of ``schema``. Where the records are spread over the cores
+    after reading (``reader.rebalance``), it runs after the shuffle instead."""
+
+    fn: Callable[[pa.RecordBatch], pa.RecordBatch]
+    schema: T.StructType
+
+
 def read_raw(
-    spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters
+    spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters, then: Then | None = None
 ) -> tuple[DataFrame, list[str]]:
     """All records of the inputs, and the files they come from. Every file gets reader rows
-    (``kind="file"``): its counts, or the file-level error that kept it from being read."""
+    (``kind="file"``): its counts, or the file-level error that kept it from being read. With
+    ``then``, the rows are ``then.fn``'s of the raw batches, of ``then.schema``."""
     s3 = remote.S3Access.resolve(cfg.s3) if any(remote.is_s3(p) for p in paths) else None
     files = list_inputs(spark, paths, s3)
     sc = spark.sparkContext
     p = plan(files, cfg, sc.defaultParallelism, s3)
+    n_tasks, want = len(p.tasks) + (p.remote_tasks or len(p.remote)), 2 * sc.defaultParallelism
+    rebalance = cfg.rebalance and (n_tasks < want or p.unsplit_bytes > (p.split or 0))
+    fused = then if not rebalance else None
+
+    def read(readers: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]):
+        if fused is None:
+            return readers, RAW_SCHEMA
+        return (lambda batches: (fused.fn(b) for b in readers(batches))), fused.schema
+
     frames: list[DataFrame] = []
     if p.tasks:
         packs = sc.parallelize([[asdict(r) for r in t] for t in p.tasks], len(p.tasks)).flatMap(lambda t: t)
-        frames.append(
-            spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(_read_ranges(cfg, counters, s3), RAW_SCHEMA)
-        )
+        frames.append(spark.createDataFrame(packs, RANGE_SCHEMA).mapInArrow(*read(_read_ranges(cfg, counters, s3))))
     if p.remote:
         binary = spark.read.format("binaryFile").load([f.path for f in p.remote]).select("path", "length", "content")
         if p.remote_tasks:  # small files: Spark would pack 2 a task (openCostInBytes 4 MB, 8 MB a task)
             binary = binary.coalesce(p.remote_tasks)
         aliases = {f.path: f.aliases for f in p.remote if f.aliases}
-        frames.append(binary.mapInArrow(_read_contents(cfg, counters, aliases), RAW_SCHEMA))
+        frames.append(binary.mapInArrow(*read(_read_contents(cfg, counters, aliases))))
     if p.driver_rows:  # a few rows: one partition, not one per core
-        frames.append(spark.createDataFrame(p.driver_rows, RAW_SCHEMA).coalesce(1))
+        rows = spark.createDataFrame(p.driver_rows, RAW_SCHEMA).coalesce(1)
+        frames.append(rows if fused is None else rows.mapInArrow(*read(lambda batches: batches)))
     counters.ranges_total = p.ranges + len(p.remote)
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    n_tasks, want = len(p.tasks) + (p.remote_tasks or len(p.remote)), 2 * sc.defaultParallelism
-    rebalance = cfg.rebalance and (n_tasks < want or p.unsplit_bytes > (p.split or 0))
     if rebalance:
         df = df.repartition(max(want, n_tasks), "source_file", "offset")
+        if then is not None:
+            df = df.mapInArrow(lambda batches: (then.fn(b) for b in batches), then.schema)
     formats = Counter(rec.detect_format(f.path) or "unknown" for f in files)
     log.info(
         "inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s, packed up to %.2f MB), %d whole "
