@@ -220,7 +220,11 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
     # (a reader's and a marker's before); with rebalance, the pass runs after the shuffle
     for rebalance, operators in ((False, 1), (True, 2)):
         read, _ = read_raw(
-            spark, [_inputs(tmp_path, news)], ReaderConfig(rebalance=rebalance), Counters(spark.sparkContext), marking(m)
+            spark,
+            [_inputs(tmp_path, news)],
+            ReaderConfig(rebalance=rebalance),
+            Counters(spark.sparkContext),
+            marking(m),
         )
         assert read.schema == chained.schema
         assert str(read._jdf.queryExecution().executedPlan()).count("MapInArrow") == operators
