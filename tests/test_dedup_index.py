@@ -174,7 +174,7 @@ def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(
 ):
     import shutil
 
-    import etl.dedup.index
+    import etl.dedup.index_write
 
     root = str(tmp_path / "idx")
     shutil.copytree(three_batches["root"], root)
@@ -184,7 +184,7 @@ def test_a_killed_compaction_leaves_the_index_readable_and_a_rerun_finishes_it(
         if name == point:
             raise Killed(name)
 
-    monkeypatch.setattr(etl.dedup.index, "failpoint", fail)
+    monkeypatch.setattr(etl.dedup.index_write, "failpoint", fail)
     with pytest.raises(Killed):
         DedupIndex(spark, root, PARAMS, SMALL).compact(full=True)
     monkeypatch.undo()
@@ -391,7 +391,7 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
     the first then committed a record of missing files."""
     import shutil
 
-    import etl.dedup.index
+    import etl.dedup.index_write
     from etl.dedup.index import IndexLocked
     from jobs import compact_index
 
@@ -415,7 +415,7 @@ def test_a_second_writer_is_refused_while_one_writes(spark, three_batches, tmp_p
             except IndexLocked as e:
                 refused.append(str(e))
 
-    monkeypatch.setattr(etl.dedup.index, "failpoint", second_writer)
+    monkeypatch.setattr(etl.dedup.index_write, "failpoint", second_writer)
     index = DedupIndex(spark, root, PARAMS, SMALL)
     with caplog.at_level("ERROR", logger="zhcorpus"):
         if first == "append":

@@ -268,7 +268,7 @@ def test_sixteen_nights_one_killed_before_publishing_one_while_compacting(spark,
     """Issue 24: half a month of small nights through etl.nightly, with compaction after 3 segments
     (a compaction every few nights, one of them killed): every version's corpus.json, ledger and
     duplicates, and the index, are what the plan says. A year of nights: bench/bench_nightly.py."""
-    import etl.dedup.index
+    import etl.dedup.index_write
     import etl.nightly
     from base.manifest import open_shards
     from etl.dedup.index import DedupIndex
@@ -290,7 +290,9 @@ def test_sixteen_nights_one_killed_before_publishing_one_while_compacting(spark,
         if k >= 8 and not compaction_killed:  # the first compaction from night 8 on is killed mid-write
             try:
                 with monkeypatch.context() as m:
-                    m.setattr(etl.dedup.index, "failpoint", lambda name: _raise_at(name, "index:compaction_written"))
+                    m.setattr(
+                        etl.dedup.index_write, "failpoint", lambda name: _raise_at(name, "index:compaction_written")
+                    )
                     result = refresh(cfg, str(crawl), str(corpus), spark=spark)
             except Killed:  # published; the re-run finds nothing new and finishes the compaction
                 compaction_killed = True

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from base.s3 import S3Access, S3Config
-from etl.dedup import index as index_mod
 from etl.dedup import index_checks as ixc
+from etl.dedup import index_write as index_mod
 from etl.dedup.index import DedupIndex, IndexConfig, IndexLocked
 from etl.dedup.index_store import HEAD
 from etl.dedup.stage import DedupConfig

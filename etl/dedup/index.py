@@ -63,7 +63,6 @@ from etl.dedup.index_log import (
 )
 from etl.dedup.index_read import IndexReader
 from etl.dedup.index_write import IndexCompacted, IndexWriter, plan_compaction
-from etl.runtime.failpoints import failpoint
 from filters.minhash import MinHashParams
 
 __all__ = [
@@ -79,12 +78,6 @@ __all__ = [
     "plan_compaction",
     "touched_prior_rows",
 ]
-
-
-def _failpoint(name: str) -> None:
-    """``failpoint``, looked up in this module at each call: the recovery tests replace
-    ``etl.dedup.index.failpoint`` to stop a writer at a named point."""
-    failpoint(name)
 
 
 class DedupIndex:
@@ -104,7 +97,7 @@ class DedupIndex:
         legacy = LegacyFormats(self.store, frames)
         self.log = IndexLog(self.store, self.params, legacy)
         self.reader = IndexReader(spark, self.log, frames, legacy, self.params, self.cfg)
-        self.writer = IndexWriter(spark, self.log, legacy, self.params, self.cfg, _failpoint)
+        self.writer = IndexWriter(spark, self.log, legacy, self.params, self.cfg)
 
     @classmethod
     def existing(cls, spark: SparkSession, root: str, cfg: IndexConfig | None = None, s3=None) -> "DedupIndex":

@@ -22,6 +22,7 @@ from etl.dedup.index_frames import bucket_col
 from etl.dedup.index_legacy import LegacyFormats
 from etl.dedup.index_log import IndexConfig, IndexLog
 from etl.dedup.index_read import engine_for
+from etl.runtime.failpoints import failpoint  # the recovery tests replace etl.dedup.index_write.failpoint
 from filters.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
@@ -59,11 +60,9 @@ class IndexWriter:
         legacy: LegacyFormats,
         params: MinHashParams,
         cfg: IndexConfig,
-        failpoint: Callable[[str], None],
     ):
         self.spark, self.log, self.legacy, self.params, self.cfg = spark, log, legacy, params, cfg
         self.store, self.root, self.access = log.store, log.root, log.store.access
-        self.failpoint = failpoint  # etl.runtime.failpoints' crash points (``etl.dedup.index`` passes it)
 
     # --- appends --------------------------------------------------------------------------------
 
@@ -87,7 +86,7 @@ class IndexWriter:
         with self.log.writer():
             run = self.log.new_name(run)
             docs, bits, files = write(f"batches/{run}")
-            self.failpoint("index:batch_written")
+            failpoint("index:batch_written")
             self.log.commit(run, "batch", bits, docs, files)
         return run
 
@@ -195,9 +194,9 @@ class IndexWriter:
     def _commit_compaction(
         self, name: str, bits: int, docs: int, files: list[IndexFile], chosen: list[Segment], where: str, t0: float
     ) -> dict:
-        self.failpoint("index:compaction_written")
+        failpoint("index:compaction_written")
         self.log.commit(name, "compaction", bits, docs, files, chosen)
-        self.failpoint("index:compaction_committed")
+        failpoint("index:compaction_committed")
         self.log.clean_leftovers()
         log.info(
             "dedup index: compacted %d segments (%d documents) into %s, %d files", len(chosen), docs, name, len(files)
