@@ -43,6 +43,7 @@ from typing import Any
 
 from base.log import setup_logging
 from bench import corpus_anchor as anchor
+from bench import harness
 
 FUSED = "read_clean_classify"  # the first of report.json's job.stage_seconds; the others are taken as they come
 QUICK = {"max_docs": 1500, "big_line_mb": 1.0, "plain_mb": (2.0, 16.0), "segment_chars": 300_000}
@@ -100,31 +101,13 @@ def use_engine(spark, engine: str) -> None:
     os.environ[ENV] = ENGINES[engine]
 
 
-def job_count(spark) -> int:
-    """Spark jobs the driver has run so far (its status store, kept with the UI off)."""
-    return int(spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
-
-
-def jobs_by_phase(spark, first: int) -> dict[str, int]:
-    """The jobs with ids from ``first`` on (ids count up from 0), counted by their description
-    (``label_jobs``' phase)."""
-    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)  # newest first
-    out: dict[str, int] = {}
-    for job in (jobs.apply(i) for i in range(int(jobs.size()))):
-        if job.jobId() >= first:
-            description = job.description()
-            phase = description.get() if description.isDefined() else "(none)"
-            out[phase] = out.get(phase, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
-
-
 def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, Any]:
-    anchor.reset_peaks()
-    first = job_count(spark)
-    with anchor.CpuMeter() as cpu:
+    harness.reset_peaks()
+    first = harness.next_job_id(spark)
+    with harness.CpuMeter() as cpu:
         report = build(spark, cfg, inputs, out)
-    jobs = job_count(spark) - first
-    mem = anchor.memory_peaks()
+    jobs = harness.next_job_id(spark) - first
+    mem = harness.memory_peaks()
     stage = dict(report["job"]["stage_seconds"])
     run = {
         "mb": report["input"]["bytes"] / 1e6,
@@ -137,7 +120,7 @@ def one_run(spark, cfg, inputs: list[str], out: Path, split: bool) -> dict[str, 
         "cpu_s": round(cpu.seconds, 1),
         "stage_s": stage,
         "spark_jobs": jobs,
-        "spark_jobs_by_phase": jobs_by_phase(spark, first),
+        "spark_jobs_by_phase": harness.jobs_by_phase(spark, first),
         "memory": mem,
     }
     if split:

@@ -19,7 +19,7 @@ BigCode job first (warm JVM, Python workers started, as a cluster's long-lived e
 then --repeats rounds, each running job, bigcode and datasketch in turn (so a change of the
 shared machine's load hits all three alike), medians reported; MLlib and text-dedup (minutes
 each) run --slow-repeats times after them. Each run also records the CPU seconds of the whole
-process tree (driver, JVM, Python workers; ``corpus_anchor.CpuMeter`` samples each process, so
+process tree (driver, JVM, Python workers; ``harness.CpuMeter`` samples each process, so
 workers that exit mid-run still count) and the 1-minute load average before it. For the job,
 the Spark jobs it started, grouped by phase ("dedup: <phase>" job descriptions), with their
 seconds, and the driver's wall seconds per phase.
@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 from base.log import setup_logging
 from bench import dedup_methods as dm
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
-from bench.corpus_anchor import CpuMeter
+from bench.harness import CpuMeter
 from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from etl.dedup.stage import DedupConfig
 from filters import minhash as mh

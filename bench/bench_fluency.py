@@ -26,25 +26,17 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from base.log import setup_logging
+from bench.harness import cpu_seconds
 from filters import fluency as fl
 
 MB = 1e6
 TARGET_MB_PER_S = 10.0  # the brief of issue 23 item 2
 log = logging.getLogger("zhcorpus.bench")
-
-
-def cpu_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
 
 
 def news_texts() -> tuple[list[str], list[str]]:

@@ -52,7 +52,7 @@ import numpy as np
 import pyarrow as pa
 
 from base.log import setup_logging
-from bench.corpus_anchor import CpuMeter
+from bench.harness import CpuMeter
 from etl.dedup import local as dl
 from etl.dedup.index import DedupIndex, IndexConfig
 from etl.dedup.stage import DedupConfig, dedup, signatures

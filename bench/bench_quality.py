@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from bench.harness import cpu_seconds
 from filters.quality import SIGNALS, signals_batch
 from filters.segment import get_segmenter
 
@@ -38,16 +39,6 @@ def news_texts() -> list[str]:
     from demo.sources import news_pages
 
     return ["\n".join([title, *paragraphs]) for title, paragraphs, _ in news_pages()]
-
-
-def cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
-    """The least CPU time of ``repeats`` calls (the others were disturbed by something else)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
 
 
 def batched(texts: Sequence[str], size: int) -> dict[str, np.ndarray]:

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from bench.bench_split_read import make_jsonl
+from bench.harness import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BUCKET = "bench"
@@ -74,12 +75,6 @@ def make_warc_gz(path: Path, target: int) -> int:
                 k += 1
     tmp.rename(path)
     return size
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(port: int) -> subprocess.Popen:

@@ -28,10 +28,10 @@ reported apart as ``first_s3_write_cpu_s``):
   and to ``s3://``, everything else equal.
 
 Per run: wall seconds and CPU seconds of this process and every process under it (the Spark JVM,
-the Python workers: ``bench.corpus_anchor.CpuMeter``), so MB/s per core = output MB / CPU seconds,
+the Python workers: ``bench.harness.CpuMeter``), so MB/s per core = output MB / CPU seconds,
 and the same CPU split by process (``cpu_by_kind``: driver, JVM, Python workers, from snapshots at
 the start and the end, children that exited included), which says where a difference lies;
-peak RSS of the Python driver, the JVM and the largest Python worker (``corpus_anchor.memory_peaks``).
+peak RSS of the Python driver, the JVM and the largest Python worker (``harness.memory_peaks``).
 The ratio is S3 / local of the medians. Then the reader: the committed output read back in a fresh
 process, ``--repeat`` times each: locally with pyarrow, and from the store through
 ``base.committed`` (Parquet files read and verified in memory; shards fetched into a cache and
@@ -52,9 +52,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bench import corpus_anchor as anchor
-from bench.bench_remote_read import BUCKET, _vm, free_port
+from bench import harness
+from bench.bench_remote_read import BUCKET, _vm
 from bench.bench_split_read import make_jsonl
+from bench.harness import CpuMeter, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = ("documents", "rejected", "duplicates")  # the Parquet outputs; shards/ beside them
@@ -92,7 +93,7 @@ def cpu_by_kind() -> dict[str, float]:
     """CPU seconds so far of the driver, the JVM and the Python workers, each process's reaped
     children included (a Python worker that exits is counted in its daemon)."""
     out = {}
-    for kind, pids in anchor._processes().items():
+    for kind, pids in harness._processes().items():
         out[kind] = 0.0
         for pid in pids:
             try:
@@ -109,17 +110,17 @@ def tree_bytes(root: Path) -> int:
 
 def measured(fn: Callable[[], Any], server: int) -> dict[str, Any]:
     """``fn()`` timed: wall, CPU of this process tree, the server's CPU, peak RSS."""
-    anchor.reset_peaks()
+    harness.reset_peaks()
     srv, kinds = cpu_of(server), cpu_by_kind()
     wall = time.perf_counter()
-    with anchor.CpuMeter(interval=0.2) as cpu:
+    with CpuMeter(interval=0.2) as cpu:
         fn()
     return {
         "wall_s": time.perf_counter() - wall,
         "cpu_s": cpu.seconds,
         "cpu_by_kind": {k: v - kinds.get(k, 0.0) for k, v in cpu_by_kind().items()},
         "server_cpu_s": cpu_of(server) - srv,
-        "memory": anchor.memory_peaks(),
+        "memory": harness.memory_peaks(),
     }
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from base import committed as cm
 from base.indexed_dataset import IndexedDatasetWriter
 from base.s3 import S3Access, S3Config
-from bench.bench_remote_read import free_port, start_server
+from bench.bench_remote_read import start_server
+from bench.harness import free_port
 
 
 def make_shard(root: Path, mb: int, seed: int = 0) -> Path:

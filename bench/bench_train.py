@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import tempfile
 import time
@@ -33,6 +32,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch import nn
 
+from bench.harness import free_port
 from train.layout import ParallelConfig
 from train.model import ModelConfig, preset
 from train.parallel.step import TrainConfig, Trainer
@@ -92,12 +92,6 @@ def plain_step_fn(cfg: ModelConfig, tc: TrainConfig):
 
 
 # ---------------------------------------------------------------- helpers
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _init(rank: int, world: int, port: int, threads: int) -> None:
     torch.set_num_threads(threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
@@ -110,7 +104,7 @@ def _batch(cfg: ModelConfig, tc: TrainConfig, seed: int = 0) -> torch.Tensor:
 
 # ---------------------------------------------------------------- speed
 def bench_speed(cfg: ModelConfig, tc: TrainConfig, steps: int, threads: int) -> dict:
-    _init(0, 1, _free_port(), threads)
+    _init(0, 1, free_port(), threads)
     try:
         trainer = Trainer(cfg, ParallelConfig(), tc, "cpu")
         plain, plain_params = plain_step_fn(cfg, tc)
@@ -193,7 +187,7 @@ def bench_bubble(
         for m in microbatches:
             mtc = TrainConfig(**{**tc.__dict__, "global_batch": m * tc.micro_batch})
             with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as out:
-                mp.spawn(_bubble_worker, args=(pp, _free_port(), cfg, mtc, schedule, steps, threads, out), nprocs=pp)
+                mp.spawn(_bubble_worker, args=(pp, free_port(), cfg, mtc, schedule, steps, threads, out), nprocs=pp)
                 idle = [torch.load(f"{out}/idle{r}.pt") for r in range(pp)]
             rows.append(
                 {
@@ -235,7 +229,7 @@ def bench_memory(cfg: ModelConfig, tc: TrainConfig, layouts: list[tuple[int, int
     rows = []
     for world, pars in sorted(by_world.items()):
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as out:
-            mp.spawn(_memory_worker, args=(world, _free_port(), cfg, tc, pars, threads, out), nprocs=world)
+            mp.spawn(_memory_worker, args=(world, free_port(), cfg, tc, pars, threads, out), nprocs=world)
             for i, par in enumerate(pars):
                 per_rank = [torch.load(f"{out}/mem{i}.{r}.pt") for r in range(world)]
                 worst = max(per_rank, key=lambda x: x["params"] + x["optim"])

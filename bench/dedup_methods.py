@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from bench.harness import next_job_id, spark_jobs
 from filters import minhash as mh
 
 log = logging.getLogger("zhcorpus.bench")
@@ -30,32 +31,6 @@ MLLIB_TABLES = 10  # PanGu-α's baseline: MinHashLSH with 10 hash tables
 MLLIB_FEATURES = 1 << 24  # HashingTF buckets: ~2,000 shingles a document rarely collide
 TEXT_DEDUP_PYTHON = Path("build/text-dedup-venv/bin/python")
 Pair = tuple[str, str]
-
-
-def spark_jobs(spark, first_job: int) -> list[dict]:
-    """Spark jobs from ``first_job`` on, grouped by job description (``etl.dedup.stage.phase`` labels
-    them "dedup: <phase>"): jobs, summed job seconds. AQE runs each shuffle stage of a query as a
-    job of its own, so one action is often several jobs."""
-    store = spark.sparkContext._jsc.sc().statusStore()
-    it, groups = store.jobsList(None).iterator(), {}
-    while it.hasNext():
-        j = it.next()
-        if j.jobId() < first_job or not (j.submissionTime().isDefined() and j.completionTime().isDefined()):
-            continue
-        name = j.description().get() if j.description().isDefined() else "(no description)"
-        g = groups.setdefault(name, {"phase": name, "jobs": 0, "seconds": 0.0, "first": j.jobId()})
-        g["jobs"] += 1
-        g["seconds"] += (j.completionTime().get().getTime() - j.submissionTime().get().getTime()) / 1000
-        g["first"] = min(g["first"], j.jobId())
-    return [{**g, "seconds": round(g["seconds"], 2)} for g in sorted(groups.values(), key=lambda g: g["first"])]
-
-
-def next_job_id(spark) -> int:
-    """The id the next Spark job will get."""
-    it, last = spark.sparkContext._jsc.sc().statusStore().jobsList(None).iterator(), -1
-    while it.hasNext():
-        last = max(last, it.next().jobId())
-    return last + 1
 
 
 def run_job(spark, cfg, corpus: Path, out: Path) -> tuple[float, set[Pair], dict]:
