@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 log = logging.getLogger("zhcorpus.bench")
 MLLIB_TABLES = 10  # PanGu-α's baseline: MinHashLSH with 10 hash tables

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from filters import text as tx
-from filters import thresholds as th
-from filters.config import RulesConfig
-from filters.convert import T2S
-from filters.quality import SIGNALS, signals_batch
-from filters.screen import QualityConfig, derive_thresholds
+from filters.pangu.config import RulesConfig
+from filters.quality import thresholds as th
+from filters.quality.screen import QualityConfig, derive_thresholds
+from filters.quality.signals import SIGNALS, signals_batch
+from filters.text import chars as tx
+from filters.text.convert import T2S
 
 MAX_LINE_SHARE = 0.005  # issue 23: a rule may remove at most 0.5 % of good lines
 MAX_DOC_SHARE = 0.01  # ours: the statistics together may remove at most 1 % of good documents

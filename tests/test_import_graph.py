@@ -178,8 +178,8 @@ def test_the_graph_is_read():
     assert len(edges) > 100 and "base.manifest" in edges["etl.shards.stage"], "the walk found too little"
     assert "train.checkpoint" in edges and "base.atomic" in edges["train.checkpoint"]
     # packages inside filters/ are walked too, and their modules import each other, not the package
-    assert "filters.fluency.normalise" in edges["filters.fluency.tokens"]
-    assert "filters.fluency" not in edges["filters.fluency.model"]
+    assert "filters.quality.fluency.normalise" in edges["filters.quality.fluency.tokens"]
+    assert "filters.quality.fluency" not in edges["filters.quality.fluency.model"]
 
 
 def test_no_import_cycle():

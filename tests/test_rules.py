@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from filters import markdown as md
-from filters import rules
-from filters import text as tx
-from filters.config import RulesConfig
-from filters.keywords import KeywordList, KeywordMatcher
-from filters.pipeline import Cleaner
+from filters.pangu import rules
+from filters.pangu.config import RulesConfig
+from filters.pangu.pipeline import Cleaner
+from filters.text import chars as tx
+from filters.text import markdown as md
+from filters.text.keywords import KeywordList, KeywordMatcher
 from tests.crawl_fixture import P
 
 NEWS = P[0] + "\n" + P[1] + "\n" + P[2]

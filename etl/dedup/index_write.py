@@ -22,7 +22,7 @@ from etl.dedup.index_frames import bucket_col
 from etl.dedup.index_legacy import LegacyFormats
 from etl.dedup.index_log import IndexConfig, IndexLog
 from etl.dedup.index_read import engine_for
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
 # Bytes of a band row on disk (key and doc hash: two incompressible int64): turns target_file_mb

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters.markdown import (
+from filters.text.markdown import (
     code_spans_as,
     has_syntax,
     is_heading,
@@ -374,7 +374,7 @@ def remove_duplicate_paragraphs(text: str, min_chars: int) -> tuple[str, int]:
     """Keep the first occurrence of every paragraph (line); later exact repeats (ignoring
     whitespace) of at least ``min_chars`` visible characters are removed. Lines of code blocks
     and tables are not paragraphs (a ``}`` or ``fi`` closes many blocks, tables repeat their
-    header; ``filters.markdown.syntax_lines``): never counted, never removed."""
+    header; ``filters.text.markdown.syntax_lines``): never counted, never removed."""
     keys = _INLINE_SPACE.sub("", text).split("\n")  # each line without its whitespace
     if has_syntax(text):
         keys = ["" if syntax else k for k, syntax in zip(keys, syntax_lines(text.split("\n")))]

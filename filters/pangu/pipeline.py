@@ -1,8 +1,8 @@
-"""The rule-based cleaning of one document, composed from ``filters.text`` transforms and
-``filters.rules`` drops. Build a ``Cleaner`` once per worker (it holds the OpenCC converter and
+"""The rule-based cleaning of one document, composed from ``filters.text.chars`` transforms and
+``filters.pangu.rules`` drops. Build a ``Cleaner`` once per worker (it holds the OpenCC converter and
 the Aho-Corasick automaton); call it per document.
 
-A document is scanned once (``filters.text.scan``): the scan's class bits let every transform that
+A document is scanned once (``filters.text.chars.scan``): the scan's class bits let every transform that
 cannot change the text be skipped, and its counts serve the length and Han-ratio rules unless a
 transform removed more than whitespace (then the cleaned text is scanned again). The NFKC +
 lower-case text is made only for documents that reach the keyword rules, and one automaton finds
@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filters import rules
-from filters import text as tx
-from filters.config import RulesConfig
-from filters.convert import T2S
-from filters.keywords import (
+from filters.pangu import rules
+from filters.pangu.config import RulesConfig
+from filters.text import chars as tx
+from filters.text.convert import T2S
+from filters.text.keywords import (
     AD_KEYWORDS_FILE,
     REPORTING,
     SENSITIVE_DIR,
