@@ -416,7 +416,7 @@ class QualityPass:
 
     @staticmethod
     def _contact(arr: pa.Array, prose: dict[int, str], contact, chunk, visible) -> np.ndarray:
-        """contact_density: ``quality_contact.contact_counts`` over the candidates of each chunk
+        """contact_density: ``quality.contact.contact_counts`` over the candidates of each chunk
         (the reference runs it on the whole chunk; what it finds lies in the candidates)."""
         from filters.quality.contact import contact_counts
 

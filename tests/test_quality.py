@@ -542,7 +542,7 @@ def test_repetition_matches_plain_python():
 
 
 def test_url_matches_are_a_whole_text_search():
-    # tried only 4 and 5 characters before each "://" (quality_contact._url_matches)
+    # tried only 4 and 5 characters before each "://" (quality.contact._url_matches)
     import random
 
     from filters.quality.contact import _URL, _url_matches

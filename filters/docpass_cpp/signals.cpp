@@ -270,7 +270,7 @@ void SignalPass::lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_
       keyed.push_back({0, 0});
       power = 1;
     }
-    power *= KEY_P;  // quality_repeat.block_keys: the line of rank r weighs P**(r + 1)
+    power *= KEY_P;  // quality.repeat.block_keys: the line of rank r weighs P**(r + 1)
     keyed.back().first += l.key * power;
     keyed.back().second += l.chars;
   }
@@ -334,7 +334,7 @@ double SignalPass::dup_chars(const std::vector<std::pair<uint64_t, int64_t>>& it
 }
 
 double SignalPass::covered(std::vector<int64_t>& starts, int n) const {
-  // quality_repeat.covered_chars: characters of the words under the union of [s, s + n)
+  // quality.repeat.covered_chars: characters of the words under the union of [s, s + n)
   std::sort(starts.begin(), starts.end());
   double total = 0;
   int64_t reach = -1;
@@ -348,7 +348,7 @@ double SignalPass::covered(std::vector<int64_t>& starts, int n) const {
 }
 
 void SignalPass::ngrams(uint64_t doc, int64_t word_chars, DocResult& out) {
-  // quality_repeat.ngram_coverage over this document's words, with the reference's keys
+  // quality.repeat.ngram_coverage over this document's words, with the reference's keys
   for (int s = TOP2; s <= DUP10; ++s) out.sig[s] = 0.0f;
   int64_t m = static_cast<int64_t>(hashes_.size());
   if (m < 2) return;

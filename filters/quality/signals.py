@@ -141,7 +141,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "function_word_ratio",
         "low",
-        "words in quality_words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
+        "words in quality.words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
     ),
     Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
     Signal("symbol_ratio", "high", "symbol characters over visible characters"),
@@ -161,7 +161,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "contact_density",
         "high",
-        "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
+        "contact identifiers (quality.contact.contact_spans: phone, QQ, WeChat, URL, "
         "e-mail, obfuscations included) per 1,000 visible characters",
     ),
     Signal(
