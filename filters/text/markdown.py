@@ -2,7 +2,7 @@
 
 Chinese technical pages are prose around code. PanGu-α's rules and the quality statistics are
 about the prose: the Han ratio counts it alone, the decoration, menu and duplicate-paragraph rules
-leave code as it is (``filters.text.chars``), and the statistics of ``filters.quality.signals`` describe it.
+leave code as it is (``filters.pangu.transforms``), and the statistics of ``filters.quality.signals`` describe it.
 
 Code (CommonMark 0.31 §4.5, §6.1): a code fence is a line of at least three backticks or tildes,
 indented by at most three spaces (a backtick fence's info string holds no backtick); the block runs
