@@ -20,7 +20,7 @@ import time
 import pyarrow.parquet as pq
 
 from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
-from filters.classify import TextClassifier, preprocess
+from filters.classifiers.classify import TextClassifier, preprocess
 
 
 def plain_python(texts: list[str], spam: TextClassifier, quality: TextClassifier) -> float:

@@ -67,7 +67,7 @@ def family_rates(labels: list[str], families: list[str], spam: np.ndarray, low: 
 def score_set(models: Path, texts: list[str], labels: list[str], families: list[str]) -> dict:
     """One model set (models/spam, models/quality) on the texts: thresholds, family shares,
     detection metrics."""
-    from filters.classify import TextClassifier, preprocess_batch
+    from filters.classifiers.classify import TextClassifier, preprocess_batch
 
     spam_model, quality_model = TextClassifier(models / "spam"), TextClassifier(models / "quality")
     lines = preprocess_batch(texts, segmenter=spam_model.segmenter)  # once for both models

@@ -25,7 +25,7 @@ from base.log import setup_logging
 from etl.clean.stage import clean_batch, get_cleaner
 from etl.read.readers import ARROW_RAW
 from etl.read.records import ReaderConfig, parse_file
-from filters.config import RulesConfig
+from filters.pangu.config import RulesConfig
 
 BATCH_ROWS = 1024
 
@@ -49,7 +49,7 @@ def plain_python(files: list[Path]) -> tuple[float, int, int]:
 
 
 def cleaner_only(files: list[Path], repeats: int) -> dict:
-    """CPU ms per MB of the Cleaner alone (``filters.pipeline.Cleaner``), one process, on the
+    """CPU ms per MB of the Cleaner alone (``filters.pangu.pipeline.Cleaner``), one process, on the
     records the readers hand it: per MB of document text and per MB of input file. CPU time, not
     wall time: the machine is shared and this is one process."""
     cleaner, cfg = get_cleaner(RulesConfig()), ReaderConfig()

@@ -9,7 +9,7 @@ MinHashLSH, datasketch and text-dedup, on one generated corpus, in one run; and
 The corpus (``demo.dedup_corpus``: Chinese documents sharing site templates and stock phrases,
 with injected near-duplicate families) is generated into OUT/corpus-<mb>mb-seed<seed> once and
 reused. Methods (``bench.dedup_methods``), each from reading the Parquet to writing its result,
-all on the same shingles (character n-grams of ``filters.minhash.normalise`` text), threshold
+all on the same shingles (character n-grams of ``filters.dedup.minhash.normalise`` text), threshold
 and, where they band, the same bands x rows: job (``etl.dedup.stage``, Spark local[2]), bigcode
 (``bench.bigcode_dedup``, Spark local[2]), mllib (10 one-hash tables, local[2]), datasketch and
 text-dedup (one process each).
@@ -54,7 +54,7 @@ from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
 from bench.harness import CpuMeter
 from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from etl.dedup.stage import DedupConfig
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 from jobs.config import load_config
 
 log = logging.getLogger("zhcorpus.bench")

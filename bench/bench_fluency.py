@@ -32,7 +32,7 @@ import numpy as np
 
 from base.log import setup_logging
 from bench.harness import cpu_seconds
-from filters import fluency as fl
+from filters.quality import fluency as fl
 
 MB = 1e6
 TARGET_MB_PER_S = 10.0  # the brief of issue 23 item 2

@@ -19,8 +19,8 @@ import random
 
 import numpy as np
 
-from filters.quality_words import FUNCTION_WORDS
-from filters.segment import get_segmenter
+from filters.quality.words import FUNCTION_WORDS
+from filters.text.segment import get_segmenter
 
 
 def main(argv: list[str] | None = None) -> int:

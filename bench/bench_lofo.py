@@ -178,7 +178,7 @@ def table_lines(report: dict) -> list[str]:
 
 def model_key(data_sha256: str) -> str:
     """The cache name of a model: its training data and the classifiers' preprocessing version."""
-    from filters.classify import PREPROCESS_VERSION
+    from filters.classifiers.classify import PREPROCESS_VERSION
 
     return hashlib.sha256(f"{data_sha256} preprocess v{PREPROCESS_VERSION}".encode()).hexdigest()[:16]
 

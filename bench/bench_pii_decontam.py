@@ -11,7 +11,7 @@ Throughput is MB of document text (UTF-8) per second per core, in one plain Pyth
 (the per-document functions alone) and as a Spark stage at local[N] (the stage over a cached
 frame into the no-op sink, less an identity ``mapInArrow`` over the same frame, which is the
 cost any Arrow-batched stage pays). The anchor, measured in the same run on the same text, is
-the cleaning rules (``filters.pipeline.Cleaner``). The chain targets >= 2 MB/s per core, that
+the cleaning rules (``filters.pangu.pipeline.Cleaner``). The chain targets >= 2 MB/s per core, that
 is 0.5 s per MB: a stage at X MB/s per core takes 2 / X of that budget ("budget_share").
 
 ``--sweep`` runs the decontamination matcher at several n over the same documents. A hit
@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 
 from base.log import setup_logging
-from filters import decontam as dc
-from filters import minhash as mh
-from filters import pii
-from filters.config import RulesConfig
-from filters.pipeline import Cleaner
+from filters.dedup import decontam as dc
+from filters.dedup import minhash as mh
+from filters.pangu.config import RulesConfig
+from filters.pangu.pipeline import Cleaner
+from filters.text import pii
 
 BUDGET_MB_S = 2.0  # the chain's target, MB/s per core
 DEMO_DOCS, DEMO_CRAWL, EVAL_DIR = Path("out/demo/corpus/documents"), Path("data/demo_crawl"), Path("data/eval_sets")

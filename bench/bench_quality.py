@@ -1,4 +1,4 @@
-"""Throughput of the label-free document statistics (``filters.quality.signals_batch``) and their
+"""Throughput of the label-free document statistics (``filters.quality.signals.signals_batch``) and their
 distribution on People's Daily text, for whoever sets thresholds from a reference corpus.
 
     python -m bench.bench_quality [--repeats 5] [--batch 2000] [--output FILE.json]
@@ -28,8 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from bench.harness import cpu_seconds
-from filters.quality import SIGNALS, signals_batch
-from filters.segment import get_segmenter
+from filters.quality.signals import SIGNALS, signals_batch
+from filters.text.segment import get_segmenter
 
 TARGET_MB_PER_CPU_S = 8.0  # issue 23, item 1: all statistics together, segmentation included
 PERCENTILES = (0.5, 1, 5, 50, 95, 99, 99.5)

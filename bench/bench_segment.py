@@ -1,6 +1,6 @@
 """Segmentation, classification and tokenization per document, in one plain Python process: the
 native engine (rjieba) against the reference (jieba 0.42.1) on the same documents, today's code
-against the code before filters.segment (anchors in the same run), and the measurements behind
+against the code before filters.text.segment (anchors in the same run), and the measurements behind
 "one segmentation where one will do" (issue 14).
 
     python -m bench.bench_segment [--crawl data/demo_crawl] [--repeats 3] [--variants]
@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from base.log import setup_logging
-from filters.classify import MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch
-from filters.segment import get_segmenter
+from filters.classifiers.classify import MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch
+from filters.text.segment import get_segmenter
 from filters.tokenizer import NEWLINE, SPACE, ZhTokenizer, join_words
 
 MB = 1e6
@@ -54,7 +54,7 @@ def crawl_documents(crawl: Path) -> tuple[list[str], list[str]]:
     label for each (``labels.tsv``: clean, spam, ...)."""
     from etl.clean.stage import clean_row, get_cleaner
     from etl.read.records import ReaderConfig, detect_format, parse_file
-    from filters.config import RulesConfig
+    from filters.pangu.config import RulesConfig
 
     rows = [line.split("\t") for line in (crawl / "labels.tsv").read_text(encoding="utf-8").splitlines()[1:]]
     label = {r[0]: r[3] for r in rows}
@@ -95,17 +95,17 @@ def engines(texts: list[str], repeats: int) -> dict[str, Any]:
             "rjieba": per_doc(native_s, texts),
             "speedup": round(jieba_s / native_s, 1),
             "documents_differing": sum(a != b for a, b in zip(reference, native)),
-            # rjieba's own HMM mode, for the record: why filters.segment builds jieba's
+            # rjieba's own HMM mode, for the record: why filters.text.segment builds jieba's
             "rjieba_own_mode_documents_differing": sum(rjieba.cut(t, hmm=hmm) != r for t, r in zip(texts, reference)),
         }
     return out
 
 
 def v1_preprocess(text: str) -> str:
-    """Classifier preprocessing before filters.segment: jieba 0.42.1, NFKC on every text."""
+    """Classifier preprocessing before filters.text.segment: jieba 0.42.1, NFKC on every text."""
     import jieba
 
-    from filters.keywords import normalise
+    from filters.text.keywords import normalise
 
     folded = " ".join(normalise(text[:MAX_CHARS]).split())
     return " ".join(w for w in jieba.lcut(folded) if not w.isspace())
@@ -149,7 +149,7 @@ def classify(texts: list[str], spam: TextClassifier, quality: TextClassifier, re
 
 
 def v1_encode(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
-    """Tokenization before filters.segment: jieba 0.42.1, one translate per word."""
+    """Tokenization before filters.text.segment: jieba 0.42.1, one translate per word."""
     import jieba
 
     marks = str.maketrans({" ": SPACE, "\n": NEWLINE})
@@ -239,7 +239,7 @@ def preprocess_variants(seed: Path, texts: list[str], kinds: list[str]) -> dict[
     dropped (as spam, as low quality), decisions that differ from today's preprocessing."""
     import numpy as np
 
-    from filters.classify import TrainParams, choose_threshold, fasttext_line, train_fasttext
+    from filters.classifiers.classify import TrainParams, choose_threshold, fasttext_line, train_fasttext
 
     off = get_segmenter(None, False)
     variants = {
@@ -288,7 +288,7 @@ def preprocess_variants(seed: Path, texts: list[str], kinds: list[str]) -> dict[
 def small_models(root: Path, texts: list[str]) -> tuple[TextClassifier, TextClassifier, ZhTokenizer]:
     """Classifiers from seed data and a vocabulary-8,000 tokenizer from ``texts``, trained here."""
     from demo.seed.build import build_seed_data
-    from filters.classify import (
+    from filters.classifiers.classify import (
         META_FILE,
         MODEL_FILE,
         TrainParams,

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from demo.dedup_corpus import family_pairs
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 log = logging.getLogger("zhcorpus.bench")
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = """from pyspark.sql import SparkSession
 spark = SparkSession.builder.appName("bench-spark-start").getOrCreate()
 def probe(_):
-    import etl.clean.stage, filters.segment  # the project and its dependencies, from the shipped env
+    import etl.clean.stage, filters.text.segment  # the project and its dependencies, from the shipped env
     return etl.clean.stage.__file__
 print(spark.sparkContext.parallelize(range(2), 2).map(probe).collect())
 spark.stop()

@@ -15,7 +15,7 @@ copied code:
 4. Each component keeps its smallest id; the documents are joined with the (id, component)
    pairs, the others are dropped, and the kept documents and the duplicates are written.
 No exact-Jaccard verification (BigCode's job had none). Shingles: character n-grams of
-``filters.minhash.normalise`` text, the same as ours (BigCode's word n-grams do not apply to
+``filters.dedup.minhash.normalise`` text, the same as ours (BigCode's word n-grams do not apply to
 Chinese), so recall is compared on equal shingles and the same bands x rows.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 MERSENNE = np.uint64((1 << 61) - 1)
 MAX_HASH = np.uint64((1 << 32) - 1)

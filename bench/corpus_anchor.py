@@ -45,9 +45,9 @@ def plain_chain(inputs: list[str], cfg, survivors_dir: str, tokenizer_dir: str) 
     from etl.dedup.stage import signature_columns
     from etl.quality.stage import quality_batch
     from etl.read.readers import ARROW_RAW
-    from filters import decontam as dc
-    from filters.classify import TextClassifier
-    from filters.screen import Screen, resolve_profile
+    from filters.classifiers.classify import TextClassifier
+    from filters.dedup import decontam as dc
+    from filters.quality.screen import Screen, resolve_profile
     from filters.tokenizer import ZhTokenizer
 
     cleaner = get_cleaner(cfg.rules)
@@ -182,7 +182,7 @@ def _warm_row(text: str, doc_id: str = "warm") -> dict[str, Any]:
 def segmentation(texts: list[str], max_chars: int) -> dict[str, Any]:
     """jieba (the reference) against the default native engine on the same documents, both HMM
     modes (the tokenizer segments without HMM, the classifiers with): MB/s and identical lists."""
-    from filters.segment import DEFAULT_ENGINE, REFERENCE, Segmenter
+    from filters.text.segment import DEFAULT_ENGINE, REFERENCE, Segmenter
 
     sample, n = [], 0
     for t in texts:

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bench.harness import next_job_id, spark_jobs
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 log = logging.getLogger("zhcorpus.bench")
 MLLIB_TABLES = 10  # PanGu-α's baseline: MinHashLSH with 10 hash tables

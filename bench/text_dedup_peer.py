@@ -9,7 +9,7 @@ Prints one JSON line: seconds (from loading the Parquet to saving the output, in
 and imports excluded, as Spark's start is for the Spark methods) and the (doc_id, duplicate_of)
 pairs file it wrote. Its word tokenizer (split on \\W) leaves a Chinese sentence as one token, so
 it is given the same shingles as every other method: character n-grams of
-``filters.minhash.normalise`` text (its ``_get_tokenize_func`` returns the characters).
+``filters.dedup.minhash.normalise`` text (its ``_get_tokenize_func`` returns the characters).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> int:
     from text_dedup.config import Config, LocalInputConfig, MinHashAlgorithmConfig, OutputConfig
     from text_dedup.config.debug import DebugConfig
 
-    from filters import minhash as mh
+    from filters.dedup import minhash as mh
 
     MinHashAlgorithmConfig._get_tokenize_func = lambda self: lambda content: list(mh.normalise(content))
     files = sorted(str(p) for p in (Path(args.corpus) / "documents").glob("*.parquet"))

@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 VERSION = 2  # bump when the generator's output changes for the same parameters
 MIB = 1 << 20

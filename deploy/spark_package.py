@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Spark stages (etl/ with its packages, filters/ and base/ under them) and the Spark entry points
 # with their configs (jobs/, for a driver that runs on the cluster); train/ is the Ray trainer's.
 PACKAGES = ("base", "etl", "filters", "jobs")
-DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/keywords.py)
+DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/text/keywords.py)
 # Dependencies (pyproject.toml names, lower case) never in the env, and those only a driver needs.
 EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx", "snownlp"}
 DRIVER_ONLY = {"matplotlib", "datasketch"}

@@ -41,7 +41,7 @@ from etl.runtime.sizing import OutputConfig, sized
 from etl.runtime.spark import SparkConfig, session
 from etl.shards.stage import ShardsConfig
 from etl.shards.tokenizer_train import TokenizerConfig
-from filters.config import RulesConfig
+from filters.pangu.config import RulesConfig
 
 log = logging.getLogger("zhcorpus")
 

@@ -38,7 +38,7 @@ from etl.read.ids import unique_ids
 from etl.read.readers import Then, read_raw
 from etl.runtime.objstore import read_parquet
 from etl.runtime.progress import Counters, label_jobs
-from filters.config import RulesConfig
+from filters.pangu.config import RulesConfig
 
 _SIGNALS = tuple(quality_columns())  # han_ratio, a signal too, is the cleaning stage's column
 DOCUMENT_COLUMNS = (

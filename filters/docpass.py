@@ -2,14 +2,14 @@
 built as ``filters._docpass`` by ``pip install``/``make install``) that gives what the quality
 stage reads and the tokenizer's pre-segmentation:
 
-- every label-free statistic of ``filters.quality`` (its words cut once, jieba's HMM-off cut
+- every label-free statistic of ``filters.quality.signals`` (its words cut once, jieba's HMM-off cut
   compiled from jieba's own dictionary), and which documents can hold a contact id at all
-  (``filters.quality_contact`` then runs on those only, by chunk, as the reference does);
-- the fluency model's log-probability (``filters.fluency``: its tables, KenLM's backoff query);
+  (``filters.quality.contact`` then runs on those only, by chunk, as the reference does);
+- the fluency model's log-probability (``filters.quality.fluency``: its tables, KenLM's backoff query);
 - ``filters.tokenizer.presegment`` of a batch (the same words as rjieba and jieba).
 
 The Python modules stay the reference: every value here equals theirs (float32 for float32), which
-``tests/test_docpass.py`` holds on thousands of varied documents, the way ``filters.segment`` holds
+``tests/test_docpass.py`` holds on thousands of varied documents, the way ``filters.text.segment`` holds
 rjieba to jieba. Texts go in as Arrow string arrays (their offset and data buffers, no Python
 string per document) and results come out as numpy arrays.
 
@@ -109,15 +109,17 @@ def engine():
     ext = _extension()
     if ext is None:
         return None
-    from filters import quality as q
-    from filters import quality_contact as qc
-    from filters import quality_repeat as rep
-    from filters.markdown import _MARKUP_HINTS
-    from filters.quality_words import FUNCTION_WORDS
+    from filters.quality import contact as qc
+    from filters.quality import repeat as rep
+    from filters.quality import signals as q
+    from filters.quality.words import FUNCTION_WORDS
+    from filters.text.markdown import _MARKUP_HINTS
 
     if len(NATIVE_SIGNALS) != ext.N_SIG:
         log.warning(
-            "filters._docpass computes %d signals, filters.quality has %d: rebuild it", ext.N_SIG, len(q.SIGNALS)
+            "filters._docpass computes %d signals, filters.quality.signals has %d: rebuild it",
+            ext.N_SIG,
+            len(q.SIGNALS),
         )
         return None
     dictionary = files("jieba").joinpath("dict.txt").read_bytes().decode("utf-8")
@@ -136,7 +138,7 @@ def engine():
 
 
 def _signal_names() -> tuple[str, ...]:
-    from filters.quality import SIGNAL_NAMES
+    from filters.quality.signals import SIGNAL_NAMES
 
     return tuple(n for n in SIGNAL_NAMES if n != CONTACT)
 
@@ -160,8 +162,8 @@ def _classify_engine():
 
     from jieba.finalseg import emit_P, start_P, trans_P
 
-    from filters.classify import MAX_CHARS, SENTENCE_PUNCT
-    from filters.fluency import nfkc_lower_tables
+    from filters.classifiers.classify import MAX_CHARS, SENTENCE_PUNCT
+    from filters.quality.fluency import nfkc_lower_tables
 
     e = engine()
     tags, low, high, floor = "BEMS", 0x4E00, 0x9FD5, -3.14e100  # finalseg.MIN_FLOAT
@@ -190,7 +192,7 @@ def cut_hmm_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:
 
 
 class Prose(NamedTuple):
-    """A batch's texts as the statistics and classifiers read them (``filters.markdown.prose``):
+    """A batch's texts as the statistics and classifiers read them (``filters.text.markdown.prose``):
     the Arrow array, and for the texts that hold markup their prose (``alt``, with ``alt_index``
     per text, -1 = the text itself) and table rows; ``read``: the texts read as Python strings."""
 
@@ -211,7 +213,7 @@ class Prose(NamedTuple):
 def prose_of(texts: pa.Array | Sequence[str]) -> Prose:
     """``Prose`` of a batch: only the texts holding a markup hint (``_MARKUP_HINTS``, found by the
     compiled pass) become Python strings and go through ``markdown.prose_rows``."""
-    from filters.markdown import prose_rows
+    from filters.text.markdown import prose_rows
 
     arr = strings(texts)
     offsets, data = buffers(arr)
@@ -236,10 +238,10 @@ def prose_of(texts: pa.Array | Sequence[str]) -> Prose:
 
 
 def classifier_lines(texts: pa.Array | Sequence[str]) -> list[str]:
-    """``filters.classify.preprocess(t)`` of each text (the default engine, HMM on): one compiled
+    """``filters.classifiers.classify.preprocess(t)`` of each text (the default engine, HMM on): one compiled
     pass over its prose; a text with a character the per-character tables cannot normalise goes
     through the Python function."""
-    from filters.classify import preprocess
+    from filters.classifiers.classify import preprocess
 
     p = prose_of(texts)
     lines = _classify_engine().classify_lines(p.offsets, p.data, p.alt_index, p.alt_offsets, p.alt_data)
@@ -248,12 +250,12 @@ def classifier_lines(texts: pa.Array | Sequence[str]) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _alnum_table() -> np.ndarray:
-    """``filters.crawl_repeat._alnum_mask`` per code point (str.isalnum below U+3000, as U+2FFF's
+    """``filters.quality.crawl_repeat._alnum_mask`` per code point (str.isalnum below U+3000, as U+2FFF's
     above, or a Han ideograph)."""
     import sys
 
-    from filters import crawl_repeat as cr
-    from filters.text import HAN, char_table
+    from filters.quality import crawl_repeat as cr
+    from filters.text.chars import HAN, char_table
 
     low = np.array([chr(c).isalnum() for c in range(0x3000)], dtype=bool)
     table = np.concatenate((low, np.full(sys.maxunicode + 1 - len(low), low[-1])))
@@ -262,9 +264,9 @@ def _alnum_table() -> np.ndarray:
 
 
 def batch_keys(texts: pa.Array | Sequence[str], cfg):
-    """``filters.crawl_repeat.batch_keys(texts, cfg)`` from the compiled pass (the same keys); the
+    """``filters.quality.crawl_repeat.batch_keys(texts, cfg)`` from the compiled pass (the same keys); the
     texts its tables cannot normalise go through the Python function."""
-    from filters import crawl_repeat as cr
+    from filters.quality import crawl_repeat as cr
 
     arr = strings(texts)
     offsets, data = buffers(arr)
@@ -331,8 +333,8 @@ SELF_CHECK = (
 def differences(native: tuple[dict[str, np.ndarray], np.ndarray], texts: Sequence[str], fluency) -> list[str]:
     """The signals (and ``fluency_ppl``) on which ``native``, a ``QualityPass`` result for
     ``texts``, differs from the Python reference."""
-    from filters.markdown import prose
-    from filters.quality import signals_batch
+    from filters.quality.signals import signals_batch
+    from filters.text.markdown import prose
 
     values, ppl = native
     expected = signals_batch(list(texts))
@@ -351,7 +353,7 @@ class QualityPass:
     what differs; empty when nothing does)."""
 
     def __init__(self, fluency=None):
-        from filters import fluency as fl
+        from filters.quality import fluency as fl
 
         self.engine = engine()
         self.fluency = fluency
@@ -391,9 +393,9 @@ class QualityPass:
         return drift
 
     def __call__(self, texts: pa.Array | Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """({signal: float32 per text} in ``filters.quality.SIGNAL_NAMES`` order, the fluency
+        """({signal: float32 per text} in ``filters.quality.signals.SIGNAL_NAMES`` order, the fluency
         perplexity per text (NaN: none; all NaN without a model)) of each text's prose."""
-        from filters.quality import SIGNAL_NAMES
+        from filters.quality.signals import SIGNAL_NAMES
 
         p = prose_of(texts)
         sig, visible, contact, chunk, sums, counts, python = self.engine.quality(
@@ -414,9 +416,9 @@ class QualityPass:
 
     @staticmethod
     def _contact(arr: pa.Array, prose: dict[int, str], contact, chunk, visible) -> np.ndarray:
-        """contact_density: ``quality_contact.contact_counts`` over the candidates of each chunk
+        """contact_density: ``quality.contact.contact_counts`` over the candidates of each chunk
         (the reference runs it on the whole chunk; what it finds lies in the candidates)."""
-        from filters.quality_contact import contact_counts
+        from filters.quality.contact import contact_counts
 
         counts = np.zeros(len(arr))
         candidates = np.flatnonzero(contact)
@@ -432,7 +434,7 @@ class QualityPass:
     def _perplexity(self, arr: pa.Array, prose: dict[int, str], sums, counts, python) -> np.ndarray:
         """10 ** (-sum / tokens) (``FluencyModel.perplexity_batch``); the texts holding a character
         the per-character tables cannot normalise go through ``fluency._nfkc_lower`` first."""
-        from filters.fluency import _nfkc_lower
+        from filters.quality.fluency import _nfkc_lower
 
         redo = np.flatnonzero(python).tolist()
         if redo:

@@ -2,13 +2,13 @@
 
 Pre-segmentation rule (version ``PRESEGMENT_VERSION``, stored with every model):
 
-1. ``jieba.lcut(text, HMM=False)``, run by ``filters.segment`` (rjieba by default, the same words
+1. ``jieba.lcut(text, HMM=False)``, run by ``filters.text.segment`` (rjieba by default, the same words
    as jieba): dictionary-only segmentation (the default dictionary ships inside the package, so
    no download). HMM is off: it is slower, and its guesses at unknown words moved chars/token by
    ~1 % on People's Daily text; BPE learns frequent new words anyway. The choice is recorded
    (``presegment.jieba_hmm``) and followed on load, and so is the engine
    (``presegment.segmenter``): a tokenizer built with another engine loads only when the running
-   one passes the parity check (``filters.segment.require_parity``).
+   one passes the parity check (``filters.text.segment.require_parity``).
 2. In every piece, ``' '`` -> ``'\u2582'`` and ``'\n'`` -> ``'\u2583'`` (PanGu-α's
    ``str.maketrans(" \\n", "\u2582\u2583")``), so the only ASCII spaces left are ours.
 3. Pieces joined by single ``' '``: SentencePiece turns each into a ``'\u2581'`` word boundary,
@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from base.artifact import ModelError, sha256_file
 from filters import docpass
-from filters.segment import (
+from filters.text.segment import (
     REFERENCE,
     SegmentationMismatch,
     Segmenter,

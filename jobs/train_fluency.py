@@ -9,7 +9,7 @@ case, digits -> 0, whitespace folded) as at scoring time. A hash of the text hol
 fluency.holdout_fraction (10 %) of the documents; the model learns from the distinct lines of the
 others that no held-out document contains (fluency.distinct_lines). Spark counts the character
 n-grams (orders 1..fluency.order, default 5) in parallel; interpolated modified Kneser-Ney is
-estimated on the driver (``filters.fluency``, ``etl.quality.fluency_train``).
+estimated on the driver (``filters.quality.fluency``, ``etl.quality.fluency_train``).
 
 Writes, atomically (an older model is replaced only once the new one is complete):
   OUTPUT/model.npz                    the backoff tables (numpy arrays)

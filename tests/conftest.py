@@ -6,7 +6,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent  # importable as the project root: pythonpath in pyproject.toml
 # quality.profile's default "auto" would take make demo's profile from the checkout when there is one:
-# no test may depend on whether make demo ran (filters/screen.py AUTO_PROFILE_ENV; jobs the tests start
+# no test may depend on whether make demo ran (filters/quality/screen.py AUTO_PROFILE_ENV; jobs the tests start
 # inherit it). Tests of "auto" set it themselves.
 os.environ["ZHCORPUS_AUTO_PROFILE"] = ""
 

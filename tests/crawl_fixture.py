@@ -38,7 +38,7 @@ KEPT, READ, CLEAN = (None, None), "read", "clean"
 def doc(i: int, j: int) -> str:
     """Three distinct paragraphs (~220 characters), so the 150-character rule keeps it: P[i], and
     two People's Daily paragraphs of its own for each (i, j). A page made only of paragraphs that
-    five other pages also hold is a template page (``filters.crawl_repeat``), as real crawls'
+    five other pages also hold is a template page (``filters.quality.crawl_repeat``), as real crawls'
     page mosaics are; the fixture's pages are meant to be ordinary documents."""
     i, j = i % len(P), j % len(P)
     own = _own_paragraphs()

@@ -315,7 +315,7 @@ def test_duplicate_ids_are_counted_and_made_unique(spark, tmp_path):
     from etl.read.readers import read_raw
     from etl.report.ledger import build_ledger
     from etl.runtime.progress import Counters
-    from filters.config import RulesConfig
+    from filters.pangu.config import RulesConfig
 
     d = tmp_path / "in"
     d.mkdir()

@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from filters.classify import (
+from filters.classifiers.classify import (
     MODEL_FILE,
     ModelError,
     TextClassifier,
@@ -22,9 +22,9 @@ from filters.classify import (
     preprocess,
     preprocess_batch,
 )
-from filters.keywords import normalise
-from filters.segment import parity_sample
-from filters.text import nfkc_lower_batch
+from filters.text.chars import nfkc_lower_batch
+from filters.text.keywords import normalise
+from filters.text.segment import parity_sample
 
 
 def test_preprocess_is_one_line_of_words():
@@ -282,8 +282,8 @@ def test_stage_in_clean_job_scores_and_marks(seed_data, spark, tmp_path):
         _train(spark, [f"classifier.kind={kind}"], seed_data / f"{kind}.jsonl", tmp_path / kind)
     crawl_fixture.build(tmp_path / "in")
     # a spam page the rules let through (no ad keywords, mostly Han), for the spam model to catch
-    from filters.config import RulesConfig
-    from filters.pipeline import Cleaner
+    from filters.pangu.config import RulesConfig
+    from filters.pangu.pipeline import Cleaner
 
     rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
     rules = Cleaner(RulesConfig())
@@ -322,7 +322,7 @@ def test_training_again_in_one_process_gives_the_same_model(seed_data, tmp_path)
     import hashlib
     import random
 
-    from filters.classify import TrainParams, fasttext_line, train_fasttext
+    from filters.classifiers.classify import TrainParams, fasttext_line, train_fasttext
 
     rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
     lines = sorted(fasttext_line(r["label"], r["text"]) for r in rows)
@@ -342,12 +342,12 @@ def test_training_again_in_one_process_gives_the_same_model(seed_data, tmp_path)
 
 
 def _reference_preprocess(text: str) -> str:
-    """preprocess v4 spelled out with jieba 0.42.1 (HMM on): v1 as it was before filters.segment,
-    on the prose (filters.markdown.prose), words with a letter or digit and sentence marks alone."""
+    """preprocess v4 spelled out with jieba 0.42.1 (HMM on): v1 as it was before filters.text.segment,
+    on the prose (filters.text.markdown.prose), words with a letter or digit and sentence marks alone."""
     import jieba
 
-    from filters.keywords import normalise
-    from filters.markdown import prose
+    from filters.text.keywords import normalise
+    from filters.text.markdown import prose
 
     folded = " ".join(normalise(prose(text)[:3000]).split())
     marks = set(",.!?;:'\"()%。、“”‘’《》「」『』—·")
@@ -358,7 +358,7 @@ def _reference_preprocess(text: str) -> str:
 def test_the_models_read_the_prose_not_the_code():
     """A README's code block, code spans and link targets are no words of the page: the Latin
     identifiers and URLs they hold read as spam's contact ids (v1 removed 37 of 86 technical pages)."""
-    from filters.classify import preprocess, preprocess_batch
+    from filters.classifiers.classify import preprocess, preprocess_batch
 
     page = (
         "## 安装\n\n使用 `pip install foo` 安装，详见[文档](https://example.com/docs)。\n\n"
@@ -375,7 +375,7 @@ def test_the_models_read_words_and_sentence_punctuation_not_layout():
     """A list's dash, a link's brackets, arrows, box drawing and pictographs are layout (the v3 spam
     model read 13 of 120 lists of sayings and 10 of 86 READMEs as spam for them); sentence
     punctuation and every token with a letter or digit stay."""
-    from filters.classify import is_word, preprocess, preprocess_batch
+    from filters.classifiers.classify import is_word, preprocess, preprocess_batch
 
     page = "麻布片绣花 - 白费劲\n[📖 安装指南] → ★★ ┌──┐ 《围城》好的！增长5%——对。"
     got = preprocess(page).split()
@@ -388,8 +388,8 @@ def test_the_models_read_words_and_sentence_punctuation_not_layout():
 
 
 def test_preprocess_is_todays_with_either_engine(seed_data):
-    from filters.classify import preprocess_batch
-    from filters.segment import get_segmenter, parity_sample
+    from filters.classifiers.classify import preprocess_batch
+    from filters.text.segment import get_segmenter, parity_sample
 
     rows = [json.loads(x) for x in (seed_data / "quality.jsonl").read_text(encoding="utf-8").splitlines()]
     texts = (
@@ -407,7 +407,14 @@ def small_model(seed_data, tmp_path_factory):
     """A quick spam model whose metadata.json records what training records (no Spark)."""
     import random
 
-    from filters.classify import META_FILE, TrainParams, fasttext_line, preprocess_metadata, sha256_file, train_fasttext
+    from filters.classifiers.classify import (
+        META_FILE,
+        TrainParams,
+        fasttext_line,
+        preprocess_metadata,
+        sha256_file,
+        train_fasttext,
+    )
 
     rows = [json.loads(x) for x in (seed_data / "spam.jsonl").read_text(encoding="utf-8").splitlines()]
     lines = sorted(fasttext_line(r["label"], preprocess(r["text"])) for r in rows)
@@ -429,7 +436,7 @@ def small_model(seed_data, tmp_path_factory):
 
 
 def _with_meta(src, dst, **changes):
-    from filters.classify import META_FILE
+    from filters.classifiers.classify import META_FILE
 
     shutil.copytree(src, dst)
     meta = json.loads((dst / META_FILE).read_text(encoding="utf-8"))
@@ -441,7 +448,7 @@ def _with_meta(src, dst, **changes):
 
 
 def test_model_scores_the_same_with_either_engine(small_model, tmp_path, monkeypatch):
-    from filters import segment
+    from filters.text import segment
 
     root, texts = small_model
     meta = json.loads((root / "metadata.json").read_text(encoding="utf-8"))
@@ -469,7 +476,7 @@ def _classify_batch_v1(batch, spam, quality, cfg):
     import pyarrow as pa
 
     from etl.classify.stage import CLASSIFY_STAGE, LOW_QUALITY, SPAM
-    from filters.classify import preprocess as prep
+    from filters.classifiers.classify import preprocess as prep
 
     rows = batch.to_pylist()
     live = [i for i, r in enumerate(rows) if r["kind"] == "record" and r["reason"] is None]
@@ -506,7 +513,7 @@ def test_classify_batch_marks_what_the_row_version_marked(small_model, seed_data
     from etl.classify.stage import ClassifyConfig, classify_batch
     from etl.clean.stage import ARROW_CLEANED, clean_row, get_cleaner
     from etl.read.records import ReaderConfig, detect_format, parse_file
-    from filters.config import RulesConfig
+    from filters.pangu.config import RulesConfig
     from tests import crawl_fixture
 
     crawl_fixture.build(tmp_path / "in")
@@ -537,7 +544,8 @@ def test_audit_stops_the_stage_when_the_engine_parts_from_jieba(small_model, mon
 
     from etl.classify.stage import ClassifyConfig, classify_batch
     from etl.clean.stage import ARROW_CLEANED
-    from filters import docpass, segment
+    from filters import docpass
+    from filters.text import segment
 
     root, texts = small_model
     rows = [

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from filters.config import RulesConfig
-from filters.pipeline import Cleaner
+from filters.pangu.config import RulesConfig
+from filters.pangu.pipeline import Cleaner
 from tests.data.make_clean_parity import expected
 
 DATA = Path(__file__).resolve().parent / "data" / "clean_parity.jsonl.gz"
@@ -69,7 +69,7 @@ def test_normalise_is_nfkc_lower_case(sample):
     import sys
     import unicodedata
 
-    from filters.keywords import normalise
+    from filters.text.keywords import normalise
 
     def ref(s: str) -> str:
         return unicodedata.normalize("NFKC", s).lower()

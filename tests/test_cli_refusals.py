@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from base.errors import Refusal
-from filters.crawl_repeat import CrawlRepeatConfig
+from filters.quality.crawl_repeat import CrawlRepeatConfig
 from jobs import cli
 from jobs.config import ConfigError, build
 
@@ -42,9 +42,9 @@ def test_every_declared_error_class_is_a_refusal():
     from etl.dedup.index_checks import IndexFileError
     from etl.judge.section import JudgeError
     from etl.runtime.paths import PathRefused
-    from filters.classify import ModelError
-    from filters.safety import PatternError
-    from filters.thresholds import ProfileError
+    from filters.classifiers.classify import ModelError
+    from filters.quality.safety import PatternError
+    from filters.quality.thresholds import ProfileError
 
     for cls in (CommitError, IndexedDatasetError, CheckpointConfigError, IndexSettingsMismatch, IndexFileError):
         assert issubclass(cls, Refusal), cls

@@ -6,7 +6,7 @@ from __future__ import annotations
 import opencc
 import pytest
 
-from filters.convert import T2S, dump_keys, read_keys_file
+from filters.text.convert import T2S, dump_keys, read_keys_file
 
 FILLER = "我们在这里讨论经济发展的问题。"  # simplified text with no changing key
 

@@ -1,4 +1,4 @@
-"""Crawl-level template repetition: the per-document keys (filters.crawl_repeat), the one-process
+"""Crawl-level template repetition: the per-document keys (filters.quality.crawl_repeat), the one-process
 reference of the crawl aggregation, and the Spark stage held to that reference."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from filters.crawl_repeat import CrawlRepeatConfig, crawl_template_shares, is_template, sampled_keys, span_codes
+from filters.quality.crawl_repeat import CrawlRepeatConfig, crawl_template_shares, is_template, sampled_keys, span_codes
 
 ALL = CrawlRepeatConfig(modulus=1)  # every n-gram: exact, for the small cases
 
@@ -62,7 +62,7 @@ def test_batch_keys_equal_the_per_document_keys():
     """The vectorised batch (what the Spark stage runs) against ``sampled_keys`` text by text, on
     the reference corpus and odd inputs (empty, shorter than an n-gram, full-width, surrogates,
     digits only), in chunks small enough that texts straddle them."""
-    import filters.crawl_repeat as cr
+    import filters.quality.crawl_repeat as cr
     from demo.sources import news_pages
 
     texts = [title + "\n" + "\n".join(paras) for title, paras, _ in news_pages()[:1500]] + [
@@ -219,7 +219,7 @@ def test_reference_spans_are_never_template_spans(spark, tmp_path):
         write_reference_spans,
     )
     from etl.read import records as rec
-    from filters.classify import ModelError
+    from filters.classifiers.classify import ModelError
 
     cfg = CrawlRepeatConfig(modulus=2)
     pages = _template_pages(20)

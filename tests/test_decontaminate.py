@@ -12,8 +12,8 @@ import pytest
 
 from etl.clean.pii import PiiConfig
 from etl.decontaminate.stage import DecontaminateConfig
-from filters import decontam as dc
-from filters import minhash as mh
+from filters.dedup import decontam as dc
+from filters.dedup import minhash as mh
 from tests.crawl_fixture import P
 
 N = 13
@@ -234,7 +234,7 @@ def test_config_sections_load_from_set_overrides():
 
 
 def test_rolling_hashes_equal_minhash_shingles():
-    """Reference: filters.minhash.shingle_hashes (n passes of the polynomial) on texts of many
+    """Reference: filters.dedup.minhash.shingle_hashes (n passes of the polynomial) on texts of many
     lengths, full-width and astral characters included."""
     texts = [mh.normalise(t) for t in P + [QA[0][1] * 40, "𠀀𠀁ａｂｃ１２３汉字" * 3, "短"]]
     for n in (2, 5, 13, 20):

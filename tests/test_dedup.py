@@ -10,7 +10,7 @@ import pytest
 
 from etl.dedup.checkpoints import Checkpoints
 from etl.dedup.stage import DedupConfig, dedup
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def corpus():
 def _unrelated(texts):
     """Greedily keep texts sharing < 10 % of shingles with every one kept before (the seed
     data's news windows can overlap)."""
-    from filters import minhash as mh
+    from filters.dedup import minhash as mh
 
     kept, sets = [], []
     for t in texts:
@@ -60,7 +60,7 @@ def _unrelated(texts):
 
 def _check_fixture(rows, families):
     """The fixture is well-posed: Jaccard >= 0.93 inside a family, < 0.3 to every other family's base."""
-    from filters import minhash as mh
+    from filters.dedup import minhash as mh
 
     sets = {d: mh.shingle_hashes(mh.normalise(t), MinHashParams().shingle) for d, t, _ in rows}
     for fam in families:
@@ -197,7 +197,7 @@ def test_verification_measures_and_enforces_precision(spark, corpus, paths):
     """A permissive banding (64 bands x 2 rows) makes a pair at Jaccard ~0.5 a candidate: ``measure``
     reports its exact Jaccard, ``enforce`` keeps the pair apart, ``off`` merges it; on either path."""
     from etl.dedup.stage import verification_summary
-    from filters import minhash as mh
+    from filters.dedup import minhash as mh
 
     rows, families = corpus
     base, other = rows[0][1], next(t for d, t, _ in rows if d == families[1][0])

@@ -14,7 +14,7 @@ import pytest
 
 from etl.dedup import index_files as ixf
 from etl.dedup.index import DedupIndex, IndexCompacted, IndexConfig, plan_compaction
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 PARAMS = MinHashParams(bands=4, rows=2, num_perm=8)
 # ~100 rows a file and 8 rows a row group: small batches already use several buckets, files

@@ -87,7 +87,7 @@ def test_spark_components_match_driver_components(spark):
 def test_verification_by_component_equals_verification_by_edge(spark):
     """Both ways give the exact Jaccard of every edge, null for an end without text."""
     from etl.dedup.verify import edge_jaccard, jaccard_by_component
-    from filters import minhash as mh
+    from filters.dedup import minhash as mh
     from tests.crawl_fixture import P
 
     rng = random.Random(2)

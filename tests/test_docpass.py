@@ -1,7 +1,7 @@
 """The compiled per-document pass (filters.docpass, the C++ extension filters._docpass) against its
 Python reference, value for value, on a few thousand varied documents, the way tests/test_segment.py
-holds rjieba to jieba: the cut (rjieba, HMM off), every quality statistic (filters.quality), the
-fluency score (filters.fluency), the whole screen (flags, buckets, reasons) and the tokenizer's
+holds rjieba to jieba: the cut (rjieba, HMM off), every quality statistic (filters.quality.signals), the
+fluency score (filters.quality.fluency), the whole screen (flags, buckets, reasons) and the tokenizer's
 pre-segmentation (filters.tokenizer). Any difference is a failure: re-sync the C++ code
 (filters/docpass_cpp/) with the reference."""
 
@@ -16,10 +16,10 @@ import pytest
 import rjieba
 
 from filters import docpass
-from filters import fluency as fl
-from filters import quality as q
-from filters.markdown import prose
-from filters.screen import QualityConfig, Screen
+from filters.quality import fluency as fl
+from filters.quality import signals as q
+from filters.quality.screen import QualityConfig, Screen
+from filters.text.markdown import prose
 from filters.tokenizer import presegment
 from tests.test_segment import _forum_post, _window
 
@@ -66,7 +66,7 @@ def documents() -> list[str]:
     import unicodedata
 
     from demo.sources import news_pages, review_pages
-    from filters.segment import parity_sample
+    from filters.text.segment import parity_sample
 
     rng = random.Random(33)
     news = news_pages()
@@ -145,7 +145,7 @@ def test_fluency_normalises_what_its_tables_cannot(fluency_model):
 
 
 def test_screen_equals_the_reference(documents, fluency_model, tmp_path):
-    from filters import thresholds as th
+    from filters.quality import thresholds as th
 
     cfg = QualityConfig(profile="", off=())
     screen = Screen(cfg)
@@ -174,7 +174,7 @@ def test_presegment_equals_the_tokenizers(documents):
 
 
 def test_a_changed_reference_is_caught_and_followed(monkeypatch, documents):
-    """A rule changed in filters.quality but not in filters/docpass_cpp/: the pass finds it on its
+    """A rule changed in filters.quality.signals but not in filters/docpass_cpp/: the pass finds it on its
     self-check (and a Screen's batch audit), and the Screen goes on with the reference."""
     docpass.engine()  # built with the rules as they are
     monkeypatch.setattr(q, "SHORT_LINE_CHARS", 4)
@@ -212,7 +212,7 @@ def test_token_ids_equal_sentencepieces(documents, tmp_path):
 def test_hmm_cut_is_jiebas(documents):
     """The classifiers' cut (HMM on): rjieba's glued HMM mode on every document, jieba itself on a
     sample (both held to each other by tests/test_segment.py)."""
-    from filters.segment import get_segmenter
+    from filters.text.segment import get_segmenter
 
     got = docpass.cut_hmm_lengths(documents)
     native = get_segmenter("rjieba", True)
@@ -224,7 +224,7 @@ def test_hmm_cut_is_jiebas(documents):
 
 
 def test_classifier_lines_equal_preprocess(documents):
-    from filters.classify import preprocess_batch
+    from filters.classifiers.classify import preprocess_batch
 
     lines = docpass.classifier_lines(pa.array(documents))
     expected = preprocess_batch(documents)
@@ -233,9 +233,9 @@ def test_classifier_lines_equal_preprocess(documents):
 
 
 def test_template_keys_equal_the_reference(documents):
-    """filters.crawl_repeat.batch_keys (the template rule's per-document part), texts its tables
+    """filters.quality.crawl_repeat.batch_keys (the template rule's per-document part), texts its tables
     cannot normalise included."""
-    from filters import crawl_repeat as cr
+    from filters.quality import crawl_repeat as cr
 
     texts = documents + ["Σας ΣΑΣ ὈΔΥΣΣΕΎΣ 中文中文中文中文中文中文", "e\u0301 café 한국어 ᄀ\u1161 模板模板模板模板"]
     for cfg in (cr.CrawlRepeatConfig(), cr.CrawlRepeatConfig(ngram=5, modulus=1, min_clause=0)):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from filters import text as tx
-from filters import thresholds as th
-from filters.config import RulesConfig
-from filters.convert import T2S
-from filters.quality import SIGNALS, signals_batch
-from filters.screen import QualityConfig, derive_thresholds
+from filters.pangu import transforms as tf
+from filters.pangu.config import RulesConfig
+from filters.quality import thresholds as th
+from filters.quality.screen import QualityConfig, derive_thresholds
+from filters.quality.signals import SIGNALS, signals_batch
+from filters.text.convert import T2S
 
 MAX_LINE_SHARE = 0.005  # issue 23: a rule may remove at most 0.5 % of good lines
 MAX_DOC_SHARE = 0.01  # ours: the statistics together may remove at most 1 % of good documents
@@ -46,10 +46,10 @@ def test_line_rules_spare_good_lines(good):
     no line's content is lost; it is left out here."""
     nav = RulesConfig().navbar
     rules = {
-        "navigation": lambda t: tx.remove_navigation_lines(
+        "navigation": lambda t: tf.remove_navigation_lines(
             t, nav.keywords, nav.min_items, nav.max_item_chars, nav.max_keyword_line_chars, nav.max_spaced_item_chars
         )[1],
-        "special_symbols": lambda t: _lines(t) - _lines(tx.remove_special_symbols(t, 2)[0]),
+        "special_symbols": lambda t: _lines(t) - _lines(tf.remove_special_symbols(t, 2)[0]),
     }
     genres = sorted({g for g, _ in good})
     assert len(genres) >= 3
@@ -68,7 +68,7 @@ def test_navigation_rule_catches_menus_still():
     page = (
         "首页 | 新闻 | 体育 | 娱乐\n正文第一段。\n网站首页 关于我们 新闻动态 产品展示 在线留言\n当前位置：首页 > 新闻"
     )
-    assert tx.remove_navigation_lines(
+    assert tf.remove_navigation_lines(
         page, nav.keywords, nav.min_items, nav.max_item_chars, nav.max_keyword_line_chars, nav.max_spaced_item_chars
     ) == ("正文第一段。", 3)
 

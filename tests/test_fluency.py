@@ -1,4 +1,4 @@
-"""The fluency model (filters/fluency.py, etl/quality/fluency_train.py, jobs/train_fluency.py) against
+"""The fluency model (filters/quality/fluency/, etl/quality/fluency_train.py, jobs/train_fluency.py) against
 references: Kneser-Ney probabilities against a pure-Python transcription of Chen & Goodman's
 equations, batch scoring against the ARPA recursion read back from the exported file (and KenLM
 itself when its Python module is installed), Spark counts against a Counter."""
@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from filters import fluency as fl
-from filters.classify import ModelError
+from filters.classifiers.classify import ModelError
+from filters.quality import fluency as fl
 
 ORDER = 4
 
@@ -243,7 +243,7 @@ def test_kenlm_reads_the_arpa_export_and_agrees(trained, news, tmp_path):
 
 
 def test_real_text_beats_shuffled_characters_and_word_salad(trained, news):
-    from filters.segment import get_segmenter
+    from filters.text.segment import get_segmenter
 
     rng = random.Random(2)
     cut = get_segmenter(None, False).cut

@@ -4,7 +4,11 @@ level, inside a function, under ``TYPE_CHECKING``): a lazy import is still an ar
 
 The rules, outermost package first:
 
-- ``base`` imports nothing of ours; ``filters`` imports only ``base``.
+- ``base`` imports nothing of ours; ``filters`` imports only ``base``. Within ``filters`` the
+  recipes import the text primitives they share (``filters.text``) and no other recipe
+  (``FILTERS_LAYERS``); the compiled pass (``docpass``, which mirrors the quality statistics, the
+  fluency model and the classifiers' preprocessing) and the tokenizer that runs on it sit at
+  ``filters/`` top level, and only the quality screen, which runs the pass, imports it.
 - ``etl`` imports ``base``, ``filters`` and ``etl``. Within ``etl`` the stage packages form the DAG
   ``ETL_LAYERS``; the modules at ``etl/`` top level (``corpus``, ``phases``, ``documents``,
   ``nightly``) orchestrate them and no package imports those, except the rule judge, which runs
@@ -65,6 +69,17 @@ ETL_LAYERS = {
     },
 }
 JOB_HELPERS = {"jobs", "jobs.cli", "jobs.config"}
+# filters' packages and top-level modules, each with the parts of filters it may import (besides
+# the ``filters`` package itself, whose compiled ``_docpass`` is no .py module).
+FILTERS_LAYERS = {
+    "text": set(),  # character classes, normalisation, conversion, keywords, Markdown, segmentation, PII
+    "pangu": {"text"},
+    "classifiers": {"text"},
+    "dedup": {"text"},
+    "quality": {"text", "docpass"},  # the Screen runs the compiled pass
+    "docpass": {"text", "quality", "classifiers"},  # the compiled mirror of their reference code
+    "tokenizer": {"text", "docpass"},
+}
 
 
 def modules() -> dict[str, Path]:
@@ -161,9 +176,17 @@ def _etl_layer(module: str) -> str:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in ETL_LAYERS) else ORCHESTRATION
 
 
+def _filters_part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
 def _allowed(src: str, dst: str) -> bool:
     src_top, dst_top = src.split(".")[0], dst.split(".")[0]
     if src_top == dst_top:
+        if src_top == "filters":
+            a, b = _filters_part(src), _filters_part(dst)
+            return a == b or b in FILTERS_LAYERS[a] or dst == "filters"
         if src_top == "etl":
             a, b = _etl_layer(src), _etl_layer(dst)
             return a == b or b in ETL_LAYERS[a] or dst == "etl"
@@ -178,8 +201,8 @@ def test_the_graph_is_read():
     assert len(edges) > 100 and "base.manifest" in edges["etl.shards.stage"], "the walk found too little"
     assert "train.checkpoint" in edges and "base.atomic" in edges["train.checkpoint"]
     # packages inside filters/ are walked too, and their modules import each other, not the package
-    assert "filters.fluency.normalise" in edges["filters.fluency.tokens"]
-    assert "filters.fluency" not in edges["filters.fluency.model"]
+    assert "filters.quality.fluency.normalise" in edges["filters.quality.fluency.tokens"]
+    assert "filters.quality.fluency" not in edges["filters.quality.fluency.model"]
 
 
 def test_no_import_cycle():
@@ -196,6 +219,13 @@ def test_the_etl_layers_are_a_dag_naming_every_package():
     assert cycles(ETL_LAYERS) == [] and all(d in ETL_LAYERS for deps in ETL_LAYERS.values() for d in deps)
     packages = {p.parent.name for p in (ROOT / "etl").glob("*/__init__.py")}
     assert packages == set(ETL_LAYERS) - {ORCHESTRATION}
+
+
+def test_the_filters_layers_name_every_package_and_module():
+    root = ROOT / "filters"
+    found = {p.parent.name for p in root.glob("*/__init__.py")} | {p.stem for p in root.glob("*.py")}
+    assert found - {"__init__"} == set(FILTERS_LAYERS)
+    assert all(d in FILTERS_LAYERS for deps in FILTERS_LAYERS.values() for d in deps)
 
 
 @pytest.mark.parametrize(
@@ -217,3 +247,7 @@ def test_a_new_upward_arrow_is_refused():
     assert not _allowed("jobs.build_corpus", "jobs.dedup")
     assert not _allowed("demo.crawl", "jobs.cli") and not _allowed("base.manifest", "etl.shards.stage")
     assert _allowed("jobs.build_corpus", "jobs.cli") and _allowed("etl.corpus", "etl.dedup.stage")
+    assert not _allowed("filters.text.chars", "filters.quality.signals")  # the primitives import no recipe
+    assert not _allowed("filters.pangu.rules", "filters.quality.safety")  # a recipe imports no other recipe
+    assert not _allowed("filters.dedup.minhash", "filters.docpass")
+    assert _allowed("filters.quality.signals", "filters.text.chars") and _allowed("filters.docpass", "filters")

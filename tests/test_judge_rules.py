@@ -436,7 +436,7 @@ def test_every_run_trains_on_the_same_token_budget(judged):
 
 @pytest.mark.slow
 def test_the_dev_set_never_overlaps_training_documents(judged, spark):
-    from filters.minhash import MinHashParams, normalise
+    from filters.dedup.minhash import MinHashParams, normalise
 
     r, out = judged["report"], judged["out"]
     n = MinHashParams().shingle

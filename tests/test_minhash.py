@@ -9,7 +9,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 from tests.crawl_fixture import P
 
 BASE = "".join(P) * 3

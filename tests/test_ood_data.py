@@ -16,7 +16,7 @@ from demo import reference
 from demo.ood import good, spam
 from demo.ood import write as write_ood
 from demo.ood.registry import DEMO_SOURCES, RESERVED, cn_to_int, int_to_cn
-from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, normalise, read_list, read_lists_dir
+from filters.text.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, normalise, read_list, read_lists_dir
 from tests.conftest import ROOT
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from filters import pii
+from filters.text import pii
 
 CASES = Path(__file__).parent / "data" / "pii_cases.txt"
 MARK = re.compile(r"⟦(\w+)\|(.*?)⟧")
@@ -229,11 +229,11 @@ def test_config_refuses_bad_modes_up_front():
 
 
 def test_email_matches_are_a_whole_text_search():
-    # searched only around each @ (filters.pii.email_matches): the same matches as finditer over
+    # searched only around each @ (filters.text.pii.email_matches): the same matches as finditer over
     # the whole text, on pieces that make long local parts, @ in a row, domains that end in '-'
     import random
 
-    from filters.pii import _EMAIL, email_matches
+    from filters.text.pii import _EMAIL, email_matches
 
     rng = random.Random(1)
     parts = [

@@ -1,4 +1,4 @@
-"""Label-free document statistics (filters.quality): each statistic on a small document whose
+"""Label-free document statistics (filters.quality.signals): each statistic on a small document whose
 value is worked out by hand in a comment; the batch form against the one-document form; the
 contact detector on obfuscated positives and on numbers that are not contacts; keyword stuffing
 and classical Chinese against ordinary prose."""
@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from filters import quality as q
-from filters.markdown import prose
-from filters.quality_contact import contact_spans
-from filters.text import han_ratio
+from filters.quality import signals as q
+from filters.quality.contact import contact_spans
+from filters.text.chars import han_ratio
+from filters.text.markdown import prose
 
 NEWS = (
     "新华社北京１月５日电　国务院总理李鹏今天在人民大会堂会见了来访的客人。双方就两国关系和共同关心的"
@@ -542,10 +542,10 @@ def test_repetition_matches_plain_python():
 
 
 def test_url_matches_are_a_whole_text_search():
-    # tried only 4 and 5 characters before each "://" (quality_contact._url_matches)
+    # tried only 4 and 5 characters before each "://" (quality.contact._url_matches)
     import random
 
-    from filters.quality_contact import _URL, _url_matches
+    from filters.quality.contact import _URL, _url_matches
 
     rng = random.Random(2)
     parts = [

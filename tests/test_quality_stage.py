@@ -102,7 +102,7 @@ def test_filter_mode_rejects_spam_with_reasons_and_keeps_news(spark, tmp_path, p
     q = report["quality"]
     t = q["thresholds"]["date_line_frac"]
     assert t["budget"] == 0.002 and t["bad_when"] == "high" and t["source"]
-    assert "fluency_ppl" not in q["thresholds"]  # off by default (filters/screen.py)
+    assert "fluency_ppl" not in q["thresholds"]  # off by default (filters/quality/screen.py)
     assert q["profile"]["documents"] > 500 and q["distributions"]["kept"]["documents"] == len(docs)
     assert report["rejected_by_stage"]["quality"]["reasons"]["unsafe_gambling"] == 1
 
@@ -110,7 +110,7 @@ def test_filter_mode_rejects_spam_with_reasons_and_keeps_news(spark, tmp_path, p
 def test_default_profile_is_make_demos_when_there_is_one(spark, tmp_path, profile, monkeypatch, caplog):
     """quality.profile's default "auto" (issue 32, item 4): make demo's profile, resolved on the driver
     and recorded with its path and checksum; without one, a WARNING and the reason in report.json."""
-    from filters.classify import sha256_file
+    from filters.classifiers.classify import sha256_file
 
     model, news = profile
     inputs = [_inputs(tmp_path, news)]
@@ -163,7 +163,7 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
     from etl.read.readers import read_raw
     from etl.read.records import ReaderConfig
     from etl.runtime.progress import Counters
-    from filters.classify import (
+    from filters.classifiers.classify import (
         META_FILE,
         MODEL_FILE,
         TrainParams,
@@ -173,7 +173,7 @@ def test_one_pass_marks_the_rows_the_chained_stages_mark(spark, tmp_path, profil
         sha256_file,
         train_fasttext,
     )
-    from filters.config import RulesConfig
+    from filters.pangu.config import RulesConfig
 
     model, news = profile
     lines = [fasttext_line("ham", preprocess(t)) for t in news] + [

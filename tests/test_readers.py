@@ -56,7 +56,7 @@ def test_rare_han_share_is_counted_per_character():
     at the threshold's edge, on every Han range, with astral ideographs and a lone surrogate."""
     import random
 
-    from filters.text import HAN_RANGES
+    from filters.text.chars import HAN_RANGES
 
     common = sorted(decode.common_han())
     rare = [chr(c) for lo, hi in HAN_RANGES for c in range(lo, hi + 1, 97) if chr(c) not in decode.common_han()]

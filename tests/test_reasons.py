@@ -15,9 +15,10 @@ def _code_reasons() -> set[str]:
     from etl.decontaminate import stage as decontaminate
     from etl.quality import crawl_repeat
     from etl.read import decode, rows, streams, warc, warc_records
-    from filters import rules, safety
-    from filters.quality import SIGNALS
-    from filters.screen import FLUENCY, NOT_RULES
+    from filters.pangu import rules
+    from filters.quality import safety
+    from filters.quality.screen import FLUENCY, NOT_RULES
+    from filters.quality.signals import SIGNALS
 
     out = {
         decode.UNDECODABLE, decode.MOJIBAKE, rows.INVALID_JSON, rows.MISSING_TEXT, streams.TRUNCATED,

@@ -6,12 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from filters import markdown as md
-from filters import rules
-from filters import text as tx
-from filters.config import RulesConfig
-from filters.keywords import KeywordList, KeywordMatcher
-from filters.pipeline import Cleaner
+from filters.pangu import rules
+from filters.pangu import transforms as tf
+from filters.pangu.config import RulesConfig
+from filters.pangu.pipeline import Cleaner
+from filters.text import chars as tx
+from filters.text import markdown as md
+from filters.text.keywords import KeywordList, KeywordMatcher
 from tests.crawl_fixture import P
 
 NEWS = P[0] + "\n" + P[1] + "\n" + P[2]
@@ -98,25 +99,25 @@ def test_a_statute_naming_the_drugs_is_a_report_not_sensitive_text(cleaner):
 
 
 def test_special_symbols_are_removed():
-    s, n = tx.remove_special_symbols("中\u200b文\ue000\x07内容★★★★结束\u0000", 2)
+    s, n = tf.remove_special_symbols("中\u200b文\ue000\x07内容★★★★结束\u0000", 2)
     assert s == "中文内容结束" and n == 8
-    kept, n = tx.remove_special_symbols("版权所有©2026 单个★保留 1998-01-01", 2)
+    kept, n = tf.remove_special_symbols("版权所有©2026 单个★保留 1998-01-01", 2)
     assert kept == "版权所有©2026 单个★保留 1998-01-01" and n == 0
-    ruled, _ = tx.remove_special_symbols("标题\n==========\n正文", 2)
+    ruled, _ = tf.remove_special_symbols("标题\n==========\n正文", 2)
     assert ruled == "标题\n\n正文"
 
 
 def test_box_drawing_dash_is_punctuation():
     """ "──" written for "——" stays; a longer run of it is a rule drawn across the page."""
-    assert tx.remove_special_symbols("他说──不，他喊道", 2) == ("他说──不，他喊道", 0)
-    assert tx.remove_special_symbols("上文\n──────\n下文", 2) == ("上文\n\n下文", 6)
-    assert tx.remove_special_symbols("甲──乙★★丙", 2) == ("甲──乙丙", 2)
+    assert tf.remove_special_symbols("他说──不，他喊道", 2) == ("他说──不，他喊道", 0)
+    assert tf.remove_special_symbols("上文\n──────\n下文", 2) == ("上文\n\n下文", 6)
+    assert tf.remove_special_symbols("甲──乙★★丙", 2) == ("甲──乙丙", 2)
 
 
 def test_duplicate_paragraphs_are_removed():
     text = "第一段。\n第二段。\n 第一段。 \n第三段。\n第二段。"
-    assert tx.remove_duplicate_paragraphs(text, 1) == ("第一段。\n第二段。\n第三段。", 2)
-    assert tx.remove_duplicate_paragraphs("甲。\n乙。", 1) == ("甲。\n乙。", 0)
+    assert tf.remove_duplicate_paragraphs(text, 1) == ("第一段。\n第二段。\n第三段。", 2)
+    assert tf.remove_duplicate_paragraphs("甲。\n乙。", 1) == ("甲。\n乙。", 0)
 
 
 @pytest.mark.parametrize(
@@ -137,7 +138,7 @@ def test_duplicate_paragraphs_are_removed():
     ],
 )
 def test_navigation_lines_are_detected(line):
-    assert tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
+    assert tf.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,7 @@ def test_navigation_lines_are_detected(line):
     ],
 )
 def test_ordinary_lines_are_not_navigation(line):
-    assert not tx.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
+    assert not tf.is_navigation_line(line, NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
 
 
 def test_a_slash_inside_a_token_is_no_menu_separator():
@@ -167,9 +168,9 @@ def test_a_slash_inside_a_token_is_no_menu_separator():
     README and FAQ lines); a slash between Han items or beside a space still separates."""
     args = (NAV.keywords, NAV.min_items, NAV.max_item_chars, NAV.max_keyword_line_chars)
     tokens = "不需要学 Vue/React/Angular\nlog /var/log/dpkg.log\n答：5/5/2021\nTCP/IP/UDP"
-    kept, removed = tx.remove_navigation_lines(tokens + "\n新闻/体育/娱乐\n首页 / 新闻 / 正文", *args)
+    kept, removed = tf.remove_navigation_lines(tokens + "\n新闻/体育/娱乐\n首页 / 新闻 / 正文", *args)
     assert (kept, removed) == (tokens, 2)
-    assert tx.is_navigation_line("新闻/体育/娱乐", *args) and not tx.is_navigation_line("Vue/React/Angular", *args)
+    assert tf.is_navigation_line("新闻/体育/娱乐", *args) and not tf.is_navigation_line("Vue/React/Angular", *args)
 
 
 def test_traditional_is_converted_to_simplified(cleaner):
@@ -262,7 +263,7 @@ def test_special_symbol_rule_leaves_code_alone(cleaner):
         assert code in out.text, code
     # outside code the rule still removes decoration (the stars, the underscores of a bare
     # __init__), not the code span
-    text, removed = tx.remove_special_symbols("正文★★★★\n`**kwargs` 与 __init__", 2)
+    text, removed = tf.remove_special_symbols("正文★★★★\n`**kwargs` 与 __init__", 2)
     assert (text, removed) == ("正文\n`**kwargs` 与 init", 8)
 
 
@@ -271,8 +272,8 @@ def test_navigation_and_duplicate_rules_leave_code_alone(cleaner):
     out = cleaner(page)
     assert out.text.count("\nfi\n") == 2 and out.dup_paragraphs_removed == 0
     assert "cd /usr/local/bin" in out.text and out.nav_lines_removed == 0
-    assert not tx.remove_navigation_lines("运行 `cd /usr/local/bin` 进入目录", NAV.keywords, 3, 8, 40)[1]
-    assert tx.remove_navigation_lines("首页 | 新闻 | 体育 | 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
+    assert not tf.remove_navigation_lines("运行 `cd /usr/local/bin` 进入目录", NAV.keywords, 3, 8, 40)[1]
+    assert tf.remove_navigation_lines("首页 | 新闻 | 体育 | 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
 
 
 TABLES = """## 命令
@@ -331,9 +332,9 @@ def test_stamp_spans_are_the_stamp_pattern_matches():
     ],
 )
 def test_mixed_chinese_and_english_lines_are_not_menus(line):
-    assert tx.remove_navigation_lines(line, NAV.keywords, 3, 8, 40)[1] == 0
-    assert tx.remove_navigation_lines("新闻 News 联系 科技 汽车", NAV.keywords, 3, 8, 40)[1] == 1  # a menu still is
-    assert tx.remove_navigation_lines("🏠 首页 📰 新闻 ⚽ 体育 🎬 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
+    assert tf.remove_navigation_lines(line, NAV.keywords, 3, 8, 40)[1] == 0
+    assert tf.remove_navigation_lines("新闻 News 联系 科技 汽车", NAV.keywords, 3, 8, 40)[1] == 1  # a menu still is
+    assert tf.remove_navigation_lines("🏠 首页 📰 新闻 ⚽ 体育 🎬 娱乐", NAV.keywords, 3, 8, 40)[1] == 1
 
 
 def test_markdown_headings_are_titles(cleaner):

@@ -25,7 +25,7 @@ import pytest
 from etl.corpus import CleanConfig, clean_corpus
 from etl.read import records as rec
 from etl.read.remote import S3Access, S3BucketMissing, S3Config, S3Refused, list_files, list_objects
-from filters.crawl_repeat import CrawlRepeatConfig
+from filters.quality.crawl_repeat import CrawlRepeatConfig
 from jobs import cli
 from tests import crawl_fixture
 from tests.test_split_read import _jsonl_straddling

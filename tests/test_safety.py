@@ -1,5 +1,5 @@
-"""The safety layer (filters/safety.py): per-category scores and verdicts on promotion pages and
-on text that must be spared, hand-computed scores, the literal prefilter (filters/safety_prefilter.py;
+"""The safety layer (filters/quality/safety.py): per-category scores and verdicts on promotion pages and
+on text that must be spared, hand-computed scores, the literal prefilter (filters/quality/safety_prefilter.py;
 its parity with the one before issue 35: tests/test_safety_prefilter.py), user extensions, errors,
 and the false-removal rate on People's Daily news. No Spark.
 
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from filters.keywords import SENSITIVE_DIR, normalise, read_lists_dir
-from filters.safety import (
+from filters.quality.safety import (
     CATEGORIES,
     PROMOTION,
     REPORTING,
@@ -29,7 +28,8 @@ from filters.safety import (
     SafetyConfig,
     SafetyScorer,
 )
-from filters.safety_prefilter import leading, requirement
+from filters.quality.safety_prefilter import leading, requirement
+from filters.text.keywords import SENSITIVE_DIR, normalise, read_lists_dir
 
 POSITIVES = {
     "gambling": [

@@ -1,7 +1,7 @@
-"""The safety prefilter (filters/safety_prefilter.py) against the one it replaced (issue 35).
+"""The safety prefilter (filters/quality/safety_prefilter.py) against the one it replaced (issue 35).
 
 Until issue 35 the safety layer derived each pattern's requirement and leading strings from the
-parse tree of CPython's internal ``re._parser``; ``filters.safety_prefilter`` now parses the
+parse tree of CPython's internal ``re._parser``; ``filters.quality.safety_prefilter`` now parses the
 patterns itself. The old derivation is kept below, verbatim, as the reference: on every bundled
 pattern, on hand-written patterns of every construct the parser reads and on random patterns
 built from them, both give the same requirements and leading strings, and scorers built with
@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from filters import safety
-from filters import safety_prefilter as new
-from filters.safety import SafetyScorer
+from filters.quality import safety
+from filters.quality import safety_prefilter as new
+from filters.quality.safety import SafetyScorer
 
 sre_parse = pytest.importorskip("re._parser")
 sre = pytest.importorskip("re._constants")
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# --- the reference: filters/safety.py before issue 35, verbatim -------------------------------
+# --- the reference: filters/quality/safety.py before issue 35, verbatim -------------------------------
 
 _MAX_EXACT = 64  # strings an exact set may hold before expansion stops (bounds the automaton)
 _MAX_ALTERNATIVES = 16  # alternatives of a requirement before they collapse into one set
@@ -184,7 +184,7 @@ def _leading(items: list) -> set[str] | None:
 
 # --- the comparisons ------------------------------------------------------------------------------
 
-# One or more patterns for every construct filters/safety_prefilter.py reads, and the shapes
+# One or more patterns for every construct filters/quality/safety_prefilter.py reads, and the shapes
 # ``re``'s parser rewrites (shared prefixes, one-character alternatives, spliced groups).
 HAND_WRITTEN = [
     "(不用|无需|免)(抵押|担保)",
@@ -251,7 +251,7 @@ def test_every_bundled_pattern_gets_the_reference_requirement_and_leading_string
 
 @pytest.mark.parametrize("pattern", HAND_WRITTEN)
 def test_hand_written_patterns_get_the_reference_requirement_and_leading_strings(pattern):
-    re.compile(pattern)  # only patterns re accepts get here (filters.safety.check_pattern)
+    re.compile(pattern)  # only patterns re accepts get here (filters.quality.safety.check_pattern)
     assert new.requirement(pattern) == old_requirement(pattern)
     assert new.leading(pattern) == old_leading(pattern)
 

@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from filters import segment
-from filters.segment import (
+from filters.text import segment
+from filters.text.segment import (
     SegmentationMismatch,
     get_segmenter,
     parity_report,

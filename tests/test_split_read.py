@@ -218,7 +218,7 @@ def test_spark_split_read_matches_unsplit_and_the_ledger_is_exact(spark, tmp_pat
     from etl.read.readers import read_raw
     from etl.report.ledger import build_ledger
     from etl.runtime.progress import Counters
-    from filters.config import RulesConfig
+    from filters.pangu.config import RulesConfig
 
     d = tmp_path / "in"
     d.mkdir()

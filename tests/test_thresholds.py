@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from filters import thresholds as th
+from filters.quality import thresholds as th
 
 
 def _profile(signals: dict[str, list[float]], n: int = 1000) -> dict:
@@ -69,7 +69,7 @@ def test_profile_errors_are_clear(tmp_path):
 def saved_profile(tmp_path_factory):
     """A valid profile directory: a tiny fluency model and a reference profile beside it."""
     from demo.sources import news_pages
-    from filters import fluency as fl
+    from filters.quality import fluency as fl
 
     root = tmp_path_factory.mktemp("profile") / "out" / "demo" / "models" / "fluency"
     root.mkdir(parents=True)
@@ -79,7 +79,7 @@ def saved_profile(tmp_path_factory):
 
 
 def test_auto_takes_make_demos_profile_under_the_working_directory(saved_profile, monkeypatch):
-    from filters.screen import AUTO, resolve_profile
+    from filters.quality.screen import AUTO, resolve_profile
 
     monkeypatch.chdir(saved_profile.parents[3])  # out/demo/models/fluency is relative to it
     got = resolve_profile(AUTO, environ={})
@@ -89,9 +89,9 @@ def test_auto_takes_make_demos_profile_under_the_working_directory(saved_profile
 
 
 def test_auto_without_a_valid_profile_says_why_the_rules_are_off(saved_profile, tmp_path):
-    from filters.classify import ModelError
-    from filters.fluency import MODEL_FILE
-    from filters.screen import AUTO, resolve_profile
+    from filters.classifiers.classify import ModelError
+    from filters.quality.fluency import MODEL_FILE
+    from filters.quality.screen import AUTO, resolve_profile
 
     missing = resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(tmp_path / "none")})
     assert (missing.dir, missing.profile) == ("", None)

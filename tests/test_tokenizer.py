@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from filters.classify import ModelError
+from filters.classifiers.classify import ModelError
 from filters.tokenizer import (
     EOD,
     META_FILE,
@@ -219,7 +219,7 @@ def _reference_ids(tok: ZhTokenizer, texts: list[str]) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def varied_texts() -> list[str]:
-    from filters.segment import parity_sample
+    from filters.text.segment import parity_sample
 
     return (
         corpus_texts(n_news=160, n_reviews=80)[-60:]
@@ -262,7 +262,7 @@ def test_shards_are_byte_identical_to_the_jieba_rule(tok_dir, varied_texts, tmp_
 
 
 def test_metadata_records_the_engine_and_another_engine_needs_parity(tok_dir, tmp_path, monkeypatch):
-    from filters import segment
+    from filters.text import segment
 
     meta = json.loads((tok_dir / META_FILE).read_text(encoding="utf-8"))
     assert meta["presegment"]["segmenter"] == {
@@ -299,7 +299,7 @@ def test_token_arrays_match_arrow_on_nested_lists(tok, varied_texts):
 
 def test_tokenize_audit_stops_on_a_difference(tok_dir, varied_texts, monkeypatch):
     from etl.shards.stage import audit_presegmentation
-    from filters import segment
+    from filters.text import segment
 
     tok = ZhTokenizer.load(tok_dir)
     keys = [f"d{i}" for i in range(len(varied_texts))]

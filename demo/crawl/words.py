@@ -20,7 +20,7 @@ class WordLists:
 
 
 def read_word_lists(ad_keywords_file: Path, sensitive_dir: Path) -> WordLists:
-    """One term a line, `#` comments; the format filters/keywords.py reads."""
+    """One term a line, `#` comments; the format filters/text/keywords.py reads."""
     paths = [Path(ad_keywords_file), *sorted(Path(sensitive_dir).glob("*.txt"))]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing or len(paths) < 2:

@@ -10,7 +10,7 @@ demo/crawl or demo/seed), and none with a term of the project's keyword lists:
   full-width, circled or Chinese-numeral digits;
 - ``link_farm``: lists of article titles with dates.
 
-``screen`` matches a page as ``filters.keywords`` does (NFKC + lower case); ``spam_documents``
+``screen`` matches a page as ``filters.text.keywords`` does (NFKC + lower case); ``spam_documents``
 draws a page again (up to ``MAX_DRAWS`` times) while it has a hit, and leaves out one that never
 comes clean. Every page has SPAM_MIN_CHARS..SPAM_MAX_CHARS characters.
 """
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from demo.ood import lexicon as lx
-from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, read_list, read_lists_dir
+from filters.text.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, read_list, read_lists_dir
 
 SPAM_MIN_CHARS, SPAM_MAX_CHARS = 200, 1500  # the brief's page length range
 MAX_DRAWS = 20

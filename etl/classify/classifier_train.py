@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from base.errors import Refusal
 from etl.runtime.publish import publish_dir
-from filters.classify import (
+from filters.classifiers.classify import (
     META_FILE,
     MODEL_FILE,
     TrainParams,

@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame, SparkSession
 from etl.read import records as rec
 from etl.runtime.ship import ship_directory
 from filters import docpass
-from filters.classify import PREPROCESS_HMM, TextClassifier, pareto_keep, preprocess, preprocess_batch
-from filters.segment import DEFAULT_ENGINE, REFERENCE, Segmenter, audit_failure, audited, get_segmenter
+from filters.classifiers.classify import PREPROCESS_HMM, TextClassifier, pareto_keep, preprocess, preprocess_batch
+from filters.text.segment import DEFAULT_ENGINE, REFERENCE, Segmenter, audit_failure, audited, get_segmenter
 
 CLASSIFY_STAGE = "classify"
 SPAM, LOW_QUALITY = "spam", "low_quality"
@@ -42,11 +42,11 @@ class ClassifyConfig:
     quality_threshold: float = -1.0  # < 0 = the model's chosen threshold
     pareto_alpha: float = 9.0  # GPT-3 App. A
     pareto_seed: int = 0
-    # Segmentation engine for preprocessing (filters.segment): "" = the default (rjieba), "jieba" =
+    # Segmentation engine for preprocessing (filters.text.segment): "" = the default (rjieba), "jieba" =
     # the pure-Python reference. A model recording another engine loads only if the parity holds.
     segment_engine: str = ""
     # ~1 document in N (by doc_id hash) is also preprocessed with jieba; any difference stops the
-    # job (filters.segment.audited; ~1 % more time at 1,000). 0 = no audit.
+    # job (filters.text.segment.audited; ~1 % more time at 1,000). 0 = no audit.
     segment_audit_every: int = 1000
 
     @property
@@ -66,7 +66,7 @@ class ShippedModels:
 
 
 def ship_models(spark: SparkSession, cfg: ClassifyConfig) -> ShippedModels:
-    """Verify on the driver, then distribute. Raises ``filters.classify.ModelError``."""
+    """Verify on the driver, then distribute. Raises ``filters.classifiers.classify.ModelError``."""
     shipped = {}
     for kind, path, pin in (
         ("spam", cfg.spam_model, cfg.spam_sha256),
@@ -146,7 +146,7 @@ def classify_batch(
 
 
 def classifier_lines(texts: pa.Array, segmenter: Segmenter) -> list[str]:
-    """``filters.classify.preprocess`` of each text: with the default engine (HMM on, as the
+    """``filters.classifiers.classify.preprocess`` of each text: with the default engine (HMM on, as the
     models were built) one compiled pass over each text's prose (``filters.docpass``, the same
     lines), else ``preprocess_batch`` with ``segmenter``."""
     if segmenter.engine == DEFAULT_ENGINE and segmenter.hmm == PREPROCESS_HMM and docpass.enabled():

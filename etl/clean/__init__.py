@@ -1,2 +1,2 @@
 """Clean: what is removed or redacted by rule. ``stage`` (the PanGu-α rules and sensitive words,
-``filters.pipeline`` over Arrow batches) and ``pii`` (personal data)."""
+``filters.pangu.pipeline`` over Arrow batches) and ``pii`` (personal data)."""

@@ -1,4 +1,4 @@
-"""The personal-data stage (after cleaning, before classification): ``filters.pii`` over the
+"""The personal-data stage (after cleaning, before classification): ``filters.text.pii`` over the
 marked rows of ``etl.clean.stage.CLEANED_SCHEMA``, Arrow-batched, one scrubber per Python worker.
 
 Rows are marked, never removed. A row an earlier stage rejected (or a ``kind="file"`` row) passes
@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl.read import records as rec
-from filters import pii
+from filters.text import pii
 
 PII_STAGE = PII_REASON = "pii"
 PII_COLUMN = "pii_redacted"
@@ -34,7 +34,7 @@ class PiiConfig:
     # Issue 18: "redact" replaces each span with its kind's placeholder (<PHONE>, <ID_NUMBER>,
     # <BANK_CARD>, <EMAIL>, <IP>), "drop" sends the document to rejected/ (reason pii), "off".
     mode: Literal["redact", "drop", "off"] = "redact"
-    # Per-kind overrides of mode, e.g. --set pii.modes.email=off. Kinds: filters.pii.KINDS
+    # Per-kind overrides of mode, e.g. --set pii.modes.email=off. Kinds: filters.text.pii.KINDS
     # (mobile, landline, id_number, bank_card, email, ipv4, ipv6).
     modes: dict[str, str] = field(default_factory=dict)
     # Only public (globally routable) IP addresses are personal data; 192.168.1.1 in a router

@@ -1,5 +1,5 @@
 """The cleaning stage: PanGu-α §3.1.1 rules and the sensitive-word filter over ``RAW_SCHEMA``
-rows, Arrow-batched (``clean_batch``: columns, not row dicts), one ``filters.pipeline.Cleaner``
+rows, Arrow-batched (``clean_batch``: columns, not row dicts), one ``filters.pangu.pipeline.Cleaner``
 per Python worker.
 
 Rows are marked, never removed: a dropped document keeps its row with ``stage="clean"`` and
@@ -16,8 +16,8 @@ from pyspark.sql import types as T
 
 from etl.read import records as rec
 from etl.read.readers import ARROW_RAW, RAW_SCHEMA
-from filters.config import RulesConfig
-from filters.pipeline import Cleaner
+from filters.pangu.config import RulesConfig
+from filters.pangu.pipeline import Cleaner
 
 READ_STAGE, CLEAN_STAGE = "read", "clean"
 

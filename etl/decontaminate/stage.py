@@ -1,5 +1,5 @@
 """The decontamination stage (after dedup, on the kept documents): mark every document that
-shares a character n-gram with an evaluation item (``filters.decontam``).
+shares a character n-gram with an evaluation item (``filters.dedup.decontam``).
 
 The evaluation sets are read on the driver (they are small: a benchmark is thousands of items),
 indexed once (sorted 64-bit n-gram hashes with their owning item and a one-hash Bloom filter in
@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from filters import decontam as dc
+from filters.dedup import decontam as dc
 
 DECONTAM_STAGE, CONTAMINATED = "decontaminate", "contaminated"
 HITS_COLUMN = "contamination"
@@ -149,7 +149,7 @@ class PreparedIndex:
     """What the stage and the summary need: the broadcast index and its per-benchmark counts."""
 
     broadcast: Broadcast | None
-    fingerprint: str  # of the index (filters.decontam.EvalIndex.fingerprint); "" when off
+    fingerprint: str  # of the index (filters.dedup.decontam.EvalIndex.fingerprint); "" when off
     summary: dict[str, dict[str, int]]
     mode: str
     ngram: int

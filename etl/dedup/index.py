@@ -63,7 +63,7 @@ from etl.dedup.index_log import (
 )
 from etl.dedup.index_read import IndexReader
 from etl.dedup.index_write import IndexCompacted, IndexWriter, plan_compaction
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 __all__ = [
     "FORMAT_VERSION",

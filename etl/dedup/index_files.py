@@ -157,7 +157,7 @@ def key_range(bucket: int, bits: int) -> tuple[int, int]:
 
 
 def exact_hash(exact_keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """int64 of the first 16 hex digits of each exact key (``filters.minhash.exact_key``)."""
+    """int64 of the first 16 hex digits of each exact key (``filters.dedup.minhash.exact_key``)."""
     arr = exact_keys.combine_chunks() if isinstance(exact_keys, pa.ChunkedArray) else exact_keys
     if len(arr) == 0:
         return np.zeros(0, np.int64)

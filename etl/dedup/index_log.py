@@ -19,7 +19,7 @@ from etl.dedup.index_files import IndexFile, Segment
 from etl.dedup.index_legacy import LegacyFormats
 from etl.dedup.index_store import HadoopIndexStore, S3IndexStore
 from etl.runtime.locks import Lock, Locked
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 FORMAT_VERSION = ixf.LAYOUT  # settings.json's: the newest layout of any segment
 

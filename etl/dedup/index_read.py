@@ -30,7 +30,7 @@ from etl.dedup.index_frames import SegmentFrames, bucket_col
 from etl.dedup.index_legacy import LegacyFormats
 from etl.dedup.index_log import IndexConfig, IndexLog
 from etl.runtime.progress import label_jobs
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 EXACT_COLUMNS = ["exact_key", "doc_id"]
 

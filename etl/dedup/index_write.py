@@ -23,7 +23,7 @@ from etl.dedup.index_legacy import LegacyFormats
 from etl.dedup.index_log import IndexConfig, IndexLog
 from etl.dedup.index_read import engine_for
 from etl.runtime.failpoints import failpoint  # the recovery tests replace etl.dedup.index_write.failpoint
-from filters.minhash import MinHashParams
+from filters.dedup.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
 # Bytes of a band row on disk (key and doc hash: two incompressible int64): turns target_file_mb

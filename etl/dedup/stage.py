@@ -5,7 +5,7 @@
    counted. An input of at most ``driver_max_docs`` documents has its keys collected and steps 2
    and 3 done on the driver (``etl.dedup.local``, numpy; same answers, tested), saving about a
    dozen Spark jobs; a larger one does them in Spark windows.
-2. Exact: one document per exact key (``filters.minhash.exact_key``).
+2. Exact: one document per exact key (``filters.dedup.minhash.exact_key``).
 3. Candidate edges: one row per (band, key, doc_id); a small bucket (<= ``all_pairs_max``
    members) gives all its pairs, a larger one links its members to its smallest doc_id (star
    edges); no per-bucket lists. Each edge carries its ends' quality_score and prior flag.
@@ -54,8 +54,8 @@ from etl.dedup.components import components_local, components_spark
 from etl.dedup.index import DedupIndex, IndexConfig, exact_prior_matches
 from etl.dedup.verify import JACCARD_SCHEMA, edge_jaccard, jaccard_by_component, summary_local, verification_summary
 from etl.runtime.progress import label_jobs
-from filters import minhash as mh
-from filters.minhash import MinHashParams
+from filters.dedup import minhash as mh
+from filters.dedup.minhash import MinHashParams
 
 log = logging.getLogger("zhcorpus")
 VerifyMode = Literal["off", "measure", "enforce"]

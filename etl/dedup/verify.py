@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from filters import minhash as mh
+from filters.dedup import minhash as mh
 
 JACCARD_SCHEMA = "a string, b string, jaccard double"
 DOCS_PER_TASK = 20_000  # documents of candidate components per verification task (their texts in memory)

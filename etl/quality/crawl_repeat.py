@@ -1,4 +1,4 @@
-"""Crawl-level template repetition (``filters.crawl_repeat``) as one Spark aggregation over the
+"""Crawl-level template repetition (``filters.quality.crawl_repeat``) as one Spark aggregation over the
 whole input, after read → clean → quality → classify.
 
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
@@ -39,7 +39,7 @@ from etl.read import records as rec
 from etl.read.ids import BROADCAST_MAX
 from etl.runtime.ship import ship_directory
 from filters import docpass
-from filters.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
+from filters.quality.crawl_repeat import SPAN, CrawlRepeatConfig, batch_keys
 
 log = logging.getLogger("zhcorpus")
 
@@ -102,7 +102,7 @@ def _held_by(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig, reference: np.ndarray | None = None) -> pa.RecordBatch:
     """A row per distinct key of every text in ``batch`` that ``reference`` (sorted) does not hold:
-    (source_file, offset, ident, kind, key, weight, chars null), ``filters.crawl_repeat.BatchKeys``
+    (source_file, offset, ident, kind, key, weight, chars null), ``filters.quality.crawl_repeat.BatchKeys``
     as columns; then a row per text (kind ``DOC``, key = its identity, weight = its sampled spans
     with the reference's, chars = its letters and digits)."""
     texts = batch.column("text")
@@ -154,7 +154,7 @@ def template_shares(
     keys: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """(source_file, offset, template_share, template_keys) of every text with at least one
-    sampled span key (``filters.crawl_repeat.template_share``), and this input's ``key_counts``.
+    sampled span key (``filters.quality.crawl_repeat.template_share``), and this input's ``key_counts``.
     ``texts``: rows with source_file, offset, text. ``reference``: keys never counted.
     ``prior_counts``: (key, texts) of earlier inputs (the nightly's published versions), added to
     this input's. ``keys``: ``text_keys(texts)`` when the caller has them (persisted: the counts,

@@ -1,5 +1,5 @@
 """Fluency model training on Spark (issue 23 item 2): CCNet's reference-corpus language model,
-a character n-gram model with interpolated modified Kneser-Ney (``filters.fluency``).
+a character n-gram model with interpolated modified Kneser-Ney (``filters.quality.fluency``).
 
 A hash of the text holds out ``holdout_fraction`` of the reference documents; the model learns
 from the distinct lines of the others that no held-out document contains. Passes, each
@@ -32,8 +32,8 @@ from etl.quality.crawl_repeat import write_reference_spans
 from etl.quality.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
-from filters.crawl_repeat import CrawlRepeatConfig
-from filters.fluency import (
+from filters.quality.crawl_repeat import CrawlRepeatConfig
+from filters.quality.fluency import (
     MAX_CHARS,
     NEWLINE,
     PERCENTILES_FILE,
@@ -183,7 +183,7 @@ def vocabulary(texts_df: DataFrame, max_vocab: int) -> tuple[np.ndarray, dict[st
 
 def count_ngrams(spark: SparkSession, texts_df: DataFrame, order: int, vocab: np.ndarray) -> DataFrame:
     """(order, key, count) of every n-gram of orders 1..``order`` in the normalised texts; ``key``
-    is the uint64 key of ``filters.fluency`` stored in a signed long (same bits)."""
+    is the uint64 key of ``filters.quality.fluency`` stored in a signed long (same bits)."""
     radix = len(vocab) + len(SPECIALS)
     check_radix(radix, order)
     shared = spark.sparkContext.broadcast(np.asarray(vocab, np.uint32))

@@ -1,8 +1,8 @@
 """The reference profile: every quality signal's distribution over the reference corpus, the
-ground the quality rules' thresholds stand on (``filters.thresholds``). Written by
+ground the quality rules' thresholds stand on (``filters.quality.thresholds``). Written by
 ``jobs.train_fluency`` into the fluency model's directory as ``reference_percentiles.json``:
-the value of each signal (the ``filters.quality`` statistics and the fluency model's own
-perplexity of each reference document) at the percentiles ``filters.thresholds.PERCENTILES``.
+the value of each signal (the ``filters.quality.signals`` statistics and the fluency model's own
+perplexity of each reference document) at the percentiles ``filters.quality.thresholds.PERCENTILES``.
 
 Signals are computed on the executors (Arrow batches, the same functions the quality stage
 runs); percentiles come from Spark's ``approxQuantile`` with a relative error of 1e-4, one pass
@@ -22,8 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from etl.runtime.publish import write_atomic
-from filters import thresholds as th
-from filters.screen import FLUENCY, signal_names
+from filters.quality import thresholds as th
+from filters.quality.screen import FLUENCY, signal_names
 
 RELATIVE_ERROR = 1e-4
 
@@ -40,8 +40,8 @@ def _signals_frame(texts: DataFrame, model_dir: str, sha256: str) -> DataFrame:
     schema = T.StructType([T.StructField(n, T.DoubleType()) for n in signal_names()])
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from filters.fluency import FluencyModel
-        from filters.quality import signals_batch
+        from filters.quality.fluency import FluencyModel
+        from filters.quality.signals import signals_batch
 
         model = FluencyModel.load(SparkFiles.get(name), sha256)
         for batch in batches:

@@ -1,5 +1,5 @@
 """The quality stage (after the PanGu-α rules and personal data, before the classifiers): every
-label-free signal of ``filters.screen`` as a column of the marked rows, and, in ``filter`` mode,
+label-free signal of ``filters.quality.screen`` as a column of the marked rows, and, in ``filter`` mode,
 documents failing a rule marked ``stage="quality"`` with the rule as ``reason``.
 
 The reference profile (fluency model + reference percentiles) is verified and its thresholds
@@ -24,8 +24,8 @@ from pyspark.sql import types as T
 from base.artifact import sha256_file
 from etl.read import records as rec
 from etl.runtime.ship import ship_directory
-from filters import thresholds as th
-from filters.screen import QualityConfig, Screen, derive_thresholds, resolve_profile, signal_names
+from filters.quality import thresholds as th
+from filters.quality.screen import QualityConfig, Screen, derive_thresholds, resolve_profile, signal_names
 
 log = logging.getLogger("zhcorpus")
 

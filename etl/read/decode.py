@@ -20,7 +20,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
 from resiliparse.parse.html import HTMLTree
 
-from filters.text import HAN_RANGES, HAN_RUN
+from filters.text.chars import HAN_RANGES, HAN_RUN
 
 UNDECODABLE = "undecodable"  # mostly U+FFFD under every candidate charset
 MOJIBAKE = "mojibake"  # decodes, but into rare ideographs / Latin-1 debris

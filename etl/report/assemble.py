@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from etl.report.ledger import LedgerError, add_duplicates
-from filters.config import RulesConfig
+from filters.pangu.config import RulesConfig
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Laps:
 
 def resources(rules: RulesConfig, models: dict[str, Any]) -> dict[str, Any]:
     """The word lists (built on the driver: a bad list fails before any work) and models a run used."""
-    from filters.pipeline import Cleaner
+    from filters.pangu.pipeline import Cleaner
 
     cleaner = Cleaner(rules)
     out: dict[str, Any] = {

@@ -55,7 +55,7 @@ from base.manifest import MANIFEST_FILE, SHARD_NAME, build_manifest
 from base.s3 import S3Access
 from etl.runtime.publish import put_file
 from etl.runtime.ship import ship_directory
-from filters.segment import REFERENCE, audit_failure, audited, get_segmenter
+from filters.text.segment import REFERENCE, audit_failure, audited, get_segmenter
 from filters.tokenizer import ZhTokenizer, presegment
 
 log = logging.getLogger("zhcorpus")
@@ -103,16 +103,16 @@ class ShippedTokenizer:
     sha256: str
     vocab_size: int
     eod_id: int
-    engine: str | None = None  # segmentation engine (filters.segment); None = the default
+    engine: str | None = None  # segmentation engine (filters.text.segment); None = the default
     # ~1 document in N (by doc_id hash) is also pre-segmented with jieba; any difference stops
-    # the job (filters.segment.audited). 0 = no audit.
+    # the job (filters.text.segment.audited). 0 = no audit.
     audit_every: int = 1000
 
 
 def ship_tokenizer(
     spark: SparkSession, tokenizer_dir: str, engine: str | None = None, audit_every: int = 1000
 ) -> ShippedTokenizer:
-    """Verify on the driver (``filters.classify.ModelError`` if wrong, or if ``engine`` is not
+    """Verify on the driver (``filters.classifiers.classify.ModelError`` if wrong, or if ``engine`` is not
     the one the tokenizer records and fails the parity check), then distribute under a name that
     carries the sha256 (``etl.runtime.ship``)."""
     tok = ZhTokenizer.load(tokenizer_dir, engine=engine)

@@ -1,5 +1,5 @@
 // Shared pieces of the compiled per-document pass (filters/docpass.py is its Python face):
-// UTF-8 decoding of Arrow string buffers and the 64-bit keys of filters/quality_repeat.py.
+// UTF-8 decoding of Arrow string buffers and the 64-bit keys of filters/quality/repeat.py.
 #pragma once
 
 #include <sys/mman.h>
@@ -59,7 +59,7 @@ inline size_t utf8_length(const uint8_t* p, size_t n) {
   return count;
 }
 
-// filters/quality_repeat.py: odd 64-bit multipliers and the substring hash base.
+// filters/quality/repeat.py: odd 64-bit multipliers and the substring hash base.
 constexpr uint64_t KEY_P = 0x9E3779B97F4A7C15ULL;
 constexpr uint64_t KEY_Q = 0xBF58476D1CE4E5B9ULL;
 constexpr uint64_t KEY_B = 0xD6E8FEB86659FD93ULL;

@@ -6,7 +6,7 @@ namespace docpass {
 
 namespace {
 
-constexpr int32_t BOS = 1, EOS = 2;  // filters.fluency: <unk> 0, <s> 1, </s> 2
+constexpr int32_t BOS = 1, EOS = 2;  // filters.quality.fluency: <unk> 0, <s> 1, </s> 2
 constexpr uint32_t NEWLINE = 10, SPACE = 32;
 
 inline uint64_t mix(uint64_t x) {

@@ -1,4 +1,4 @@
-// The character n-gram fluency model of filters/fluency.py, scored per document: normalise (the
+// The character n-gram fluency model of filters/quality/fluency/, scored per document: normalise (the
 // per-character tables of fluency._char_tables, whitespace folded as normalised_codes folds it),
 // <s> c1 .. cn </s> per line, and KenLM's backoff query, float for float as NgramTables.score.
 // The stored n-grams of each order sit in an open-addressing table of (key, log-prob, backoff)

@@ -1,5 +1,5 @@
 // filters._docpass: the compiled per-document pass (filters/docpass.py wraps it; the Python
-// modules it mirrors stay the reference: filters.quality, filters.fluency, filters.segment with
+// modules it mirrors stay the reference: filters.quality.signals, filters.quality.fluency, filters.text.segment with
 // rjieba/jieba, filters.tokenizer.presegment). Texts come in as Arrow string buffers (int64
 // offsets, UTF-8 bytes) and results go out as numpy arrays: no Python object per document,
 // except the pre-segmented strings SentencePiece reads.
@@ -42,7 +42,7 @@ struct Strings {
   size_t size(int64_t i) const { return static_cast<size_t>(offsets[i + 1] - offsets[i]); }
 };
 
-// Whether a text holds one of `hints` (filters.markdown._MARKUP_HINTS: a text without one is its
+// Whether a text holds one of `hints` (filters.text.markdown._MARKUP_HINTS: a text without one is its
 // own prose), in one scan of its bytes: the hints are looked up by their first byte.
 class Hints {
  public:
@@ -64,9 +64,9 @@ class Hints {
   std::vector<std::vector<std::string>> by_first_;
 };
 
-constexpr uint8_t DIGIT_LIKE = 1, ID_CHAR = 2;  // filters.quality_contact._char_kinds
+constexpr uint8_t DIGIT_LIKE = 1, ID_CHAR = 2;  // filters.quality.contact._char_kinds
 
-// Whether filters.quality_contact can find anything in the text: a cluster of >= min_digits
+// Whether filters.quality.contact can find anything in the text: a cluster of >= min_digits
 // digit-like characters at most 3 apart, a run of >= 6 id characters, "://", "www" in any case,
 // a dot (or 点) between id characters, an @.
 bool contact_candidate(const uint32_t* c, int64_t n, const uint8_t* kinds, int64_t min_digits) {
@@ -233,7 +233,7 @@ class Engine {
 
   // The classifiers' text tables: NFKC + lower case per "simple" character (fluency's
   // nfkc_lower_tables, unfolded) and a class per code point: SPACE (str.isspace), WORD
-  // (str.isalnum), SENTENCE (filters.classify.SENTENCE_PUNCT)
+  // (str.isalnum), SENTENCE (filters.classifiers.classify.SENTENCE_PUNCT)
   static constexpr uint8_t SPACE = 1, WORD = 2, SENTENCE = 4;
   void set_classify(Array<uint8_t> simple, Array<uint8_t> length, Array<int64_t> offset, Array<uint32_t> flat,
                     Array<uint8_t> classes, int64_t max_chars) {
@@ -247,9 +247,9 @@ class Engine {
     return word_lengths(offsets, data, [this](const uint32_t* c, int64_t n) { dict_.cut_hmm(c, n, *hmm_, ends_); });
   }
 
-  // filters.classify.preprocess of each text's prose (main, or alt where alt_index >= 0): the first
+  // filters.classifiers.classify.preprocess of each text's prose (main, or alt where alt_index >= 0): the first
   // max_chars characters, NFKC and lower case, whitespace folded, jieba's HMM-on words that are
-  // words (filters.classify.is_word) joined by spaces. None where a character is not "simple"
+  // words (filters.classifiers.classify.is_word) joined by spaces. None where a character is not "simple"
   // (Python normalises that text).
   py::list classify_lines(Array<int64_t> offsets, py::buffer data, Array<int64_t> alt_index, Array<int64_t> alt_offsets,
                           py::buffer alt_data) {
@@ -313,7 +313,7 @@ class Engine {
     return out;
   }
 
-  // filters.crawl_repeat.batch_keys: per text, its distinct sampled span keys and clause keys
+  // filters.quality.crawl_repeat.batch_keys: per text, its distinct sampled span keys and clause keys
   // (sorted by kind, then key as unsigned) with the characters a clause covers, its identity and
   // its letters and digits; `alnum`: the reference's mask per code point. Texts with a character
   // the NFKC tables cannot map are flagged (`python`) and left out: Python cuts them.
@@ -590,7 +590,7 @@ class Engine {
     if (with_fluency && !fluency_) throw std::runtime_error("no fluency model: call set_fluency first");
     {
     py::gil_scoped_release release;
-    // filters.quality._chunks: consecutive texts of about chunk_chars characters
+    // filters.quality.signals._chunks: consecutive texts of about chunk_chars characters
     std::vector<int64_t> local(n);
     int64_t size = 0, id = -1, first = 0;
     for (int64_t i = 0; i < n; ++i) {

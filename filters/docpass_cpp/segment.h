@@ -1,7 +1,7 @@
 // jieba 0.42.1's precise mode with HMM off (jieba.lcut(text, HMM=False)), word boundaries only:
 // the prefix dictionary of jieba's dict.txt, the DAG of dictionary words at each position, the
 // route of highest log-probability (ties: the longer word), single ASCII letters and digits
-// merged into runs. filters/segment.py holds rjieba and jieba as references; tests/test_docpass.py
+// merged into runs. filters/text/segment.py holds rjieba and jieba as references; tests/test_docpass.py
 // holds this cut equal to theirs.
 #pragma once
 

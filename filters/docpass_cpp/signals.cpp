@@ -8,7 +8,7 @@ namespace docpass {
 
 namespace {
 
-// filters.quality's categories (bits 0-2 of its char table) and flags
+// filters.quality.signals's categories (bits 0-2 of its char table) and flags
 enum Cat { SPACE = 0, HAN = 1, LATIN = 2, LETTER = 3, DIGIT = 4, PUNCT = 5, SYMBOL = 6 };
 constexpr uint8_t CAT = 7, END = 8, CLOSE = 16, SEP = 32;
 
@@ -75,7 +75,7 @@ bool date_end_at(const uint32_t* c, int64_t s, int64_t e) {
   return false;
 }
 
-// One match of filters.text.STAMP at i, as Python's backtracking takes it: its end, or -1.
+// One match of filters.text.chars.STAMP at i, as Python's backtracking takes it: its end, or -1.
 //   (?<![0-9])(?:[0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}(?:[ T]+[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)?
 //   |[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)(?![0-9])
 int64_t stamp_at(const uint32_t* c, int64_t n, int64_t i) {
@@ -139,14 +139,14 @@ void SignalPass::compute(const uint32_t* c, int64_t n, const std::vector<int64_t
   out.visible = visible;
   lines(c, n, rows, n_rows, doc, out);
   words(c, word_ends, doc, out);
-  // digits of date and time stamps (filters.text.STAMP): no figures of digit_ratio, no units of
+  // digits of date and time stamps (filters.text.chars.STAMP): no figures of digit_ratio, no units of
   // writing
   int64_t stamped = stamp_digits(c, n);
   out.sig[SYMBOL_RATIO] = frac(counts[SYMBOL], visible);
   out.sig[DIGIT_RATIO] = frac(counts[DIGIT] - stamped, visible - stamped);
   out.sig[LATIN_RATIO] = frac(counts[LATIN], visible);
   out.sig[PUNCT_RATIO] = frac(counts[PUNCT], visible);
-  // filters.text.TextStats.han_ratio: Han over units of writing, a Latin word one unit
+  // filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit
   int64_t written = counts[HAN] + counts[LETTER] + counts[LATIN] + counts[DIGIT] - latin_pairs - stamped;
   out.sig[HAN_RATIO] = frac(counts[HAN], written);
 }
@@ -167,7 +167,7 @@ int64_t SignalPass::stamp_digits(const uint32_t* c, int64_t n) const {
 }
 
 bool SignalPass::dated(const uint32_t* c, int64_t ls, int64_t le) const {
-  // filters.quality._date_lines: the stamp must end at the last character outside the tail
+  // filters.quality.signals._date_lines: the stamp must end at the last character outside the tail
   // characters, which must be a digit or 日; DATE_END is searched from DATE_MAX before it
   int64_t stamp_end = le - 1;
   if (le > ls && date_tail(c[le - 1])) {
@@ -270,7 +270,7 @@ void SignalPass::lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_
       keyed.push_back({0, 0});
       power = 1;
     }
-    power *= KEY_P;  // quality_repeat.block_keys: the line of rank r weighs P**(r + 1)
+    power *= KEY_P;  // quality.repeat.block_keys: the line of rank r weighs P**(r + 1)
     keyed.back().first += l.key * power;
     keyed.back().second += l.chars;
   }
@@ -334,7 +334,7 @@ double SignalPass::dup_chars(const std::vector<std::pair<uint64_t, int64_t>>& it
 }
 
 double SignalPass::covered(std::vector<int64_t>& starts, int n) const {
-  // quality_repeat.covered_chars: characters of the words under the union of [s, s + n)
+  // quality.repeat.covered_chars: characters of the words under the union of [s, s + n)
   std::sort(starts.begin(), starts.end());
   double total = 0;
   int64_t reach = -1;
@@ -348,7 +348,7 @@ double SignalPass::covered(std::vector<int64_t>& starts, int n) const {
 }
 
 void SignalPass::ngrams(uint64_t doc, int64_t word_chars, DocResult& out) {
-  // quality_repeat.ngram_coverage over this document's words, with the reference's keys
+  // quality.repeat.ngram_coverage over this document's words, with the reference's keys
   for (int s = TOP2; s <= DUP10; ++s) out.sig[s] = 0.0f;
   int64_t m = static_cast<int64_t>(hashes_.size());
   if (m < 2) return;

@@ -1,4 +1,4 @@
-// The label-free statistics of filters/quality.py for one document (its prose), computed from one
+// The label-free statistics of filters/quality/signals.py for one document (its prose), computed from one
 // walk over its code points and its words: the same values, float for float, as the numpy
 // reference (which runs a chunk of documents joined by "\n" at a time; chunk-local state, the
 // document's index in its chunk, is passed in).
@@ -9,7 +9,7 @@
 
 namespace docpass {
 
-// Output columns, in filters.quality.SIGNAL_NAMES order less contact_density (Python's).
+// Output columns, in filters.quality.signals.SIGNAL_NAMES order less contact_density (Python's).
 enum Sig {
   LINE_PUNCT, SHORT_LINE, SEPARATOR_LINE, DATE_LINE, DUP_LINE, DUP_PARA,
   TOP2, TOP3, TOP4, DUP5, DUP6, DUP7, DUP8, DUP9, DUP10,
@@ -18,7 +18,7 @@ enum Sig {
 };
 
 struct SignalParams {
-  const uint8_t* table = nullptr;  // filters.quality.char_table(): category bits 0-2, END 8, CLOSE 16, SEP 32
+  const uint8_t* table = nullptr;  // filters.quality.signals.char_table(): category bits 0-2, END 8, CLOSE 16, SEP 32
   std::vector<uint64_t> function_words;  // sorted substring keys of FUNCTION_WORDS
   int64_t short_line_chars = 10;
   double separator_share = 0.3;

@@ -86,7 +86,7 @@ def _sentences() -> list[str]:
 
 
 def _terms() -> tuple[list[str], list[str]]:
-    from filters.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, read_list, read_lists_dir
+    from filters.text.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, read_list, read_lists_dir
 
     ads = list(read_list(AD_KEYWORDS_FILE).terms)
     sensitive = [t for kl in read_lists_dir(SENSITIVE_DIR) for t in kl.terms]
@@ -107,7 +107,7 @@ def _variant(term: str, rng: random.Random) -> str:
 
 
 def _nav_line(rng: random.Random) -> str:
-    from filters.config import NavbarConfig
+    from filters.pangu.config import NavbarConfig
 
     items = ["首页", "新闻", "体育", "娱乐", "财经", "科技", "汽车", "房产", "论坛", "登录", "注册", "News", "Home",
              "国内新闻", "正文", "当前位置", "很长很长的栏目名称不像菜单", "关于", "联系"]
@@ -202,7 +202,7 @@ def build(demo_root: Path) -> list[dict]:
 
 
 def expected(cleaned) -> dict:
-    """What the parity test compares: every field of ``filters.pipeline.Cleaned``."""
+    """What the parity test compares: every field of ``filters.pangu.pipeline.Cleaned``."""
     return {"text_sha256": hashlib.sha256(cleaned.text.encode("utf-8", "surrogatepass")).hexdigest(),
             "text_len": len(cleaned.text), "reason": cleaned.reason, "sensitive_hits": cleaned.sensitive_hits,
             "symbols_removed": cleaned.symbols_removed, "nav_lines_removed": cleaned.nav_lines_removed,
@@ -216,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, default=OUT)
     args = p.parse_args(argv)
 
-    from filters.config import RulesConfig
-    from filters.pipeline import Cleaner
+    from filters.pangu.config import RulesConfig
+    from filters.pangu.pipeline import Cleaner
 
     cleaner = Cleaner(RulesConfig())
     docs = build(args.demo_crawl)

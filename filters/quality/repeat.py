@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters import rolling
+from filters.text import rolling
 
 TOP_NS = (2, 3, 4)  # Gopher: fraction of characters in the most frequent 2-, 3-, 4-gram
 DUP_NS = (5, 6, 7, 8, 9, 10)  # Gopher: fraction of characters in duplicated 5- to 10-grams

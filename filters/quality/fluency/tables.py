@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from filters.fluency.tokens import BOS, Tokens
+from filters.quality.fluency.tokens import BOS, Tokens
 
 NO_PROB = -99.0  # log10 "probability" of <s>, which is never predicted (the ARPA convention)
 # Bigrams of the DENSE_IDS most frequent token ids are also kept as a dense block (8 MB): 86 % of

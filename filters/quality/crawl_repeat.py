@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from filters.quality_repeat import prefix_hashes, substring_keys
-from filters.text import HAN, char_table, nfkc_lower, nfkc_lower_batch
+from filters.quality.repeat import prefix_hashes, substring_keys
+from filters.text.chars import HAN, char_table, nfkc_lower, nfkc_lower_batch
 
 SPAN, CLAUSE = 0, 1  # the two kinds of key
 _CLAUSE_TAG = np.uint64(0x5BD1E9955BD1E995)  # clause keys live apart from span keys of equal text

@@ -1,5 +1,5 @@
 """One polynomial rolling hash's power tables, for every module that hashes substrings with prefix
-sums (``filters.quality_repeat``: repetition signals and template keys; ``filters.decontam``:
+sums (``filters.quality.repeat``: repetition signals and template keys; ``filters.dedup.decontam``:
 benchmark n-grams). With an odd base B, B is invertible modulo 2^64, and the substring [i, j) of
 prefix sums H[k] = sum_{t<k} c[t] B^t hashes to (H[j] - H[i]) B^-i: a table of B^k and one of
 B^-k serve every substring in two numpy operations."""

@@ -1,16 +1,17 @@
 """fastText document classifiers: the PanGu-α spam filter and a GPT-3 App. A quality scorer.
 
-Both are fastText supervised models over jieba words (``filters.segment``) plus hashed word bigrams, that is a linear
-(softmax = logistic for two labels) classifier over hashed n-gram features: the model family
-GPT-3 used (Spark ML HashingTF + LogisticRegression), in one library for both models, loaded once
-per worker, scoring thousands of documents a second per core. ``preprocess`` is the one text
-transform used at training and at scoring time; its version is stored with every model.
+Both are fastText supervised models over jieba words (``filters.text.segment``) plus hashed word
+bigrams, that is a linear (softmax = logistic for two labels) classifier over hashed n-gram
+features: the model family GPT-3 used (Spark ML HashingTF + LogisticRegression), in one library for
+both models, loaded once per worker, scoring thousands of documents a second per core.
+``preprocess`` is the one text transform used at training and at scoring time; its version is stored
+with every model.
 
 A model directory holds ``model.bin`` and ``metadata.json`` (kind, sha256 of model.bin,
 preprocessing version and segmenter (``preprocess_metadata``), labels, counts, chosen threshold,
 held-out metrics). ``TextClassifier`` refuses a model whose bytes do not match the recorded (or an
 expected) sha256, one of another preprocessing version, and one whose words came from another
-segmentation engine unless that engine passes the parity check (``filters.segment.require_parity``).
+segmentation engine unless that engine passes the parity check (``filters.text.segment.require_parity``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import numpy as np
 
 from base import artifact
 from base.artifact import META_FILE, ModelError, require_sha256, sha256_file  # noqa: F401 (re-exported)
-from filters.markdown import prose
-from filters.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
-from filters.text import nfkc_lower_batch
+from filters.text.chars import nfkc_lower_batch
+from filters.text.markdown import prose
+from filters.text.segment import SegmentationMismatch, Segmenter, get_segmenter, require_parity
 
 PREPROCESS_VERSION = "4"  # bump when preprocess() changes: models trained before must be retrained
-# v2 (issue 32): the models read a page's prose (``filters.markdown.prose``): code blocks, code spans,
+# v2 (issue 32): the models read a page's prose (``filters.text.markdown.prose``): code blocks, code spans,
 # link targets, HTML tags and Markdown markers are not words of the page (a README's `pip install`,
 # identifiers and URLs read as spam's Latin contact ids: the v1 spam model removed 37 of 86
 # Chinese technical pages, one reading the text without its code alone 43, one reading the prose 7;
@@ -71,7 +72,7 @@ def _words_line(words: Sequence[str]) -> str:
 
 
 def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> str:
-    """The prose (``filters.markdown.prose``), NFKC + lower case, first ``max_chars`` characters,
+    """The prose (``filters.text.markdown.prose``), NFKC + lower case, first ``max_chars`` characters,
     whitespace (newlines included) folded, jieba words (HMM on; ``segmenter``: default engine) that
     are words (``is_word``) joined by single spaces: one line, as fastText reads it."""
     head = prose(text)[:max_chars]
@@ -83,7 +84,7 @@ def preprocess(text: str, max_chars: int = MAX_CHARS, segmenter: Segmenter | Non
 
 def preprocess_batch(texts: Sequence[str], max_chars: int = MAX_CHARS, segmenter: Segmenter | None = None) -> list[str]:
     """``[preprocess(t, max_chars, segmenter) for t in texts]``, the normalisation done for the
-    batch at once (``filters.text.nfkc_lower_batch``, ~4x faster than text by text)."""
+    batch at once (``filters.text.chars.nfkc_lower_batch``, ~4x faster than text by text)."""
     cut = (segmenter or get_segmenter(None, PREPROCESS_HMM)).cut
     heads = nfkc_lower_batch([prose(t)[:max_chars] for t in texts])
     return [_words_line(cut(" ".join(h.split()))) for h in heads]

@@ -6,7 +6,7 @@ Each category has a lexicon (``sensitive_words/safety/<category>.txt``, the form
 the same header comments). A pattern describes a construction of such pages (``(不用|无需|免)
 (抵押|担保)``, ``(首充|首存)...(送|返)\\d+``) rather than a fixed word, so new wordings of the
 same offer still match. The score of a list is, on the NFKC + lower-case text
-(``filters.keywords.normalise``):
+(``filters.text.keywords.normalise``):
 
     distinct lexicon terms found + patterns with a match that overlaps no match counted before
 
@@ -23,7 +23,7 @@ crackdown report that quotes four slogans is spared; a sales page with two sloga
 selling constructions is not.
 
 Speed: one Aho-Corasick pass (``ahocorasick_rs``) finds the lexicon terms of every list and, for
-every pattern, the literals that any match of it must contain (``filters.safety_prefilter``, like
+every pattern, the literals that any match of it must contain (``filters.quality.safety_prefilter``, like
 RE2's prefilter); only patterns whose literals occur are run. A pattern whose matches all begin
 with known strings (``leading``) is then tried with ``re.match`` where those strings occur instead
 of searched over the whole text (the same matches: a search runs that matcher at every position).
@@ -46,9 +46,9 @@ from typing import NamedTuple, Sequence
 import ahocorasick_rs
 
 from base.errors import Refusal
-from filters.keywords import REPORTING, SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
-from filters.safety_prefilter import leading, requirement
-from filters.text import nfkc_lower_batch, utf8_safe
+from filters.quality.safety_prefilter import leading, requirement
+from filters.text.chars import nfkc_lower_batch, utf8_safe
+from filters.text.keywords import REPORTING, SENSITIVE_DIR, KeywordList, list_lines, normalise, read_list
 
 log = logging.getLogger("zhcorpus")
 
@@ -323,7 +323,7 @@ class SafetyScorer:
 
     def hits(self, text: str, normalised: bool = False) -> dict[str, CategoryHits]:
         """list -> what it found, for every category and register. Only the first ``cfg.max_chars``
-        characters are scanned. Pass ``normalised=True`` with ``filters.keywords.normalise(text)``
+        characters are scanned. Pass ``normalised=True`` with ``filters.text.keywords.normalise(text)``
         to share one normalisation with other matchers."""
         terms, patterns = self._scan(text, normalised)
         return {c: CategoryHits(frozenset(terms.get(c, ())), patterns.get(c, {})) for c in self.lists}
@@ -336,7 +336,7 @@ class SafetyScorer:
 
     def scores_batch(self, texts: Sequence[str]) -> list[dict[str, int]]:
         """``[self.scores(t) for t in texts]``, normalising the batch at once
-        (``filters.text.nfkc_lower_batch``)."""
+        (``filters.text.chars.nfkc_lower_batch``)."""
         out = []
         for text in nfkc_lower_batch([t[: self.cfg.max_chars] for t in texts]):
             terms, patterns = self._scan_normalised(text)

@@ -17,14 +17,29 @@ One module per step, in the order the data goes through them:
 - ``model``: ``FluencyModel`` (load, save, score) and ``train_local``;
 - ``arpa``: the ARPA export for KenLM's tools.
 
-Every name below is importable from ``filters.fluency`` as before the split (issue 35).
+Every name below is importable from ``filters.quality.fluency`` as before the split (issue 35).
 """
 
-from filters.fluency.arpa import arpa_name, arpa_words, write_arpa
-from filters.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab, merge_counts, ngram_keys
-from filters.fluency.kneser_ney import DISCOUNT_FALLBACK, adjusted_counts, discounts, estimate, pruned_masks
-from filters.fluency.model import FORMAT, MAX_CHARS, META_FILE, MODEL_FILE, PERCENTILES_FILE, FluencyModel, train_local
-from filters.fluency.normalise import (
+from filters.quality.fluency.arpa import arpa_name, arpa_words, write_arpa
+from filters.quality.fluency.counts import (
+    batch_counts,
+    char_counts,
+    check_radix,
+    choose_vocab,
+    merge_counts,
+    ngram_keys,
+)
+from filters.quality.fluency.kneser_ney import DISCOUNT_FALLBACK, adjusted_counts, discounts, estimate, pruned_masks
+from filters.quality.fluency.model import (
+    FORMAT,
+    MAX_CHARS,
+    META_FILE,
+    MODEL_FILE,
+    PERCENTILES_FILE,
+    FluencyModel,
+    train_local,
+)
+from filters.quality.fluency.normalise import (
     NEWLINE,
     NORMALISE_VERSION,
     SPACE,
@@ -33,11 +48,11 @@ from filters.fluency.normalise import (
     normalise,
     normalised_codes,
 )
-from filters.fluency.normalise import _char_tables as _char_tables  # read by the tests
-from filters.fluency.normalise import _fold_table as _fold_table  # read by the tests
-from filters.fluency.normalise import _nfkc_lower as _nfkc_lower  # read by filters.docpass
-from filters.fluency.tables import DENSE_IDS, NO_PROB, NgramTables
-from filters.fluency.tokens import BOS, EOS, SLICE_CHARS, SPECIALS, UNK, Tokens, encode, slices, vocab_table
+from filters.quality.fluency.normalise import _char_tables as _char_tables  # read by the tests
+from filters.quality.fluency.normalise import _fold_table as _fold_table  # read by the tests
+from filters.quality.fluency.normalise import _nfkc_lower as _nfkc_lower  # read by filters.docpass
+from filters.quality.fluency.tables import DENSE_IDS, NO_PROB, NgramTables
+from filters.quality.fluency.tokens import BOS, EOS, SLICE_CHARS, SPECIALS, UNK, Tokens, encode, slices, vocab_table
 
 __all__ = [
     "BOS",

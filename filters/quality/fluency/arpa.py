@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from filters.fluency.tables import NgramTables
-from filters.fluency.tokens import SPECIALS
+from filters.quality.fluency.tables import NgramTables
+from filters.quality.fluency.tokens import SPECIALS
 
 
 def write_arpa(t: NgramTables, vocab: np.ndarray, path: str | Path) -> None:

@@ -14,16 +14,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from base.artifact import ModelError, require_sha256, sha256_file
-from filters.fluency.arpa import write_arpa
-from filters.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab, merge_counts
-from filters.fluency.kneser_ney import estimate
-from filters.fluency.normalise import NORMALISE_VERSION
-from filters.fluency.tables import NO_PROB, NgramTables
-from filters.fluency.tokens import BOS, SPECIALS, encode, slices, vocab_table
+from filters.quality.fluency.arpa import write_arpa
+from filters.quality.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab, merge_counts
+from filters.quality.fluency.kneser_ney import estimate
+from filters.quality.fluency.normalise import NORMALISE_VERSION
+from filters.quality.fluency.tables import NO_PROB, NgramTables
+from filters.quality.fluency.tokens import BOS, SPECIALS, encode, slices, vocab_table
 
 MODEL_FILE, META_FILE, PERCENTILES_FILE = "model.npz", "metadata.json", "reference_percentiles.json"
 # Scoring reads a document's opening MAX_CHARS characters (ours, issue 23's example; CCNet scores
-# whole documents, but a long tail adds time, not signal; filters/classify.py reads 3,000).
+# whole documents, but a long tail adds time, not signal; filters/classifiers/classify.py reads 3,000).
 MAX_CHARS = 5000
 FORMAT = "zhcorpus-fluency-ngram/1"  # model.npz's layout; load refuses any other
 
@@ -166,7 +166,7 @@ class FluencyModel:
         return float(sums[0]), int(counts[0])
 
     def export_arpa(self, path: str | Path) -> None:
-        """The model as an ARPA file (KenLM's ``lmplz`` output format; ``filters.fluency.arpa``)."""
+        """The model as an ARPA file (KenLM's ``lmplz`` output format; ``filters.quality.fluency.arpa``)."""
         write_arpa(self.tables, self.vocab, path)
 
 

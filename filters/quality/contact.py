@@ -1,5 +1,5 @@
 """Contact identifiers in Chinese web text, obfuscations included, for ``contact_density``
-(``filters.quality``): how spam and ad pages hand the reader on to a phone, QQ or WeChat account.
+(``filters.quality.signals``): how spam and ad pages hand the reader on to a phone, QQ or WeChat account.
 
 What counts as one identifier (``contact_spans`` gives their character spans, overlapping spans
 merged into one):
@@ -15,9 +15,9 @@ merged into one):
    (``12345678（微信同号）``) counts the same way.
 2. **A bare mainland mobile**: a digit run, not touching letters, whose separator-delimited
    groups give exactly 11 digits ``1[3-9]x xxxx xxxx`` (the libphonenumber check of
-   ``filters.pii.valid_mobile``); ``+86``/``86`` in front is allowed.
+   ``filters.text.pii.valid_mobile``); ``+86``/``86`` in front is allowed.
 3. **A URL** (``http(s)://``, ``www.``) or a bare domain with a common top-level domain, the dot
-   possibly written 点; an **e-mail address** (``filters.pii``'s pattern).
+   possibly written 点; an **e-mail address** (``filters.text.pii``'s pattern).
 
 Digit runs: digits written ASCII, full-width, as Chinese numerals (零〇一二三四五六七八九幺 and
 壹贰叁…), circled or parenthesised (①⑴⒈❶➀➊⓵) or mathematical bold (𝟏), with at most two
@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters.pii import EMAIL, find_pii, valid_mobile
+from filters.text.pii import EMAIL, find_pii, valid_mobile
 
 MIN_ID_DIGITS = 5  # QQ numbers start at 5 digits (10001 was the first account)
 MIN_PHONE_DIGITS = 7  # a local landline number has 7-8 digits

@@ -6,7 +6,7 @@ no thresholds: a Spark stage derives those from a reference corpus, FineWeb-2 st
 Units (each statistic's docstring in ``SIGNALS`` uses them):
 
 - *visible character*: a character that is not whitespace (``str.isspace``), as in
-  ``filters.text``; every character is exactly one of Han (``filters.text.HAN_RANGES``), Latin
+  ``filters.text.chars``; every character is exactly one of Han (``filters.text.chars.HAN_RANGES``), Latin
   letter (a letter whose Unicode name has LATIN: ASCII, full-width, pinyin with tones), other
   letter (kana, Hangul, …, and combining marks), digit (Unicode N*: ASCII, full-width, ①, 〇),
   punctuation (Unicode P*), symbol (everything else visible: S*, private use, unassigned, format
@@ -15,11 +15,11 @@ Units (each statistic's docstring in ``SIGNALS`` uses them):
   empty lines are not lines. A line's characters are its visible characters.
 - *paragraph*: a block of consecutive lines between empty lines; a text with fewer than two such
   blocks has its lines as paragraphs.
-- *word*: a token of ``rjieba.cut(text, hmm=False)`` (``filters.segment``, engine rjieba, HMM
+- *word*: a token of ``rjieba.cut(text, hmm=False)`` (``filters.text.segment``, engine rjieba, HMM
   off) holding at least one Han, letter or digit character; punctuation, symbol and whitespace
   tokens are not words. A word's characters are ``len(word)``.
 
-*Prose*: every statistic is of a text's prose (``filters.markdown.prose``): Markdown code blocks,
+*Prose*: every statistic is of a text's prose (``filters.text.markdown.prose``): Markdown code blocks,
 code spans and markup (heading, bullet and quote markers, table pipes, link destinations, HTML
 tags) are taken out first. A text of code alone has no prose.
 
@@ -30,9 +30,9 @@ Speed (``python -m bench.bench_quality``): a batch is processed as one text (doc
 ``"\\n"``, in chunks of ``CHUNK_CHARS``). One numpy gather of a per-code-point table classifies
 every character; line statistics come from binary searches of visible-character positions at line
 boundaries; words and lines are keyed by polynomial hashes read off prefix sums of the code points
-(``filters.quality_repeat``), and repetition from sorts of those keys over the whole chunk;
+(``filters.quality.repeat``), and repetition from sorts of those keys over the whole chunk;
 contact ids are looked for only where numpy finds clusters of digits or ASCII words
-(``filters.quality_contact``). No Python runs per character or per word; per document there is
+(``filters.quality.contact``). No Python runs per character or per word; per document there is
 the segmenter call."""
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from filters import quality_repeat as rep
-from filters.markdown import prose_rows
-from filters.quality_contact import contact_counts
-from filters.quality_words import FUNCTION_WORDS
-from filters.segment import get_segmenter
-from filters.text import DASHES, HAN_RANGES, STAMP, stamp_digits, utf8_safe
+from filters.quality import repeat as rep
+from filters.quality.contact import contact_counts
+from filters.quality.words import FUNCTION_WORDS
+from filters.text.chars import DASHES, HAN_RANGES, STAMP, stamp_digits, utf8_safe
+from filters.text.markdown import prose_rows
+from filters.text.segment import get_segmenter
 
 SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
 SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
@@ -141,7 +141,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "function_word_ratio",
         "low",
-        "words in quality_words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
+        "words in quality.words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
     ),
     Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
     Signal("symbol_ratio", "high", "symbol characters over visible characters"),
@@ -149,7 +149,7 @@ SIGNALS: tuple[Signal, ...] = (
         "digit_ratio",
         "high",
         "digit characters over visible characters, the digits of date and time stamps "
-        "(filters.text.STAMP) left out of both: a forum stamps every post",
+        "(filters.text.chars.STAMP) left out of both: a forum stamps every post",
     ),
     Signal("latin_ratio", "high", "Latin letters over visible characters"),
     Signal(
@@ -161,14 +161,14 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "contact_density",
         "high",
-        "contact identifiers (quality_contact.contact_spans: phone, QQ, WeChat, URL, "
+        "contact identifiers (quality.contact.contact_spans: phone, QQ, WeChat, URL, "
         "e-mail, obfuscations included) per 1,000 visible characters",
     ),
     Signal(
         "han_ratio",
         "low",
         "Han characters over units of writing: letters and digits, a word of Latin letters as one unit; "
-        "not punctuation or symbols (filters.text.han_ratio)",
+        "not punctuation or symbols (filters.text.chars.han_ratio)",
     ),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
@@ -193,9 +193,9 @@ def char_table() -> np.ndarray:
             table[cp] = PUNCT
         elif cat in ("Mn", "Mc") and not (0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF):
             table[cp] = LETTER  # combining marks belong to their letter; variation selectors to their emoji
-    table[[ord(c) for c in DASHES]] = PUNCT  # dashes Unicode files as symbols (filters.text.DASHES)
+    table[[ord(c) for c in DASHES]] = PUNCT  # dashes Unicode files as symbols (filters.text.chars.DASHES)
     for lo, hi in HAN_RANGES:
-        table[lo : hi + 1] = HAN  # the ranges of filters.text, unassigned code points included
+        table[lo : hi + 1] = HAN  # the ranges of filters.text.chars, unassigned code points included
     for chars, flag in ((SENTENCE_FINAL, END), (CLOSERS, CLOSE), (SEPARATORS, SEP)):
         table[[ord(c) for c in chars]] |= flag
     return table
@@ -437,7 +437,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
     stamps = [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)]
-    stamped = np.zeros(n_docs, dtype=np.int64)  # digits of date and time stamps (filters.text.STAMP)
+    stamped = np.zeros(n_docs, dtype=np.int64)  # digits of date and time stamps (filters.text.chars.STAMP)
     if stamps:
         at, n = np.array(stamps, dtype=np.int64).T
         stamped = np.bincount(char_doc[at], n, n_docs).astype(np.int64)
@@ -445,7 +445,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
         out[name] = _frac(counts[:, cat], visible)
     # a forum thread stamps every post: a stamp's digits are no figures of the text (issue 32)
     out["digit_ratio"] = _frac(counts[:, DIGIT] - stamped, visible - stamped)
-    # filters.text.TextStats.han_ratio: Han over units of writing, a Latin word one unit; the
+    # filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit; the
     # digits of a stamp are no unit of writing
     latin = (t & _CAT) == LATIN
     word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
@@ -468,7 +468,7 @@ def _chunks(texts: Sequence[str]) -> list[slice]:
 
 
 def cut(text: str) -> list[str]:
-    """rjieba's HMM-off cut (``filters.segment``). rjieba takes UTF-8 only: a text with lone
+    """rjieba's HMM-off cut (``filters.text.segment``). rjieba takes UTF-8 only: a text with lone
     surrogates is cut with U+FFFD in their place, which keeps every word's length, and lengths
     are all the statistics read of the words."""
     try:
@@ -480,7 +480,7 @@ def cut(text: str) -> list[str]:
 def signals_batch(texts: Sequence[str]) -> dict[str, np.ndarray]:
     """Every signal of ``SIGNALS`` for each text: {name: float32 array of len(texts)}, in
     ``SIGNALS`` order. Each text is segmented once (``cut``); ``doc_signals`` gives the same
-    values one text at a time. The statistics describe a text's prose (``filters.markdown.prose``):
+    values one text at a time. The statistics describe a text's prose (``filters.text.markdown.prose``):
     Markdown code and markup are taken out first, so that code counts neither as symbols, nor as
     lines without punctuation, nor as repeated lines, and a table's pipes or a heading's ``##``
     make no separator line."""

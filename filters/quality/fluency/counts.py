@@ -12,8 +12,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from filters.fluency.normalise import NEWLINE, normalised_codes
-from filters.fluency.tokens import Tokens, encode, slices
+from filters.quality.fluency.normalise import NEWLINE, normalised_codes
+from filters.quality.fluency.tokens import Tokens, encode, slices
 
 
 def char_counts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 """Function words of modern and classical Chinese, for ``function_word_ratio`` and
-``function_word_distinct`` (``filters.quality``).
+``function_word_distinct`` (``filters.quality.signals``).
 
 Why: Gopher (Rae et al. 2021, App. A) keeps a document only if it holds at least two of "the, be,
 to, of, and, that, have, with": real prose cannot avoid grammatical words, a keyword list, a menu

@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from filters.fluency.normalise import NEWLINE, normalised_codes
+from filters.quality.fluency.normalise import NEWLINE, normalised_codes
 
 UNK, BOS, EOS = 0, 1, 2  # token ids; characters are 3 .. radix-1 in the vocabulary's order
 SPECIALS = ("<unk>", "<s>", "</s>")

@@ -94,9 +94,9 @@ _DROPPED = np.uint32(0xFFFFFFFF)  # in ``_normal_table``: not a content characte
 def _normal_table() -> np.ndarray:
     """Per code point, what ``normalise`` makes of it: ``_DROPPED`` (not a content character),
     its image when that is one character whatever its neighbours (the full-width map, then lower
-    case, of a character NFKC leaves alone in any context: ``filters.text.FOLD`` unset), else 0
+    case, of a character NFKC leaves alone in any context: ``filters.text.chars.FOLD`` unset), else 0
     (the text needs ``normalise``). Built once per process."""
-    from filters.text import FOLD, char_table
+    from filters.text.chars import FOLD, char_table
 
     fold = char_table() & FOLD
     table = np.full(len(fold), _DROPPED, dtype=np.uint32)

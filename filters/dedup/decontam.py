@@ -2,9 +2,9 @@
 
 GPT-3 (Brown et al. 2020, App. C) removed training documents that shared a 13-gram (of words)
 with an evaluation item. Chinese has no word boundaries, so the unit here is the character, in
-the same normalised form dedup uses (``filters.minhash.normalise``: NFKC, lower case, no
+the same normalised form dedup uses (``filters.dedup.minhash.normalise``: NFKC, lower case, no
 whitespace or punctuation), hashed with the same 64-bit polynomial hash
-(``filters.minhash.shingle_hashes``). Items are first converted to simplified characters, as
+(``filters.dedup.minhash.shingle_hashes``). Items are first converted to simplified characters, as
 the cleaning stage converts documents. The default n = 20 characters is GPT-3's 13 words at this
 corpus's 1.79 characters per word, rounded down, and measured on the demo crawl (docs/pii-decontamination.md,
 "Why n = 20 characters"; ``bench/bench_pii_decontam.py --sweep``): shorter n-grams
@@ -29,8 +29,8 @@ import ahocorasick
 import numpy as np
 import opencc
 
-from filters import minhash as mh
-from filters import rolling
+from filters.dedup import minhash as mh
+from filters.text import rolling
 
 # Characters, after normalisation. docs/pii-decontamination.md has the measurement behind each default.
 DEFAULT_NGRAM = 20
@@ -56,7 +56,7 @@ class Hit:
         return f"{self.benchmark}:{self.item_id}"
 
 
-# The n-gram hash is filters.minhash.shingle_hashes's (a polynomial in the FNV prime over the
+# The n-gram hash is filters.dedup.minhash.shingle_hashes's (a polynomial in the FNV prime over the
 # code points, then splitmix64), computed with prefix sums instead of n passes: P is odd, so it
 # has an inverse Q modulo 2^64 and the window [i, i+n) hashes to P^(n-1+i) * (G[i+n] - G[i]),
 # G[j] = sum_{t<j} c[t] Q^t. Five numpy passes whatever n is (tests check it against minhash).
@@ -65,7 +65,7 @@ _P = int(mh._POLY)
 
 def ngram_hashes(norm: str, n: int) -> np.ndarray:
     """The 64-bit hash of every character n-gram of a normalised text, in order, repeats kept
-    (as a set, equal to ``filters.minhash.shingle_hashes`` for texts of at least n characters);
+    (as a set, equal to ``filters.dedup.minhash.shingle_hashes`` for texts of at least n characters);
     empty for a shorter text."""
     cps = np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     m = len(cps) - n + 1

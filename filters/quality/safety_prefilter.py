@@ -1,6 +1,6 @@
 """Which safety patterns can match a text at all: the literals every match must contain.
 
-Running every pattern of ``filters.safety`` over every document costs ~0.6 CPU s per category per
+Running every pattern of ``filters.quality.safety`` over every document costs ~0.6 CPU s per category per
 5.5 MB of news (Python's ``re`` tries each position), and most documents contain none of the
 literals a pattern needs. So, like RE2's prefilter, each pattern gets a **requirement** in
 disjunctive normal form: a list of alternatives, each a conjunction of string sets, such that
@@ -11,7 +11,7 @@ usable requirement (its literals are all optional, or classes like ``\\d``) runs
 ``re.match`` only where they occur.
 
 The patterns are ours (``sensitive_words/safety/*.patterns`` and ``safety.extra_patterns``), and
-``filters.safety.check_pattern`` has compiled each with ``re`` before it gets here, so this module
+``filters.quality.safety.check_pattern`` has compiled each with ``re`` before it gets here, so this module
 reads them with its own small parser of the syntax they use, not with the interpreter's internal
 one:
 

@@ -1,7 +1,7 @@
 """The label-free quality screen of one batch of documents: every statistic of
-``filters.quality``, the fluency model's perplexity (``filters.fluency``), the safety categories
-(``filters.safety``), and the rules over them, whose thresholds come from a reference profile
-(``filters.thresholds``). Build a ``Screen`` once per worker; call ``screen(texts)`` per batch.
+``filters.quality.signals``, the fluency model's perplexity (``filters.quality.fluency``), the safety categories
+(``filters.quality.safety``), and the rules over them, whose thresholds come from a reference profile
+(``filters.quality.thresholds``). Build a ``Screen`` once per worker; call ``screen(texts)`` per batch.
 
 Every document gets every signal (its columns), the list of rules it fails (``flags``, in both
 modes) and, in ``filter`` mode, the first failed rule as its drop reason: safety first (the
@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 
 from filters import docpass
-from filters import thresholds as th
-from filters.crawl_repeat import CrawlRepeatConfig
-from filters.markdown import prose
-from filters.quality import SIGNALS, signals_batch
-from filters.safety import SafetyConfig, SafetyScorer
+from filters.quality import thresholds as th
+from filters.quality.crawl_repeat import CrawlRepeatConfig
+from filters.quality.safety import SafetyConfig, SafetyScorer
+from filters.quality.signals import SIGNALS, signals_batch
+from filters.text.markdown import prose
 
 log = logging.getLogger("zhcorpus")
 
@@ -70,7 +70,7 @@ class QualityConfig:
     # prose says nothing about their structure.
     off: tuple[str, ...] = (FLUENCY, "short_line_frac")
     safety: SafetyConfig = field(default_factory=SafetyConfig)
-    # Crawl-level template repetition (filters.crawl_repeat): a document most of whose sampled
+    # Crawl-level template repetition (filters.quality.crawl_repeat): a document most of whose sampled
     # 8-character spans are held by >= 5 other texts of the same crawl is a template page.
     template: CrawlRepeatConfig = field(default_factory=CrawlRepeatConfig)
 
@@ -103,7 +103,7 @@ def resolve_profile(requested: str, environ: Mapping[str, str] | None = None) ->
     user asked for it); "auto" takes ``AUTO_PROFILE_DIR`` (or ``$ZHCORPUS_AUTO_PROFILE``),
     absolute, when it holds a valid profile, and otherwise no profile with the reason."""
     from base.artifact import ModelError
-    from filters.fluency import FluencyModel
+    from filters.quality.fluency import FluencyModel
 
     if requested != AUTO:
         if not requested:
@@ -147,7 +147,7 @@ class Screened:
 
 class Screen:
     def __init__(self, cfg: QualityConfig, profile_dir: str | Path | None = None):
-        from filters.fluency import FluencyModel
+        from filters.quality.fluency import FluencyModel
 
         self.cfg = cfg
         profile = th.read_profile(profile_dir) if profile_dir else None

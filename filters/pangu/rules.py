@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from filters.keywords import distinct_terms
-from filters.text import SENTENCE_PUNCT, TextStats
+from filters.text.chars import SENTENCE_PUNCT, TextStats
+from filters.text.keywords import distinct_terms
 
 
 class Verdict(NamedTuple):

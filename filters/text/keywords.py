@@ -4,8 +4,8 @@ List files are UTF-8, one term a line; ``#`` lines are comments, and a ``# versi
 names the list's version. Terms and documents are matched NFKC-normalised and lower-cased, so
 full-width ``ＱＱ`` matches ``qq``.
 
-Speed (issue 14): ``normalise`` skips NFKC when ``filters.text.scan`` finds no code point NFKC
-could change, and replaces the others by their decomposition (``filters.text.nfkc_lower``: full-width
+Speed (issue 14): ``normalise`` skips NFKC when ``filters.text.chars.scan`` finds no code point NFKC
+could change, and replaces the others by their decomposition (``filters.text.chars.nfkc_lower``: full-width
 forms, the ideographic space, compatibility ideographs, "…") before CPython's quick check; the matcher is the Rust
 ``aho-corasick`` crate (overlapping matches: every occurrence of every term, as before).
 """
@@ -20,17 +20,17 @@ from pathlib import Path
 
 import ahocorasick_rs
 
-from filters.text import CharScan, nfkc_lower
+from filters.text.chars import CharScan, nfkc_lower
 
 # The bundled lists, through importlib.resources: a path from __file__ breaks when the project is
 # imported from a zip (spark-submit --py-files), where these are zip members, not files.
 SENSITIVE_DIR = files("filters").parent / "sensitive_words"
 AD_KEYWORDS_FILE = files("filters") / "resources" / "ad_keywords.txt"
-REPORTING = "reporting"  # sensitive_words/safety/reporting.txt: a register (filters/safety.py)
+REPORTING = "reporting"  # sensitive_words/safety/reporting.txt: a register (filters/quality/safety.py)
 
 
 def normalise(text: str, scanned: CharScan | None = None) -> str:
-    """NFKC, then lower case. ``scanned`` is ``filters.text.scan(text)`` when the caller has it."""
+    """NFKC, then lower case. ``scanned`` is ``filters.text.chars.scan(text)`` when the caller has it."""
     return nfkc_lower(text, scanned)  # FOLD characters replaced by their NFKD, then the quick check
 
 

@@ -2,7 +2,7 @@
 
 Adjusted counts as in Heafield et al. 2013 §3.1: n-grams of the highest order or that start with
 <s> keep their raw counts, the others count their distinct left extensions. ``estimate`` turns raw
-counts (``filters.fluency.counts.merge_counts``' form) into ``NgramTables`` and the statistics
+counts (``filters.quality.fluency.counts.merge_counts``' form) into ``NgramTables`` and the statistics
 metadata.json records.
 """
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from filters.fluency.counts import check_radix
-from filters.fluency.tables import NO_PROB, NgramTables
-from filters.fluency.tokens import BOS
+from filters.quality.fluency.counts import check_radix
+from filters.quality.fluency.tables import NO_PROB, NgramTables
+from filters.quality.fluency.tokens import BOS
 
 log = logging.getLogger("zhcorpus")
 

@@ -1,8 +1,8 @@
-"""The rule-based cleaning of one document, composed from ``filters.text`` transforms and
-``filters.rules`` drops. Build a ``Cleaner`` once per worker (it holds the OpenCC converter and
+"""The rule-based cleaning of one document, composed from ``filters.pangu.transforms`` and
+``filters.pangu.rules`` drops. Build a ``Cleaner`` once per worker (it holds the OpenCC converter and
 the Aho-Corasick automaton); call it per document.
 
-A document is scanned once (``filters.text.scan``): the scan's class bits let every transform that
+A document is scanned once (``filters.text.chars.scan``): the scan's class bits let every transform that
 cannot change the text be skipped, and its counts serve the length and Han-ratio rules unless a
 transform removed more than whitespace (then the cleaned text is scanned again). The NFKC +
 lower-case text is made only for documents that reach the keyword rules, and one automaton finds
@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from filters import rules
-from filters import text as tx
-from filters.config import RulesConfig
-from filters.convert import T2S
-from filters.keywords import (
+from filters.pangu import rules
+from filters.pangu import transforms as tf
+from filters.pangu.config import RulesConfig
+from filters.text import chars as tx
+from filters.text.convert import T2S
+from filters.text.keywords import (
     AD_KEYWORDS_FILE,
     REPORTING,
     SENSITIVE_DIR,
@@ -66,7 +67,7 @@ class Cleaner:
         cfg = self.cfg
         scanned = tx.scan(text)
         source = text  # the text ``scanned`` was made from
-        text, symbols = tx.remove_special_symbols(text, cfg.symbols.min_decorative_run, scanned)
+        text, symbols = tf.remove_special_symbols(text, cfg.symbols.min_decorative_run, scanned)
         converted = False
         if self._t2s is not None:
             simplified = self._t2s.convert(text, scanned if text is source else None)
@@ -76,16 +77,16 @@ class Cleaner:
         nav = 0
         if cfg.navbar.enabled:
             n = cfg.navbar
-            text, nav = tx.remove_navigation_lines(
+            text, nav = tf.remove_navigation_lines(
                 text, n.keywords, n.min_items, n.max_item_chars, n.max_keyword_line_chars, n.max_spaced_item_chars
             )
         dups = 0
         if cfg.paragraphs.enabled:
-            text, dups = tx.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)
+            text, dups = tf.remove_duplicate_paragraphs(text, cfg.paragraphs.min_chars)
         if symbols or converted or nav or dups:
             source, scanned = text, tx.scan(text)
         # from here on the text only loses whitespace: the counts stay, the code points may not
-        text = tx.normalise_lines(text)
+        text = tf.normalise_lines(text)
         stats = tx.text_stats(text, scanned)  # the length of the whole text, the Han ratio of its prose
         out = Cleaned(text, None, {}, symbols, nav, dups, converted, stats)
         out.reason = self._verdict(text, title, out, scanned if text is source else None)

@@ -2,7 +2,7 @@
 
 Chinese technical pages are prose around code. PanGu-α's rules and the quality statistics are
 about the prose: the Han ratio counts it alone, the decoration, menu and duplicate-paragraph rules
-leave code as it is (``filters.text``), and the statistics of ``filters.quality`` describe it.
+leave code as it is (``filters.pangu.transforms``), and the statistics of ``filters.quality.signals`` describe it.
 
 Code (CommonMark 0.31 §4.5, §6.1): a code fence is a line of at least three backticks or tildes,
 indented by at most three spaces (a backtick fence's info string holds no backtick); the block runs
@@ -207,7 +207,7 @@ def prose(text: str) -> str:
 def prose_rows(text: str) -> tuple[str, list[int]]:
     """``prose(text)`` and the lines of it that are rows of a GFM table (header and body; the
     delimiter row is emptied). A table row is a structure of cells, not a line of the page's
-    layout: the line-shape statistics (``filters.quality``: separator, short lines) leave it out."""
+    layout: the line-shape statistics (``filters.quality.signals``: separator, short lines) leave it out."""
     if not any(c in text for c in _MARKUP_HINTS) or not _MARKUP.search(text):
         return text, []
     if "<" in text:

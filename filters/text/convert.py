@@ -2,7 +2,7 @@
 
 OpenCC's t2s rewrites a text only where one of its dictionary keys whose value differs from the
 key ("changing keys") occurs in it. ``resources/opencc_t2s_keys.txt`` lists those keys, dumped
-from the dictionaries of the pinned OpenCC (``python -m filters.convert --dump``) together with
+from the dictionaries of the pinned OpenCC (``python -m filters.text.convert --dump``) together with
 their sha256. A text holding none of the one-character keys, and none of the longer keys that
 hold no one-character key, is returned as it is; anything else goes through OpenCC. When the
 installed dictionaries are not the ones the list was made from, or the config is not t2s, every
@@ -25,7 +25,7 @@ import ahocorasick_rs
 import numpy as np
 import opencc
 
-from filters.text import CharScan, char_table, scan
+from filters.text.chars import CharScan, char_table, scan
 
 log = logging.getLogger("zhcorpus")
 KEYS_FILE = files("filters") / "resources" / "opencc_t2s_keys.txt"
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     sums, keys = dump_keys()
     lines = [
         f"# OpenCC t2s keys whose value differs from the key (opencc {opencc.__version__}); "
-        "made by: python -m filters.convert --dump filters/resources/opencc_t2s_keys.txt"
+        "made by: python -m filters.text.convert --dump filters/resources/opencc_t2s_keys.txt"
     ]
     lines += [f"# sha256 {name} {digest}" for name, digest in sums.items()] + keys
     args.dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
