@@ -11,7 +11,7 @@ with injected near-duplicate families) is generated into OUT/corpus-<mb>mb-seed<
 reused. Methods (``bench.dedup_methods``), each from reading the Parquet to writing its result,
 all on the same shingles (character n-grams of ``filters.dedup.minhash.normalise`` text), threshold
 and, where they band, the same bands x rows: job (``etl.dedup.stage``, Spark local[2]), bigcode
-(``bench.bigcode_dedup``, Spark local[2]), mllib (10 one-hash tables, local[2]), datasketch and
+(``bench.peers.bigcode_dedup``, Spark local[2]), mllib (10 one-hash tables, local[2]), datasketch and
 text-dedup (one process each).
 
 Timing: Spark session start excluded for every system; one untimed warm-up of the job and of the
@@ -317,7 +317,12 @@ def provenance() -> dict:
         "git_head": head.stdout.strip() or None,
         **{
             f: hashlib.sha1((root / f).read_bytes()).hexdigest()[:12]
-            for f in ("etl/dedup/stage.py", "etl/dedup/verify.py", "etl/dedup/components.py", "bench/bigcode_dedup.py")
+            for f in (
+                "etl/dedup/stage.py",
+                "etl/dedup/verify.py",
+                "etl/dedup/components.py",
+                "bench/peers/bigcode_dedup.py",
+            )
         },
     }
 

@@ -3,12 +3,12 @@ its result; each returns (seconds, (doc_id, doc_id) pairs, extra facts).
 
 - job: this project's dedup stage (``etl.dedup.stage.dedup`` with ``Checkpoints``), writing
   documents/ and duplicates/ as the jobs do; pairs (doc_id, duplicate_of).
-- bigcode: ``bench.bigcode_dedup``, the BigCode-style RDD job, writing its kept documents and
+- bigcode: ``bench.peers.bigcode_dedup``, the BigCode-style RDD job, writing its kept documents and
   duplicates.
 - mllib: Spark ML ``MinHashLSH`` with 10 hash tables and ``approxSimilarityJoin`` (PanGu-α's
   baseline) on character n-grams of the same normalised text, pairs written to Parquet.
 - datasketch: ``MinHashLSH`` in one process, the same bands x rows, pairs from querying each.
-- text_dedup: text-dedup 0.4.1 in its own venv (``bench/text_dedup_peer.py``), one process.
+- text_dedup: text-dedup 0.4.1 in its own venv (``bench/peers/text_dedup_peer.py``), one process.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def run_job(spark, cfg, corpus: Path, out: Path) -> tuple[float, set[Pair], dict
 
 
 def run_bigcode(spark, params: mh.MinHashParams, corpus: Path, out: Path) -> tuple[float, set[Pair], dict]:
-    from bench.bigcode_dedup import bigcode_dedup
+    from bench.peers.bigcode_dedup import bigcode_dedup
 
     first = next_job_id(spark)
     t0 = time.perf_counter()
@@ -157,7 +157,7 @@ def run_text_dedup(p: mh.MinHashParams, corpus: Path, out: Path) -> tuple[float 
         return None, set(), {"skipped": f"{TEXT_DEDUP_PYTHON} missing (make bench-dedup builds it with Python 3.12)"}
     cmd = [
         str(TEXT_DEDUP_PYTHON),
-        "bench/text_dedup_peer.py",
+        "bench/peers/text_dedup_peer.py",
         str(corpus),
         str(out),
         "--shingle",

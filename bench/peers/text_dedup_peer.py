@@ -3,7 +3,7 @@ a peer in ``bench.bench_dedup``. Runs in its own venv (text-dedup needs Python >
 its own numpy/pandas; ``make bench-dedup`` builds build/text-dedup-venv), never imported by the
 project:
 
-    build/text-dedup-venv/bin/python bench/text_dedup_peer.py CORPUS_DIR OUT_DIR --bands 16 --rows 8 ...
+    build/text-dedup-venv/bin/python bench/peers/text_dedup_peer.py CORPUS_DIR OUT_DIR --bands 16 --rows 8 ...
 
 Prints one JSON line: seconds (from loading the Parquet to saving the output, interpreter start
 and imports excluded, as Spark's start is for the Spark methods) and the (doc_id, duplicate_of)
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:
