@@ -178,7 +178,7 @@ def mark_stage(raw: DataFrame, m: Marking) -> DataFrame:
     has not run before builds that stage's tables and models: four stages, four times). The
     build fuses it into the reading task instead (``marking``)."""
     then = marking(m)
-    return raw.mapInArrow(lambda batches: (then.fn(b) for b in batches), then.schema)
+    return raw.mapInArrow(then, then.schema)
 
 
 def read_clean_classify(

@@ -288,6 +288,10 @@ class Then:
     fn: Callable[[pa.RecordBatch], pa.RecordBatch]
     schema: T.StructType
 
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``fn`` over a partition's batches: what ``mapInArrow(then, then.schema)`` runs."""
+        return (self.fn(b) for b in batches)
+
 
 def read_raw(
     spark: SparkSession, paths: list[str], cfg: rec.ReaderConfig, counters: Counters, then: Then | None = None
@@ -306,7 +310,7 @@ def read_raw(
     def read(readers: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]):
         if fused is None:
             return readers, RAW_SCHEMA
-        return (lambda batches: (fused.fn(b) for b in readers(batches))), fused.schema
+        return (lambda batches: fused(readers(batches))), fused.schema
 
     frames: list[DataFrame] = []
     if p.tasks:
@@ -320,7 +324,7 @@ def read_raw(
         frames.append(binary.mapInArrow(*read(_read_contents(cfg, counters, aliases))))
     if p.driver_rows:  # a few rows: one partition, not one per core
         rows = spark.createDataFrame(p.driver_rows, RAW_SCHEMA).coalesce(1)
-        frames.append(rows if fused is None else rows.mapInArrow(*read(lambda batches: batches)))
+        frames.append(rows if fused is None else rows.mapInArrow(fused, fused.schema))
     counters.ranges_total = p.ranges + len(p.remote)
     df = frames[0]
     for other in frames[1:]:
@@ -328,7 +332,7 @@ def read_raw(
     if rebalance:
         df = df.repartition(max(want, n_tasks), "source_file", "offset")
         if then is not None:
-            df = df.mapInArrow(lambda batches: (then.fn(b) for b in batches), then.schema)
+            df = df.mapInArrow(then, then.schema)
     formats = Counter(rec.detect_format(f.path) or "unknown" for f in files)
     log.info(
         "inputs: %d files (%s), %.1f MB: %d ranges in %d tasks (split %s, packed up to %.2f MB), %d whole "
