@@ -32,7 +32,10 @@ import numpy as np
 
 from base.log import setup_logging
 from bench.harness import cpu_seconds
-from filters.quality import fluency as fl
+from filters.quality.fluency.arpa import arpa_words
+from filters.quality.fluency.model import FluencyModel, train_local
+from filters.quality.fluency.normalise import normalise
+from filters.quality.fluency.tokens import encode, slices
 
 MB = 1e6
 TARGET_MB_PER_S = 10.0  # the brief of issue 23 item 2
@@ -46,7 +49,7 @@ def news_texts() -> tuple[list[str], list[str]]:
     return texts[:2600], texts[2600:]
 
 
-def kenlm_anchor(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict[str, Any] | None:
+def kenlm_anchor(model: FluencyModel, texts: list[str], repeats: int) -> dict[str, Any] | None:
     """KenLM's query of the same model (ARPA export, probing structure), sentence by sentence
     through its Python module, after our normalisation (which the timing includes)."""
     try:
@@ -59,8 +62,7 @@ def kenlm_anchor(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict
 
     def run() -> list[float]:
         return [
-            sum(lm.score(fl.arpa_words(s), bos=True, eos=True) for s in fl.normalise(t[: model.max_chars]))
-            for t in texts
+            sum(lm.score(arpa_words(s), bos=True, eos=True) for s in normalise(t[: model.max_chars])) for t in texts
         ]
 
     seconds = cpu_seconds(run, repeats)
@@ -71,10 +73,10 @@ def kenlm_anchor(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict
     }
 
 
-def measure(model: fl.FluencyModel, texts: list[str], repeats: int) -> dict[str, Any]:
+def measure(model: FluencyModel, texts: list[str], repeats: int) -> dict[str, Any]:
     read = sum(len(t[: model.max_chars].encode("utf-8")) for t in texts) / MB
     encode_s = cpu_seconds(
-        lambda: [fl.encode(texts[a:b], model.id_of, model.max_chars) for a, b in fl.slices(texts)], repeats
+        lambda: [encode(texts[a:b], model.id_of, model.max_chars) for a, b in slices(texts)], repeats
     )
     total_s = cpu_seconds(lambda: model.perplexity_batch(texts), repeats)
     ppl = model.perplexity_batch(texts)
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     train, held = news_texts() if not (args.model and args.texts) else ([], [])
     t = time.process_time()
-    model = fl.FluencyModel.load(args.model) if args.model else fl.train_local(train, order=5)
+    model = FluencyModel.load(args.model) if args.model else train_local(train, order=5)
     setup = {
         "model": args.model or "5-gram trained here on People's Daily articles 1-2,600",
         ("load_cpu_s" if args.model else "train_cpu_s"): round(time.process_time() - t, 2),

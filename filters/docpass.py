@@ -163,7 +163,7 @@ def _classify_engine():
     from jieba.finalseg import emit_P, start_P, trans_P
 
     from filters.classifiers.classify import MAX_CHARS, SENTENCE_PUNCT
-    from filters.quality.fluency import nfkc_lower_tables
+    from filters.quality.fluency.normalise import nfkc_lower_tables
 
     e = engine()
     tags, low, high, floor = "BEMS", 0x4E00, 0x9FD5, -3.14e100  # finalseg.MIN_FLOAT
@@ -353,12 +353,12 @@ class QualityPass:
     what differs; empty when nothing does)."""
 
     def __init__(self, fluency=None):
-        from filters.quality import fluency as fl
+        from filters.quality.fluency.normalise import _char_tables, _fold_table
 
         self.engine = engine()
         self.fluency = fluency
         if fluency is not None:
-            simple, length, offset, flat = fl._char_tables()
+            simple, length, offset, flat = _char_tables()
             t = fluency.tables
             self.engine.set_fluency(
                 {
@@ -366,7 +366,7 @@ class QualityPass:
                     "length": length,
                     "offset": offset,
                     "flat": flat,
-                    "fold": fl._fold_table(),
+                    "fold": _fold_table(),
                     "id_of": fluency.id_of,
                     "radix": t.radix,
                     "order": t.order,
@@ -434,7 +434,7 @@ class QualityPass:
     def _perplexity(self, arr: pa.Array, prose: dict[int, str], sums, counts, python) -> np.ndarray:
         """10 ** (-sum / tokens) (``FluencyModel.perplexity_batch``); the texts holding a character
         the per-character tables cannot normalise go through ``fluency._nfkc_lower`` first."""
-        from filters.quality.fluency import _nfkc_lower
+        from filters.quality.fluency.normalise import _nfkc_lower
 
         redo = np.flatnonzero(python).tolist()
         if redo:

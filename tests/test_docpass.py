@@ -16,8 +16,8 @@ import pytest
 import rjieba
 
 from filters import docpass
-from filters.quality import fluency as fl
 from filters.quality import signals as q
+from filters.quality.fluency.model import train_local
 from filters.quality.screen import QualityConfig, Screen
 from filters.text.markdown import prose
 from filters.tokenizer import presegment
@@ -86,7 +86,7 @@ def documents() -> list[str]:
 
 @pytest.fixture(scope="module")
 def fluency_model(documents):
-    return fl.train_local(documents[:600], order=5, max_vocab=2000, max_chars=2000)
+    return train_local(documents[:600], order=5, max_vocab=2000, max_chars=2000)
 
 
 def test_documents_are_varied(documents):

@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from filters.classifiers.classify import ModelError
-from filters.quality import fluency as fl
+from filters.quality.fluency.arpa import arpa_name, arpa_words
+from filters.quality.fluency.kneser_ney import DISCOUNT_FALLBACK
+from filters.quality.fluency.model import META_FILE, MODEL_FILE, PERCENTILES_FILE, FluencyModel, train_local
+from filters.quality.fluency.normalise import _char_tables, normalise, normalised_codes
+from filters.quality.fluency.tables import NgramTables
+from filters.quality.fluency.tokens import BOS, EOS, UNK, Tokens, encode
 
 ORDER = 4
 
@@ -30,15 +35,15 @@ def tiny(news):
     """Sentences small enough for the brute-force reference, large enough that every order has
     counts of counts 1..4 (no discount fallback); max_vocab leaves rare characters <unk>."""
     texts = news[:12]
-    model = fl.train_local(texts, order=ORDER, max_vocab=400)
-    sentences = [[model.token_id(c) for c in line] for t in texts for line in fl.normalise(t)]
+    model = train_local(texts, order=ORDER, max_vocab=400)
+    sentences = [[model.token_id(c) for c in line] for t in texts for line in normalise(t)]
     return model, sentences
 
 
 @pytest.fixture(scope="module")
 def trained(news):
     """A 5-gram on 1,000 news articles; the held-out articles come from the end of the month."""
-    return fl.train_local(news[:1000], order=5)
+    return train_local(news[:1000], order=5)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -47,8 +52,8 @@ def trained(news):
 def test_normalise_by_hand():
     # NFKC (full-width letters, digits and the ideographic space), lower case, digits -> 0,
     # \r\n a line break, whitespace runs -> one space, stripped lines, empty lines gone
-    assert fl.normalise("Ａｂ１２ 　x\r\n\n  中文９ \t字 \u3000\n") == ["ab00 x", "中文0 字"]
-    assert fl.normalise("……") == ["......"]  # NFKC expands the ellipsis
+    assert normalise("Ａｂ１２ 　x\r\n\n  中文９ \t字 \u3000\n") == ["ab00 x", "中文0 字"]
+    assert normalise("……") == ["......"]  # NFKC expands the ellipsis
 
 
 def test_batch_normalisation_equals_the_definition_on_every_code_point():
@@ -63,12 +68,12 @@ def test_batch_normalisation_equals_the_definition_on_every_code_point():
         mixed = chunk[:80] + [rng.choice(tricky) for _ in range(30)]
         rng.shuffle(mixed)
         texts.append("".join(mixed))
-    simple = np.flatnonzero(fl._char_tables()[0]).tolist()
+    simple = np.flatnonzero(_char_tables()[0]).tolist()
     rng.shuffle(simple)
     texts += ["".join(map(chr, simple[i : i + 2000])) for i in range(0, len(simple), 2000)]  # the table path
     texts += ["ΑΣ ΟΔΟΣ", "", "   \n \n", "中文\n\n第一行。\n"]
-    codes, doc = fl.normalised_codes(texts, max_chars=1500)
-    want = ["".join(line + "\n" for line in fl.normalise(t[:1500])) for t in texts]
+    codes, doc = normalised_codes(texts, max_chars=1500)
+    want = ["".join(line + "\n" for line in normalise(t[:1500])) for t in texts]
     assert np.array_equal(codes, np.frombuffer("".join(want).encode("utf-32-le", "surrogatepass"), np.uint32))
     assert np.array_equal(doc, np.repeat(np.arange(len(texts)), [len(w) for w in want]))
 
@@ -82,7 +87,7 @@ def kn_reference(sentences: list[list[int]], order: int, n_predictable: int):
     else the number of distinct left neighbours N1+(. w). Returns p(w | h) for token tuples."""
     raw = Counter()
     for s in sentences:
-        toks = [fl.BOS, *s, fl.EOS]
+        toks = [BOS, *s, EOS]
         for t in range(1, len(toks)):
             for n in range(1, min(order, t + 1) + 1):
                 raw[tuple(toks[t - n + 1 : t + 1])] += 1
@@ -90,7 +95,7 @@ def kn_reference(sentences: list[list[int]], order: int, n_predictable: int):
     for g in raw:
         if len(g) > 1:
             left[g[1:]].add(g[0])
-    adj = {g: c if len(g) == order or g[0] == fl.BOS else len(left[g]) for g, c in raw.items()}
+    adj = {g: c if len(g) == order or g[0] == BOS else len(left[g]) for g, c in raw.items()}
     disc = {}
     for n in range(1, order + 1):
         t1, t2, t3, t4 = (sum(1 for g, a in adj.items() if len(g) == n and a == k) for k in (1, 2, 3, 4))
@@ -117,11 +122,11 @@ def test_kneser_ney_equals_the_equations(tiny):
     p, disc, raw = kn_reference(sentences, ORDER, model.tables.radix - 1)
     for n in range(1, ORDER + 1):
         assert model.meta["discounts"][str(n)] == pytest.approx(disc[n][1:], abs=1e-12)
-    assert all(d != list(fl.DISCOUNT_FALLBACK) for d in model.meta["discounts"].values())
+    assert all(d != list(DISCOUNT_FALLBACK) for d in model.meta["discounts"].values())
     rng = random.Random(1)
     seen = list(raw)
-    queries = [g for g in seen if len(g) > 1 or g[0] != fl.BOS]
-    ids = [fl.UNK, fl.EOS, *range(3, model.tables.radix)]
+    queries = [g for g in seen if len(g) > 1 or g[0] != BOS]
+    ids = [UNK, EOS, *range(3, model.tables.radix)]
     # unseen words after seen contexts, and contexts never seen at all
     queries += [(*g[-(ORDER - 1) :], rng.choice(ids)) for g in rng.sample(seen, 300)]
     queries += [tuple(rng.choice(ids) for _ in range(rng.randint(1, ORDER))) for _ in range(300)]
@@ -132,20 +137,20 @@ def test_kneser_ney_equals_the_equations(tiny):
 
 @pytest.mark.parametrize("min_count", [1, 2])
 def test_every_distribution_sums_to_one(trained, news, min_count):
-    model = trained if min_count == 1 else fl.train_local(news[:300], order=5, min_count=min_count)
+    model = trained if min_count == 1 else train_local(news[:300], order=5, min_count=min_count)
     tok = model.token_id
     contexts = [
         [],
-        [fl.BOS],
-        [fl.BOS, tok("中")],
+        [BOS],
+        [BOS, tok("中")],
         [tok(c) for c in "中国共产"],
         [tok(c) for c in "的的的的"],
-        [fl.UNK, fl.UNK],
+        [UNK, UNK],
         [tok(c) for c in "。我们"],
     ]
     for context in contexts:
         d = model.distribution(context)
-        assert abs((10.0 ** np.delete(d, fl.BOS)).sum() - 1) < 1e-5, context
+        assert abs((10.0 ** np.delete(d, BOS)).sum() - 1) < 1e-5, context
 
 
 # ---------------------------------------------------------------- scoring
@@ -174,26 +179,24 @@ def slow_log10(arpa, words: list[str], order: int) -> float:
 
 
 def test_batch_scoring_equals_per_character_scoring(trained, news, tmp_path):
-    small = fl.train_local(news[:200], order=5, min_count=2)  # pruned: backoffs on many paths
-    bigram = fl.train_local(news[:100], order=2)
+    small = train_local(news[:200], order=5, min_count=2)  # pruned: backoffs on many paths
+    bigram = train_local(news[:100], order=2)
     held = news[2800:2830] + ["", "  \n\n ", "ＡＢ１２３ 外文 and digits 2024\r\n第二行……"]
     for model in (trained, small, bigram):
         model.export_arpa(tmp_path / "m.arpa")
         arpa = read_arpa(tmp_path / "m.arpa")
-        vocab = set(fl.arpa_name(int(c)) for c in model.vocab)
+        vocab = set(arpa_name(int(c)) for c in model.vocab)
         sums, counts = model.score_batch(held)
         for text, s, n in zip(held, sums, counts):
-            lines = fl.normalise(text[: model.max_chars])
-            words = [
-                [fl.arpa_name(ord(c)) if fl.arpa_name(ord(c)) in vocab else "<unk>" for c in line] for line in lines
-            ]
+            lines = normalise(text[: model.max_chars])
+            words = [[arpa_name(ord(c)) if arpa_name(ord(c)) in vocab else "<unk>" for c in line] for line in lines]
             assert n == sum(len(line) + 1 for line in lines)  # characters and one </s> per sentence
             # the ARPA file holds 7 significant digits
             assert s == pytest.approx(sum(slow_log10(arpa, w, model.tables.order) for w in words), abs=1e-5 * (n + 1))
     assert np.isnan(trained.perplexity_batch([""])[0])
 
 
-def plain_score(tables: fl.NgramTables, tokens: fl.Tokens) -> np.ndarray:
+def plain_score(tables: NgramTables, tokens: Tokens) -> np.ndarray:
     """``NgramTables.score`` the plain way: every n-gram at every position looked up (no candidate
     chains, no pruning), the longest stored one's log-prob plus the context backoffs of the longer
     orders, summed in float32 from the highest order down as ``score`` sums them."""
@@ -216,10 +219,10 @@ def plain_score(tables: fl.NgramTables, tokens: fl.Tokens) -> np.ndarray:
 
 
 def test_batch_scoring_equals_plain_lookups_bit_for_bit(trained, news):
-    small = fl.train_local(news[:200], order=5, min_count=2)
+    small = train_local(news[:200], order=5, min_count=2)
     held = news[2800:2900] + ["", "  \n\n ", "ＡＢ１２３ 外文 and digits 2024\r\n第二行……", "Σίσυφος ﬁ ① e\u0301\n\n x"]
     for model in (trained, small):
-        tokens = fl.encode(held, model.id_of, model.max_chars)
+        tokens = encode(held, model.id_of, model.max_chars)
         ours = model.tables.score(tokens)
         assert ours.dtype == np.float64 and np.array_equal(ours, plain_score(model.tables, tokens))
 
@@ -228,7 +231,7 @@ def test_long_documents_are_scored_on_their_opening(trained, news):
     long = news[2900] * 10
     assert len(long) > trained.max_chars == 5000
     assert trained.log_prob(long) == trained.log_prob(long[:5000])
-    whole = fl.FluencyModel(trained.tables, trained.vocab, {**trained.meta, "max_chars": None})
+    whole = FluencyModel(trained.tables, trained.vocab, {**trained.meta, "max_chars": None})
     assert whole.log_prob(long)[1] > 2.5 * trained.log_prob(long)[1]
 
 
@@ -236,10 +239,10 @@ def test_kenlm_reads_the_arpa_export_and_agrees(trained, news, tmp_path):
     kenlm = pytest.importorskip("kenlm", reason="kenlm (pip install kenlm==0.3.0, built from source) is optional")
     trained.export_arpa(tmp_path / "m.arpa")
     lm = kenlm.Model(str(tmp_path / "m.arpa"))
-    sentences = [s for t in news[2900:2920] for s in fl.normalise(t)]
+    sentences = [s for t in news[2900:2920] for s in normalise(t)]
     for s in sentences:
         ours, n = trained.log_prob(s)
-        assert abs(ours - lm.score(fl.arpa_words(s), bos=True, eos=True)) < 1e-5 * n
+        assert abs(ours - lm.score(arpa_words(s), bos=True, eos=True)) < 1e-5 * n
 
 
 def test_real_text_beats_shuffled_characters_and_word_salad(trained, news):
@@ -265,27 +268,27 @@ def test_real_text_beats_shuffled_characters_and_word_salad(trained, news):
 def test_save_load_and_refusals(tiny, tmp_path):
     model, _ = tiny
     meta = model.save(tmp_path)
-    loaded = fl.FluencyModel.load(tmp_path, meta["sha256"])
+    loaded = FluencyModel.load(tmp_path, meta["sha256"])
     text = "中国人民。\n新年好"
     assert loaded.log_prob(text) == model.log_prob(text)
     with pytest.raises(ModelError, match="the config says"):
-        fl.FluencyModel.load(tmp_path, "0" * 64)
-    meta_path = tmp_path / fl.META_FILE
+        FluencyModel.load(tmp_path, "0" * 64)
+    meta_path = tmp_path / META_FILE
     meta_path.write_text(json.dumps({**meta, "normalise_version": "0"}))
     with pytest.raises(ModelError, match="normalised by v0, this code is v1: retrain"):
-        fl.FluencyModel.load(tmp_path)
+        FluencyModel.load(tmp_path)
     meta_path.write_text(json.dumps({**meta, "format": "arpa"}))
     with pytest.raises(ModelError, match="holds format 'arpa'"):
-        fl.FluencyModel.load(tmp_path)
+        FluencyModel.load(tmp_path)
     meta_path.write_text(json.dumps(meta))
-    data = bytearray((tmp_path / fl.MODEL_FILE).read_bytes())
+    data = bytearray((tmp_path / MODEL_FILE).read_bytes())
     data[-10] ^= 1
-    (tmp_path / fl.MODEL_FILE).write_bytes(bytes(data))
+    (tmp_path / MODEL_FILE).write_bytes(bytes(data))
     with pytest.raises(ModelError, match="checksum mismatch"):
-        fl.FluencyModel.load(tmp_path)
-    (tmp_path / fl.MODEL_FILE).unlink()
+        FluencyModel.load(tmp_path)
+    (tmp_path / MODEL_FILE).unlink()
     with pytest.raises(ModelError, match="not a fluency model directory"):
-        fl.FluencyModel.load(tmp_path)
+        FluencyModel.load(tmp_path)
 
 
 # ---------------------------------------------------------------- Spark
@@ -297,8 +300,8 @@ def python_counts(texts: list[str], model_vocab: np.ndarray, order: int) -> Coun
     radix = len(model_vocab) + 3
     out = Counter()
     for t in texts:
-        for line in fl.normalise(t):
-            toks = [fl.BOS, *(ids.get(c, fl.UNK) for c in line), fl.EOS]
+        for line in normalise(t):
+            toks = [BOS, *(ids.get(c, UNK) for c in line), EOS]
             for i in range(1, len(toks)):
                 for n in range(1, min(order, i + 1) + 1):
                     out[(n, sum(w * radix ** (n - 1 - j) for j, w in enumerate(toks[i - n + 1 : i + 1])))] += 1
@@ -354,9 +357,9 @@ def test_job_writes_a_loadable_model_and_reference_percentiles(spark, news, tmp_
         )
         == 0
     )
-    model = fl.FluencyModel.load(out)
+    model = FluencyModel.load(out)
     assert model.meta["order"] == 4 and model.meta["reference"]["files"][0]["bytes"] == ref.stat().st_size
-    profile = json.loads((out / fl.PERCENTILES_FILE).read_text())  # etl.quality.reference_profile's
+    profile = json.loads((out / PERCENTILES_FILE).read_text())  # etl.quality.reference_profile's
     values = profile["signals"]["fluency_ppl"]
     assert profile["percentiles"][3:5] == [1, 2] and len(values) == len(profile["percentiles"])
     assert values == sorted(values) and 60 <= profile["fluency_documents"] <= 100 and profile["documents"] == 400

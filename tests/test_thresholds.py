@@ -69,11 +69,11 @@ def test_profile_errors_are_clear(tmp_path):
 def saved_profile(tmp_path_factory):
     """A valid profile directory: a tiny fluency model and a reference profile beside it."""
     from demo.sources import news_pages
-    from filters.quality import fluency as fl
+    from filters.quality.fluency.model import train_local
 
     root = tmp_path_factory.mktemp("profile") / "out" / "demo" / "models" / "fluency"
     root.mkdir(parents=True)
-    fl.train_local(["\n".join([t, *p]) for t, p, _ in news_pages()[:20]], order=3).save(root)
+    train_local(["\n".join([t, *p]) for t, p, _ in news_pages()[:20]], order=3).save(root)
     (root / th.PROFILE_FILE).write_text(json.dumps(_profile({"fluency_ppl": _linear(100.0, 1100.0)})))
     return root
 
@@ -90,7 +90,7 @@ def test_auto_takes_make_demos_profile_under_the_working_directory(saved_profile
 
 def test_auto_without_a_valid_profile_says_why_the_rules_are_off(saved_profile, tmp_path):
     from filters.classifiers.classify import ModelError
-    from filters.quality.fluency import MODEL_FILE
+    from filters.quality.fluency.model import MODEL_FILE
     from filters.quality.screen import AUTO, resolve_profile
 
     missing = resolve_profile(AUTO, environ={"ZHCORPUS_AUTO_PROFILE": str(tmp_path / "none")})

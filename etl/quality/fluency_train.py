@@ -33,20 +33,10 @@ from etl.quality.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
 from filters.quality.crawl_repeat import CrawlRepeatConfig
-from filters.quality.fluency import (
-    MAX_CHARS,
-    NEWLINE,
-    PERCENTILES_FILE,
-    SPECIALS,
-    FluencyModel,
-    batch_counts,
-    char_counts,
-    check_radix,
-    choose_vocab,
-    normalise,
-    slices,
-    vocab_table,
-)
+from filters.quality.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab
+from filters.quality.fluency.model import MAX_CHARS, PERCENTILES_FILE, FluencyModel
+from filters.quality.fluency.normalise import NEWLINE, normalise
+from filters.quality.fluency.tokens import SPECIALS, slices, vocab_table
 
 log = logging.getLogger("zhcorpus")
 DOCUMENTS = -1  # pseudo code point under which the frequency pass counts documents

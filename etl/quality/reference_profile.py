@@ -40,7 +40,7 @@ def _signals_frame(texts: DataFrame, model_dir: str, sha256: str) -> DataFrame:
     schema = T.StructType([T.StructField(n, T.DoubleType()) for n in signal_names()])
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from filters.quality.fluency import FluencyModel
+        from filters.quality.fluency.model import FluencyModel
         from filters.quality.signals import signals_batch
 
         model = FluencyModel.load(SparkFiles.get(name), sha256)

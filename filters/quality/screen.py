@@ -103,7 +103,7 @@ def resolve_profile(requested: str, environ: Mapping[str, str] | None = None) ->
     user asked for it); "auto" takes ``AUTO_PROFILE_DIR`` (or ``$ZHCORPUS_AUTO_PROFILE``),
     absolute, when it holds a valid profile, and otherwise no profile with the reason."""
     from base.artifact import ModelError
-    from filters.quality.fluency import FluencyModel
+    from filters.quality.fluency.model import FluencyModel
 
     if requested != AUTO:
         if not requested:
@@ -147,7 +147,7 @@ class Screened:
 
 class Screen:
     def __init__(self, cfg: QualityConfig, profile_dir: str | Path | None = None):
-        from filters.quality.fluency import FluencyModel
+        from filters.quality.fluency.model import FluencyModel
 
         self.cfg = cfg
         profile = th.read_profile(profile_dir) if profile_dir else None
