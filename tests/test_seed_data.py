@@ -18,7 +18,7 @@ import pytest
 from demo.crawl import AD_KEYWORDS_FILE, SENSITIVE_DIR, TermMatcher, build_demo_crawl, inject, read_word_lists
 from demo.crawl.plan import MIN_CHARS
 from demo.seed import __main__ as seed_cli
-from demo.seed import build_seed_data
+from demo.seed import build_seed_data, spam_words
 from demo.seed.build import apportion
 from demo.seed.pages import window
 from demo.seed.raw import load_reference, raw_crawl_records
@@ -151,6 +151,16 @@ def test_seed_shares_no_template_or_word_list_with_the_crawl():
         assert not {"demo.crawl.inject", "demo.crawl.words"} & imported, path.name
         assert not {"AD_KEYWORDS_FILE", "NAV_LINES", "AD_TEMPLATES", "INJECTORS"} & names, path.name
         assert not any(n.startswith("SPAM_") and hasattr(inject, n) for n in names), path.name
+
+
+def test_every_word_pool_of_the_data_file_is_a_name_of_spam_words():
+    """The pools live in demo/seed/data/spam_words.toml; the module names each one, no more, no less,
+    as a tuple of non-empty words (or a str of single characters)."""
+    pools = spam_words.load_pools()
+    names = {n for n in vars(spam_words) if n.isupper() and not n.startswith("_")} - {"WORDS_FILE"}
+    assert names == set(pools) and len(pools) > 30
+    for name, pool in pools.items():
+        assert getattr(spam_words, name) == pool and isinstance(pool, str | tuple) and all(pool), name
 
 
 def test_spam_holds_no_crawl_template_text_and_no_ad_keyword(seed_dir):
