@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt $(NATIVE_SRC)
 	@command -v $${CXX:-g++} >/dev/null || command -v c++ >/dev/null || { echo "a C++17 compiler is required for filters._docpass (apt-get install g++)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements.lock -e '.[test]'
+	$(PY) -m pip install -q -c requirements.lock -e '.[demo,test]'
 	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	rm -f $(VENV)/.installed-* && touch $@
 

