@@ -158,28 +158,28 @@ bench-remote-write: $(STAMP)
 # Issue 23: the chain with make demo's models on an out-of-domain set (statutes, web fiction, an
 # idiom glossary; six keyword-free spam families; site chrome), against the issue's targets.
 data/ood/MANIFEST.json: | $(STAMP)
-	$(PY) -m demo.ood --output data/ood
+	$(PY) -m bench.evals.sets.ood --output data/ood
 
 bench-ood: demo-models data/ood/MANIFEST.json
-	$(PY) -m bench.bench_ood --ood data/ood/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
+	$(PY) -m bench.evals.ood --ood data/ood/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
 	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency
 
-# The blind second set (demo/ood_blind: dictionary, sayings, verse and Q&A pages; ten spam families).
+# The blind second set (bench/evals/sets/ood_blind: dictionary, sayings, verse and Q&A pages; ten spam families).
 data/ood_blind/MANIFEST.json: | $(STAMP)
-	$(PY) -m demo.ood_blind --output data/ood_blind
+	$(PY) -m bench.evals.sets.ood_blind --output data/ood_blind
 
 bench-ood-blind: demo-models data/ood_blind/MANIFEST.json
-	$(PY) -m bench.bench_ood --ood data/ood_blind/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
+	$(PY) -m bench.evals.ood --ood data/ood_blind/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
 	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency \
 	    --output out/bench-ood-blind
 
-# The third set (demo/ood_web: technical docs with code, Q&A, poetry, lists, forum threads; good
+# The third set (bench/evals/sets/ood_web: technical docs with code, Q&A, poetry, lists, forum threads; good
 # pages only): what the rules wrongly remove from real text of web genres (issue 32, item 3).
 data/ood_web/MANIFEST.json: | $(STAMP)
-	$(PY) -m demo.ood_web --output data/ood_web
+	$(PY) -m bench.evals.sets.ood_web --output data/ood_web
 
 bench-ood-web: demo-models data/ood_web/MANIFEST.json
-	$(PY) -m bench.bench_ood --ood data/ood_web/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
+	$(PY) -m bench.evals.ood --ood data/ood_web/ood.jsonl --spam-model $(DEMO_OUT)/models/spam \
 	    --quality-model $(DEMO_OUT)/models/quality --set quality.profile=$(DEMO_OUT)/models/fluency \
 	    --output out/bench-ood-web
 
@@ -188,14 +188,15 @@ bench-ood-web: demo-models data/ood_web/MANIFEST.json
 # run with the whole seed's model, one retrain and run per seed family (~20 min; BENCH_ARGS=--only-full
 # for a quick look). Report: out/bench/lofo.json (docs/quality.md).
 bench-lofo: demo-models data/ood/MANIFEST.json data/ood_blind/MANIFEST.json
-	$(PY) -m bench.bench_lofo --seed-dir $(DEMO_SEED) --quality-model $(DEMO_OUT)/models/quality \
+	$(PY) -m bench.evals.lofo --seed-dir $(DEMO_SEED) --quality-model $(DEMO_OUT)/models/quality \
 	    --profile $(DEMO_OUT)/models/fluency $(BENCH_ARGS)
 
-# Every other benchmark as make bench-NAME: bench/bench_NAME.py (dashes for underscores), its options in
-# BENCH_ARGS (make bench-fluency BENCH_ARGS="--mb 5"); the targets above also build what theirs read.
-# What each reads and measures: docs/benchmarks.md.
+# Every other benchmark as make bench-NAME: the speed benchmark bench/bench_NAME.py, else the quality
+# evaluation bench/evals/NAME.py (dashes for underscores), its options in BENCH_ARGS (make bench-fluency
+# BENCH_ARGS="--mb 5"); the targets above also build what theirs read. What each reads and measures:
+# docs/benchmarks.md (tests/test_bench_harness.py checks that every one has a target and an entry).
 bench-%: $(STAMP)
-	$(PY) -m bench.bench_$(subst -,_,$*) $(BENCH_ARGS)
+	$(PY) -m $(if $(wildcard bench/bench_$(subst -,_,$*).py),bench.bench_,bench.evals.)$(subst -,_,$*) $(BENCH_ARGS)
 
 # Re-pin the transitive closure after changing pyproject.toml.
 lock: $(STAMP)

@@ -5,9 +5,9 @@ figure, so Spark's fixed costs neither hide nor flatter the per-record cost.
 
     python -m bench.bench_corpus [--quick] [--cores 2] [--crawl-copies 8] [--plain-mb 8 64]
 
-Inputs (made once, cached under --out): the demo-shaped crawl (``demo.scaled_crawl``: copy 0 is
+Inputs (made once, cached under --out): the demo-shaped crawl (``bench.corpora.scaled_crawl``: copy 0 is
 the demo crawl, the large one has --crawl-copies copies) and plain Chinese text in one JSONL file
-(``demo.plain_text``) at the two --plain-mb sizes. The build runs as ``make demo`` runs it: both
+(``bench.corpora.plain_text``) at the two --plain-mb sizes. The build runs as ``make demo`` runs it: both
 demo classifiers (``make demo-models``), personal-data redaction, dedup with verification,
 decontamination against the demo's evaluation sets (``demo.eval_set``, made once under --out),
 tokenization and shards, with a fixed tokenizer trained once (cached) so every timed run only
@@ -207,8 +207,8 @@ def run_kind(new_session, args, cfg, name: str, small: list[str], large: list[st
 
 
 def inputs_for(args) -> dict[str, tuple[list[str], list[str]]]:
-    from demo.plain_text import PlainTextParams, ensure_plain_text
-    from demo.scaled_crawl import ensure_scaled_crawl
+    from bench.corpora.plain_text import PlainTextParams, ensure_plain_text
+    from bench.corpora.scaled_crawl import ensure_scaled_crawl
 
     max_docs, big_line = (QUICK["max_docs"], QUICK["big_line_mb"]) if args.quick else (None, 10.0)
     crawl = ensure_scaled_crawl(

@@ -6,7 +6,7 @@ MinHashLSH, datasketch and text-dedup, on one generated corpus, in one run; and
     python -m bench.bench_dedup --methods job bigcode datasketch --repeats 3        # the quick comparison
     python -m bench.bench_dedup --methods job --job-set verify=measure --job-set minhash.bands=20
 
-The corpus (``demo.dedup_corpus``: Chinese documents sharing site templates and stock phrases,
+The corpus (``bench.corpora.dedup_corpus``: Chinese documents sharing site templates and stock phrases,
 with injected near-duplicate families) is generated into OUT/corpus-<mb>mb-seed<seed> once and
 reused. Methods (``bench.dedup_methods``), each from reading the Parquet to writing its result,
 all on the same shingles (character n-grams of ``filters.dedup.minhash.normalise`` text), threshold
@@ -51,8 +51,8 @@ import pyarrow.parquet as pq
 from base.log import setup_logging
 from bench import dedup_methods as dm
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
+from bench.corpora.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from bench.harness import CpuMeter
-from demo.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from etl.dedup.stage import DedupConfig
 from filters.dedup import minhash as mh
 from jobs.config import load_config

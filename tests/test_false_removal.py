@@ -22,7 +22,7 @@ MAX_DOC_SHARE = 0.01  # ours: the statistics together may remove at most 1 % of 
 
 @pytest.fixture(scope="module")
 def good():
-    from demo.ood.build import OodConfig, ood_documents
+    from bench.evals.sets.ood.build import OodConfig, ood_documents
 
     records, _ = ood_documents(OodConfig())
     t2s = T2S("t2s")

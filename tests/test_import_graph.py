@@ -18,8 +18,12 @@ The rules, outermost package first:
 - ``jobs`` imports ``base``, ``filters``, ``etl``, ``train`` and its two helpers ``jobs.cli`` and
   ``jobs.config``; a job never imports another job.
 - ``demo`` imports ``base``, ``filters``, ``demo`` and ``etl.read`` (the demo seed reads the demo
-  crawl with the readers' pure-Python parser, ``etl.read.records``); never ``jobs``, ``train`` or
-  the Spark stages.
+  crawl with the readers' pure-Python parser, ``etl.read.records``); never ``jobs``, ``train``,
+  ``bench`` or the Spark stages.
+- ``bench`` may import every package, and none imports it. Within it (``BENCH_LAYERS``) the
+  generated inputs (``bench.corpora``, the evaluation sets of ``bench.evals.sets``) and the peers
+  import no benchmark; the speed benchmarks import no quality evaluation (``bench.evals``) and the
+  evaluations no speed benchmark: both share ``bench.harness``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("base", "filters", "etl", "train", "jobs", "demo")
+PACKAGES = ("base", "filters", "etl", "train", "jobs", "demo", "bench")
 
 # What each top-level package may import, of ours (itself always).
 MAY_IMPORT = {
@@ -40,6 +44,17 @@ MAY_IMPORT = {
     "train": {"base"},
     "jobs": {"base", "filters", "etl", "train"},
     "demo": {"base", "filters", "etl.read"},
+    "bench": {"base", "filters", "etl", "train", "jobs", "demo"},
+}
+# bench's parts, each with the parts of bench it may import: the speed benchmarks (bench/bench_*.py
+# and their helpers), the quality evaluations, and what they read or measure against.
+BENCH_LAYERS = {
+    "harness": set(),  # bench/harness.py: timing, process-tree CPU, Spark jobs, the result file
+    "peers": set(),  # bench/peers/: the other implementations a benchmark measures against
+    "corpora": set(),  # bench/corpora/: generated inputs of the speed benchmarks
+    "sets": set(),  # bench/evals/sets/: generators of the labelled evaluation sets
+    "speed": {"harness", "peers", "corpora"},
+    "evals": {"harness", "sets"},
 }
 # etl's packages, each with the etl packages it may import: a DAG (checked below), listed from the
 # bottom up. ORCHESTRATION stands for the modules at etl/ top level.
@@ -181,6 +196,15 @@ def _filters_part(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _bench_part(module: str) -> str:
+    parts = module.split(".") + [""]
+    if parts[1] in ("harness", "peers", "corpora"):
+        return parts[1]
+    if parts[1] == "evals":
+        return "sets" if parts[2] == "sets" else "evals"
+    return "speed"
+
+
 def _allowed(src: str, dst: str) -> bool:
     src_top, dst_top = src.split(".")[0], dst.split(".")[0]
     if src_top == dst_top:
@@ -190,6 +214,9 @@ def _allowed(src: str, dst: str) -> bool:
         if src_top == "etl":
             a, b = _etl_layer(src), _etl_layer(dst)
             return a == b or b in ETL_LAYERS[a] or dst == "etl"
+        if src_top == "bench":
+            a, b = _bench_part(src), _bench_part(dst)
+            return a == b or b in BENCH_LAYERS[a] or dst in ("bench", "bench.evals")
         if src_top == "jobs":
             return src in JOB_HELPERS or dst in JOB_HELPERS  # a job imports no other job
         return True
@@ -251,3 +278,17 @@ def test_a_new_upward_arrow_is_refused():
     assert not _allowed("filters.pangu.rules", "filters.quality.safety")  # a recipe imports no other recipe
     assert not _allowed("filters.dedup.minhash", "filters.docpass")
     assert _allowed("filters.quality.signals", "filters.text.chars") and _allowed("filters.docpass", "filters")
+    assert not _allowed("demo.reference", "bench.evals.sets.ood.registry") and not _allowed(
+        "etl.corpus", "bench.harness"
+    )
+    assert not _allowed("bench.bench_corpus", "bench.evals.ood")  # a speed benchmark imports no evaluation
+    assert not _allowed("bench.evals.sets.ood.build", "bench.evals.ood")  # a set's generator imports no evaluation
+    assert not _allowed("bench.corpora.plain_text", "bench.bench_corpus")
+    assert _allowed("bench.evals.lofo", "bench.evals.sets.ood") and _allowed(
+        "bench.bench_dedup", "bench.corpora.dedup_corpus"
+    )
+
+
+def test_the_bench_layers_name_every_part():
+    assert {_bench_part(m) for m in graph() if m.startswith("bench.")} == set(BENCH_LAYERS)
+    assert cycles(BENCH_LAYERS) == [] and all(d in BENCH_LAYERS for deps in BENCH_LAYERS.values() for d in deps)

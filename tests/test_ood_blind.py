@@ -1,4 +1,4 @@
-"""The blind out-of-domain set (demo.ood_blind): labels, families, counts, ids, determinism, and
+"""The blind out-of-domain set (bench.evals.sets.ood_blind): labels, families, counts, ids, determinism, and
 that the builder reads only its declared sources (never a reserved or already-used package)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from demo.ood.registry import DEMO_SOURCES, RESERVED
-from demo.ood_blind import build, chrome, good, spam
-from demo.ood_blind.build import BlindConfig
+from bench.evals.sets.ood_blind import build, chrome, good, spam
+from bench.evals.sets.ood_blind.build import BlindConfig
+from demo.registry import DEMO_SOURCES, RESERVED
 
 SMALL = BlindConfig(seed=3, spam_per_family=4, chrome_per_kind=2, good_limit=5)
 # Distributions the brief rules out: the reserved held-out ones and those the first OOD set used.
@@ -68,7 +68,7 @@ def test_good_pages_use_each_source_item_once():
 
 
 def test_builder_reads_only_its_declared_sources(monkeypatch):
-    """Every file opened while building lies in demo/ood_blind/data/ (or is OpenCC's own data),
+    """Every file opened while building lies in bench/evals/sets/ood_blind/data/ (or is OpenCC's own data),
     and no package is looked up by name: a reserved distribution's text cannot get in."""
     opened: list[Path] = []
     looked_up: list[str] = []

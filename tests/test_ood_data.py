@@ -1,5 +1,5 @@
-"""The out-of-domain evaluation set (demo.ood), the reference corpus (demo.reference) and the
-OOD bench's metric function (bench.bench_ood.ood_metrics). No Spark."""
+"""The out-of-domain evaluation set (bench.evals.sets.ood), the reference corpus (demo.reference) and the
+OOD bench's metric function (bench.evals.ood.ood_metrics). No Spark."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from collections import Counter
 import opencc
 import pytest
 
-from bench.bench_ood import line_removal, ood_metrics, target_checks
+from bench.evals.ood import line_removal, ood_metrics, target_checks
+from bench.evals.sets.ood import good, spam
+from bench.evals.sets.ood import write as write_ood
 from demo import reference
-from demo.ood import good, spam
-from demo.ood import write as write_ood
-from demo.ood.registry import DEMO_SOURCES, RESERVED, cn_to_int, int_to_cn
+from demo.registry import DEMO_SOURCES, RESERVED, cn_to_int, int_to_cn
 from filters.text.keywords import AD_KEYWORDS_FILE, SENSITIVE_DIR, KeywordMatcher, normalise, read_list, read_lists_dir
 from tests.conftest import ROOT
 
@@ -134,7 +134,10 @@ def test_sources_disjoint_and_not_reserved(ood, ref):
         "chinese-poetry:2.0.1",
         "manpages-zh:1.6.4.0-1",
     }
-    for licences in ("demo/ood_blind/data/LICENSES.md", "demo/ood_web/data/LICENSES.md"):  # the other OOD sets
+    for licences in (
+        "bench/evals/sets/ood_blind/data/LICENSES.md",
+        "bench/evals/sets/ood_web/data/LICENSES.md",
+    ):  # the other OOD sets
         page = (ROOT / licences).read_text(encoding="utf-8") if (ROOT / licences).exists() else ""
         read = "".join(line for line in page.splitlines() if line.startswith("|"))  # their tables of sources
         assert "chinese-poetry" not in read and "manpages-zh" not in read, licences

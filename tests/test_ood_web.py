@@ -1,4 +1,4 @@
-"""The third out-of-domain set (demo.ood_web): good pages of five web genres, ids, determinism,
+"""The third out-of-domain set (bench.evals.sets.ood_web): good pages of five web genres, ids, determinism,
 that the builder reads only its shipped sample, and that the sample's sources are declared and
 none is reserved or read by the reference or another set."""
 
@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from demo.ood_blind.build import DATA_BUDGET_BYTES
-from demo.ood_web import build, extract, good
-from demo.ood_web.build import WebConfig
+from bench.evals.sets.ood_blind.build import DATA_BUDGET_BYTES
+from bench.evals.sets.ood_web import build, extract, good
+from bench.evals.sets.ood_web.build import WebConfig
 
 SMALL = WebConfig(seed=3, good_limit=6)
 DATA = Path(good.DATA).resolve()

@@ -3,7 +3,7 @@ on text that must be spared, hand-computed scores, the literal prefilter (filter
 its parity with the one before issue 35: tests/test_safety_prefilter.py), user extensions, errors,
 and the false-removal rate on People's Daily news. No Spark.
 
-Every page below is ours, written for these tests (no text from demo/ood/ or data/ood/): promotion
+Every page below is ours, written for these tests (no text from bench/evals/sets/ood/ or data/ood/): promotion
 pages in several wordings per category, which must be caught, and text that must be spared: news
 about crackdowns that names the schemes and quotes their slogans, court judgments, a statute article
 on gambling, encyclopedic, advice and health texts, novels with gambling or brothels in them, bank

