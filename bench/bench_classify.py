@@ -19,6 +19,7 @@ import time
 
 import pyarrow.parquet as pq
 
+from bench import harness
 from etl.classify.stage import ClassifyConfig, classify_stage, ship_models
 from filters.classifiers.classify import TextClassifier, preprocess
 
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quality-model", default="out/demo/models/quality")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
 
     from etl.runtime.spark import get_spark
 
@@ -81,23 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     n = len(texts)
     t_plain, t_spark = statistics.median(plain), statistics.median(dist)
-    print(
-        json.dumps(
-            {
-                "documents": n,
-                "cores": args.cores,
-                "repeats": args.repeats,
-                "models_per_document": 2,
-                "plain_python_docs_s": round(n / t_plain, 1),
-                "spark_docs_s": round(n / t_spark, 1),
-                "spark_docs_s_per_core": round(n / t_spark / args.cores, 1),
-                "ratio_spark_per_core_vs_plain": round(t_plain / t_spark / args.cores, 3),
-                "segmenter": spam.segmenter.info(),
-                "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam, quality)},
-            },
-            indent=2,
-        )
-    )
+    result = {
+        "documents": n,
+        "cores": args.cores,
+        "repeats": args.repeats,
+        "models_per_document": 2,
+        "plain_python_docs_s": round(n / t_plain, 1),
+        "spark_docs_s": round(n / t_spark, 1),
+        "spark_docs_s_per_core": round(n / t_spark / args.cores, 1),
+        "ratio_spark_per_core_vs_plain": round(t_plain / t_spark / args.cores, 3),
+        "segmenter": spam.segmenter.info(),
+        "held_out": {m.meta["kind"]: m.meta["validation"] for m in (spam, quality)},
+    }
+    print(json.dumps(result, indent=2))
+    harness.write_result(args.result, "bench.bench_classify", args, result, started)
     return 0
 
 

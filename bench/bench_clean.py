@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from base.log import setup_logging
+from bench import harness
 from etl.clean.stage import clean_batch, get_cleaner
 from etl.read.readers import ARROW_RAW
 from etl.read.records import ReaderConfig, parse_file
@@ -115,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cleaner-only", action="store_true", help="only the Cleaner's CPU ms/MB in one process (no Spark)")
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     from etl.runtime.spark import get_spark
 
@@ -126,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         if f.is_file() and not f.name.startswith(("_", "."))
     )
     if args.cleaner_only:
-        print(json.dumps(cleaner_only(files, args.repeats), indent=2))
+        result = cleaner_only(files, args.repeats)
+        print(json.dumps(result, indent=2))
+        harness.write_result(args.result, "bench.bench_clean", args, result, started)
         return 0
     spark = get_spark("bench-clean", f"local[{args.cores}]")
     plain, dist, inner = [], [], []
@@ -158,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         "speedup_read_clean_only_vs_plain": round(t_plain / statistics.median(inner), 3),
     }
     print(json.dumps(result, indent=2))
+    harness.write_result(args.result, "bench.bench_clean", args, result, started)
     return 0
 
 

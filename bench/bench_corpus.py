@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", type=Path, default=Path("out/bench-corpus"))
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     for kind in ("spam", "quality", "fluency"):
         if not (Path(args.models) / kind / "metadata.json").exists():
@@ -283,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     result["segmentation"] = segment_anchor(survivors, QUICK["segment_chars"] if args.quick else 1_000_000)
     result["load_average"] = {"start": [round(x, 1) for x in load_start], "end": [round(x, 1) for x in os.getloadavg()]}
     result["bench_s"] = round(time.perf_counter() - t_start)
-    (args.out / "result.json").write_text(json.dumps(result, indent=2))
+    harness.write_result(args.out / "result.json", "bench.bench_corpus", args, result, started)
     print(json.dumps(result, indent=2))
     print("\n".join(table(result)))
     return 0

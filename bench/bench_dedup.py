@@ -44,12 +44,14 @@ import logging
 import os
 import statistics
 import subprocess
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from base.log import setup_logging
 from bench import dedup_methods as dm
+from bench import harness
 from bench.bench_shingle import shingle_sets, shingle_sweep, sweep_markdown
 from bench.corpora.dedup_corpus import CorpusParams, Pair, corpus_dir, ensure_corpus, family_pairs
 from bench.harness import CpuMeter
@@ -354,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also report LSH false positives and recall per shingle size, e.g. 3 4 5 6 7",
     )
     args = ap.parse_args(argv)
+    started = time.time()
     setup_logging()
     if set(args.methods) - set(METHODS):
         ap.error(f"--methods: unknown {sorted(set(args.methods) - set(METHODS))}; choose from {METHODS}")
@@ -386,14 +389,14 @@ def main(argv: list[str] | None = None) -> int:
             **compare(spark, cfg, corpus, out, args.methods, args.repeats, args.slow_repeats, args.mllib_limit),
         }
         spark.stop()
-        (out / "result.json").write_text(json.dumps(res, ensure_ascii=False, indent=2, default=str))
+        harness.write_result(out / "result.json", "bench.bench_dedup", args, res, started)
         print(json.dumps(res, ensure_ascii=False, indent=2, default=str))
         print(markdown(res))
     if args.shingle_sweep:
         _, texts, truth = load(corpus)
         rows = shingle_sweep(texts, truth, args.shingle_sweep, p)
         sweep = {"corpus": corpus_info, "threshold": p.threshold, "bands": p.bands, "rows": p.rows, "sizes": rows}
-        (out / "shingle_sweep.json").write_text(json.dumps(sweep, ensure_ascii=False, indent=2))
+        harness.write_result(out / "shingle_sweep.json", "bench.bench_dedup", args, sweep, started)
         print(sweep_markdown(rows))
     return 0
 

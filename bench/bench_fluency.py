@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from base.log import setup_logging
+from bench import harness
 from bench.harness import cpu_seconds
 from filters.quality.fluency.arpa import arpa_words
 from filters.quality.fluency.model import FluencyModel, train_local
@@ -97,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--texts", help="JSONL with a text field (default: the held-out news articles)")
     p.add_argument("--mb", type=float, default=5.0, help="repeat the texts up to this many MB")
     p.add_argument("--repeats", type=int, default=3)
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging()
     train, held = news_texts() if not (args.model and args.texts) else ([], [])
     t = time.process_time()
@@ -125,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         anchor["ours_speedup"] = round(anchor["cpu_s"] / report["ours"]["cpu_s"], 2)
     report["kenlm_python"] = anchor or "kenlm not installed (pip install kenlm==0.3.0 builds it from source)"
     print(json.dumps(report, indent=2, ensure_ascii=False))
+    harness.write_result(args.result, "bench.bench_fluency", args, report, started)
     return 0
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from bench import harness
 from etl.dedup import index_checks as ixc
 from etl.dedup.index import DedupIndex
 from etl.dedup.stage import DedupConfig
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--night", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
+    harness.add_result_arg(ap)
     args = ap.parse_args(argv)
+    started = time.time()
     spark = get_spark("bench-index-verify", "local[1]")
     params = DedupConfig().minhash.resolved()
     rng = np.random.default_rng(34)
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "verify_over_trusted": round(statistics.median(verified) / statistics.median(trusted), 2),
     }
     print(json.dumps(out, indent=2))
+    harness.write_result(args.result, "bench.bench_index_verify", args, out, started)
     return 0
 
 

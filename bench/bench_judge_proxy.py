@@ -14,6 +14,8 @@ import statistics
 import time
 from pathlib import Path
 
+from bench import harness
+
 ROOT = Path(__file__).resolve().parent.parent
 ANCHOR = 2000
 
@@ -55,17 +57,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab", type=int, nargs="+", default=[ANCHOR, 6000, 40000])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     vocabs = [ANCHOR] + [v for v in args.vocab if v != ANCHOR]
     times = step_seconds(vocabs, args.steps, args.warmup)
     anchor = statistics.median(times[ANCHOR])
     print(f"proxy step (jobs/configs/proxy.toml, one thread), median of {args.steps}:")
+    result = {}
     for v in vocabs:
         med = statistics.median(times[v])
+        result[v] = {"step_ms": round(1000 * med, 1), "vs_anchor": round(med / anchor, 2)}
         print(
             f"  vocabulary {v:>6,}: {1000 * med:7.1f} ms/step  x{med / anchor:5.2f} the {ANCHOR:,}-piece anchor"
             f"  -> 1,000 steps {med * 1000 / 60:5.1f} min"
         )
+    harness.write_result(
+        args.result, "bench.bench_judge_proxy", args, {"anchor": ANCHOR, "vocabularies": result}, started
+    )
     return 0
 
 

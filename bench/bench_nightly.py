@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 
 from base.log import setup_logging
+from bench import harness
 from bench.harness import CpuMeter
 from etl.dedup import local as dl
 from etl.dedup.index import DedupIndex, IndexConfig
@@ -288,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default="out/bench/nightly-work")
     ap.add_argument("--out", default="out/bench/nightly.json")
     args = ap.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     from etl.runtime.spark import get_spark
 
@@ -329,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         "year": year,
         "load_average": list(map(float, Path("/proc/loadavg").read_text().split()[:3])),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2))
+    harness.write_result(args.out, "bench.bench_nightly", args, report, started)
     print(table(sizes, year))
     small, big = sizes[f"{min(args.sizes)}x"], sizes[f"{max(args.sizes)}x"]
     print(

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from base.log import setup_logging
+from bench import harness
 from filters.dedup import decontam as dc
 from filters.dedup import minhash as mh
 from filters.pangu.config import RulesConfig
@@ -196,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ngram", type=int, default=dc.DEFAULT_NGRAM)
     p.add_argument("--sweep", action="store_true", help="also the n-gram sweep (false and missed hits)")
     p.add_argument("--no-spark", action="store_true")
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     docs = load_documents(args.documents)
     items, originals = load_eval()
@@ -234,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep:
         result["sweep"] = sweep(texts, items, originals)
     print(json.dumps(result, indent=2))
+    harness.write_result(args.result, "bench.bench_pii_decontam", args, result, started)
     return 0
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bench import harness
 from bench.harness import cpu_seconds
 from filters.quality.signals import SIGNALS, signals_batch
 from filters.text.segment import get_segmenter
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=2000, help="texts per signals_batch call")
     ap.add_argument("--output", help="also write the report here (JSON)")
     args = ap.parse_args(argv)
+    started = time.time()
     report = run(args.repeats, args.batch)
     print(
         f"{report['documents']} People's Daily documents, {report['mb']} MB: signals_batch "
@@ -95,9 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, row in report["percentiles"].items():
         print(f"{name:24s}" + "".join(f"{v:9.4f}" for v in row.values()))
     text = json.dumps(report, ensure_ascii=False, indent=1)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    harness.write_result(args.output, "bench.bench_quality", args, report, started)
     print(text)
 
 

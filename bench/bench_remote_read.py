@@ -35,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import harness
 from bench.bench_split_read import make_jsonl
 from bench.harness import free_port
 
@@ -269,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also a JSONL file of this size through binaryFile only (3300: over its 2 GiB limit)",
     )
     args = p.parse_args(argv)
+    started = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     files = {"jsonl": out / f"big-{args.jsonl_mb:g}.jsonl", "warc.gz": out / f"crawl-{args.warc_mb:g}.warc.gz"}
@@ -306,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         size = make_jsonl(big, int(args.big_jsonl_mb * 1e6))
         report["big_jsonl"] = {"size_mb": round(size / 1e6, 1), "binary_file": measure_binary(big)}
         print(json.dumps({"big_jsonl": report["big_jsonl"]}), flush=True)
-    (out / "result.json").write_text(json.dumps(report, indent=2))
+    harness.write_result(out / "result.json", "bench.bench_remote_read", args, report, started)
     return 0
 
 

@@ -287,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", dest="build", action="store_false", help="the writers alone")
     p.add_argument("--out", type=Path, default=ROOT / "out" / "bench_remote_write")
     args = p.parse_args(argv)
+    started = time.time()
 
     import logging
 
@@ -373,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         os.kill(server, 15)
     result["load_average"] = {"start": [round(x, 1) for x in load_start], "end": [round(x, 1) for x in os.getloadavg()]}
     result["bench_s"] = round(time.perf_counter() - t_start)
-    (out / "result.json").write_text(json.dumps(result, indent=2))
+    harness.write_result(out / "result.json", "bench.bench_remote_write", args, result, started)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from base.log import setup_logging
+from bench import harness
 from filters.classifiers.classify import MAX_CHARS, PREPROCESS_HMM, TextClassifier, positive_probs, preprocess_batch
 from filters.text.segment import get_segmenter
 from filters.tokenizer import NEWLINE, SPACE, ZhTokenizer, join_words
@@ -337,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also train both classifiers per candidate preprocessing (~2 min): the decision data",
     )
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     texts, kinds = crawl_documents(Path(args.crawl))
     pages = source_pages()
@@ -361,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             result["classifier_preprocessing_variants"] = preprocess_variants(Path(tmp) / "seed", texts, kinds)
         result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
+    harness.write_result(args.result, "bench.bench_segment", args, result, started)
     return 0
 
 

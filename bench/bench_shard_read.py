@@ -28,6 +28,7 @@ import numpy as np
 from base import committed as cm
 from base.indexed_dataset import IndexedDatasetWriter
 from base.s3 import S3Access, S3Config
+from bench import harness
 from bench.bench_remote_read import start_server
 from bench.harness import free_port
 
@@ -46,7 +47,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--mb", type=int, default=64)
     p.add_argument("--samples", type=int, default=2000)
     p.add_argument("--seq-len", type=int, default=2048)
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
 
     import boto3
 
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
         "samples_to_repay_fetch": round(fetch_s / max(per_ranged - per_cached, 1e-9)),
     }
     print(json.dumps(result, indent=1))
+    harness.write_result(args.result, "bench.bench_shard_read", args, result, started)
     return result
 
 

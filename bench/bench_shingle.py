@@ -24,6 +24,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow.parquet as pq
 
+from bench import harness
 from bench.corpora.dedup_corpus import family_pairs
 from filters.dedup import minhash as mh
 
@@ -126,10 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--documents", default="out/demo/corpus/documents")
     ap.add_argument("--sizes", type=int, nargs="+", default=[3, 4, 5, 6, 7])
+    harness.add_result_arg(ap)
     args = ap.parse_args(argv)
+    started = time.time()
     texts = pq.read_table(args.documents, columns=["text"]).column("text").to_pylist()
     rows = [measure(texts, n, mh.MinHashParams()) for n in args.sizes]
-    print(json.dumps({"documents": len(texts), "results": rows}, indent=2))
+    result = {"documents": len(texts), "results": rows}
+    print(json.dumps(result, indent=2))
+    harness.write_result(args.result, "bench.bench_shingle", args, result, started)
     return 0
 
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from base.log import setup_logging
+from bench import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 FILE_COLUMNS = ("source_file", "offset")  # where a row came from: differs between the two inputs
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", type=int, default=2, help="local[N]")
     ap.add_argument("--out", default=str(ROOT / "out" / "bench_small_files"))
     args = ap.parse_args(argv)
+    started = time.time()
     setup_logging(logging.WARNING)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     summary = summarize(runs, out, args.cores, cfg)
     print(json.dumps(summary, indent=1))
+    harness.write_result(Path(out) / "result.json", "bench.bench_small_files", args, summary, started)
     ok = summary["ratio_small_one"] <= 2.0 and summary["files_within_bound"] and summary["same_rows"]
     return 0 if ok else 1
 

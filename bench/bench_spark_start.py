@@ -24,6 +24,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from bench import harness
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = """from pyspark.sql import SparkSession
 spark = SparkSession.builder.appName("bench-spark-start").getOrCreate()
@@ -90,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--archives", nargs="+", type=Path, required=True, help="the first is the anchor")
     p.add_argument("--work-dir", type=Path, help="the worker's --work-dir, for per-executor archive times")
     p.add_argument("--rounds", type=int, default=3)
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "probe.py"
         probe.write_text(PROBE)
@@ -99,11 +103,19 @@ def main(argv: list[str] | None = None) -> int:
             for archive in args.archives:
                 runs[archive].append(submit(args.master, archive, probe))
     anchor = statistics.median(r["finished"] for r in runs[args.archives[0]])
+    result = {}
     for archive, rs in runs.items():
         finished = statistics.median(r["finished"] for r in rs)
         per_exec = [
             s for r in rs if args.work_dir and r["app"] for s in executor_archive_seconds(args.work_dir, r["app"])
         ]
+        result[str(archive)] = {
+            "mib": round(archive.stat().st_size / 2**20, 1),
+            "first_task_s": round(finished, 1),
+            "vs_anchor": round(finished / anchor, 2),
+            "executor_archive_s": round(statistics.median(per_exec), 1) if per_exec else None,
+            "runs": rs,
+        }
         print(
             f"{archive} ({archive.stat().st_size / 2**20:.1f} MiB): first task finished after {finished:.0f} s "
             f"(median of {len(rs)}; {finished / anchor:.2f}x the anchor), started after "
@@ -116,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             + f"; exit codes {sorted({r['rc'] for r in rs})}"
         )
     print("load:", open("/proc/loadavg").read().split()[:3])
+    harness.write_result(args.result, "bench.bench_spark_start", args, result, started)
     return 0
 
 

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from base.log import setup_logging
+from bench import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("zhcorpus")
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "out" / "bench_split"))
     ap.add_argument("--one-task-first", action="store_true", help="run the one-task read first (order check)")
     args = ap.parse_args(argv)
+    started = time.time()
     setup_logging()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         **results,
     }
     print(json.dumps(summary, indent=1, ensure_ascii=False))
+    harness.write_result(Path(args.out) / "result.json", "bench.bench_split_read", args, summary, started)
     spark.stop()
     return 0 if same else 1
 

@@ -32,6 +32,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch import nn
 
+from bench import harness
 from bench.harness import free_port
 from train.layout import ParallelConfig
 from train.model import ModelConfig, preset
@@ -305,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         default=["1x1x1", "2x1x1", "1x2x1", "1x1x2", "2x2x1", "1x1x4", "2x2x2"],
         help="tp x pp x dp layouts for the memory part",
     )
+    harness.add_result_arg(ap)
     args = ap.parse_args(argv)
+    started = time.time()
     cfg = preset(
         "350M",
         n_layers=args.layers,
@@ -327,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         layouts = [tuple(int(x) for x in s.split("x")) for s in args.layouts]
         results["memory"] = bench_memory(cfg, TrainConfig(global_batch=8, micro_batch=2), layouts, args.threads)
     print(json.dumps(results, indent=2))
+    harness.write_result(args.result, "bench.bench_train", args, results, started)
     print()
     print(markdown(results))
     return 0

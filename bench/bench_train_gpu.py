@@ -37,6 +37,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from bench import harness
 from train.layout import ParallelConfig
 from train.metrics import memory_gib
 from train.model import build_model, preset
@@ -284,11 +285,10 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    started = time.time()
     report = run(args)
     text = json.dumps(report, indent=1)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    harness.write_result(args.json, "bench.bench_train_gpu", args, report, started)
     print(text)
     print(table(report))
     return report

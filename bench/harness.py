@@ -1,18 +1,28 @@
 """What every benchmark measures with: CPU time of a call, the CPU and peak memory of the process
-tree (the driver, Spark's JVM and its Python workers), Spark's jobs by phase, a free port. Wall
-time is ``time.perf_counter()`` where it is read; on these shared machines the CPU figures,
-medians and ratios in one run are what a result quotes (docs/benchmarks.md)."""
+tree (the driver, Spark's JVM and its Python workers), Spark's jobs by phase, a free port; and the
+one shape of a result file (``write_result``). Wall time is ``time.perf_counter()`` where it is
+read; on these shared machines the CPU figures, medians and ratios in one run are what a result
+quotes (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
+import json
 import os
 import resource
 import socket
+import subprocess
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+# The keys of every result file, in this order (``result_record``).
+RESULT_KEYS = ("benchmark", "params", "results", "machine", "started", "seconds", "git")
 
 
 def cpu_seconds(fn: Callable[[], Any], repeats: int) -> float:
@@ -186,3 +196,62 @@ def memory_peaks() -> dict[str, float]:
         "python_worker_mb": round(max(map(_hwm_mb, procs["workers"]), default=0)),
         "python_workers": len(procs["workers"]),
     }
+
+
+# --- the result file --------------------------------------------------------------------------
+
+
+def git_state(root: Path = ROOT) -> dict[str, Any] | None:
+    """The commit the benchmark ran from, and whether tracked files differed from it (a figure
+    from a dirty tree names no commit exactly); None outside a git checkout."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def machine() -> dict[str, Any]:
+    """Cores and load average when the result is written: the load says how shared the machine was."""
+    return {"cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
+
+
+def result_record(benchmark: str, params: Mapping | argparse.Namespace, results: Any, started: float) -> dict:
+    """The one shape of a benchmark's result: ``benchmark`` (its module), ``params`` (its arguments),
+    ``results`` (what it measured, its own shape), ``machine``, ``started`` (UTC, ISO 8601, from
+    ``time.time()`` at its start), ``seconds`` (wall time since) and ``git`` (``git_state``)."""
+    params = vars(params) if isinstance(params, argparse.Namespace) else dict(params)
+    return {
+        "benchmark": benchmark,
+        "params": json.loads(json.dumps(params, default=str)),  # paths and the like as strings
+        "results": results,
+        "machine": machine(),
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(time.time() - started, 1),
+        "git": git_state(),
+    }
+
+
+def write_result(
+    path: str | Path | None, benchmark: str, params: Mapping | argparse.Namespace, results: Any, started: float
+) -> dict:
+    """Write ``result_record`` as JSON to ``path`` (its folder made; nothing written when None) and
+    return it: every benchmark writes its result file through this."""
+    record = result_record(benchmark, params, results, started)
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(record, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    return record
+
+
+def add_result_arg(parser: argparse.ArgumentParser) -> None:
+    """``--result FILE``: where a benchmark that prints its figures also writes its result file."""
+    parser.add_argument("--result", type=Path, default=None, help="also write the result here (JSON, bench.harness)")

@@ -23,11 +23,13 @@ import argparse
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 from base.log import setup_logging
+from bench import harness
 
 log = logging.getLogger("zhcorpus")
 BAD = ("spam", "chrome")  # the labels a detector should flag
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--output", type=Path, default=None, help="also write the JSON here")
     args = p.parse_args(argv)
+    started = time.time()
     setup_logging()
     rows = [json.loads(line) for line in args.ood.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts, labels = [r["text"] for r in rows], [r["label"] for r in rows]
@@ -132,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
     }
     text = json.dumps(report, indent=2, ensure_ascii=False)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + "\n", encoding="utf-8")
+    harness.write_result(args.output, "bench.evals.classify_ood", args, report, started)
     sys.stdout.write(text + "\n")
     return 0
 

@@ -16,9 +16,11 @@ import argparse
 import collections
 import json
 import random
+import time
 
 import numpy as np
 
+from bench import harness
 from filters.quality.words import FUNCTION_WORDS
 from filters.text.segment import get_segmenter
 
@@ -27,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reference", default="data/reference/reference.jsonl")
     p.add_argument("--crawl", default="out/bench/lofo/crawl.jsonl", help="the LOFO crawl (make bench-lofo)")
+    harness.add_result_arg(p)
     args = p.parse_args(argv)
+    started = time.time()
     seg = get_segmenter(None, hmm=False)
     fw = {w for w in FUNCTION_WORDS if len(w) <= 2}
 
@@ -58,9 +62,13 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(line)
             rows[f"{r.get('label', '?')} {r.get('family') or r.get('set')}"].append(score(r["text"]))
     print("| pages | n | median | 95th percentile | share over 2 |\n|---|---|---|---|---|")
+    result = {}
     for name in sorted(rows):
         v = np.array(rows[name])
+        result[name] = {"n": len(v), "median": np.median(v), "p95": np.percentile(v, 95), "over_2": np.mean(v > 2)}
         print(f"| {name} | {len(v)} | {np.median(v):.2f} | {np.percentile(v, 95):.2f} | {np.mean(v > 2):.2f} |")
+    result = {name: {k: round(float(x), 4) for k, x in r.items()} for name, r in result.items()}
+    harness.write_result(args.result, "bench.evals.fwpairs", args, result, started)
     return 0
 
 

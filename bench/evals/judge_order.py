@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from base.log import setup_logging
+from bench import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("zhcorpus")
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], help="KEY=VALUE, as jobs.judge_rules")
     p.add_argument("--output", required=True)
     args = p.parse_args(argv)
+    started = time.time()
 
     from etl.judge.report import comparison_line
     from etl.judge.stats import compare
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         "dev_loss": {v: {r["seed"]: r.get("dev_loss") for r in runs if r["variant"] == v} for v in args.variants},
         "vs_baseline": comparisons,
     }
-    (out / "compare.json").write_text(json.dumps(summary, indent=1))
+    harness.write_result(out / "compare.json", "bench.evals.judge_order", args, summary, started)
     return 0
 
 

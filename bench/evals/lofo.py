@@ -39,6 +39,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import harness
 from bench.evals.lofo_data import (
     SEED_SET,
     heldout_pages,
@@ -261,6 +262,7 @@ def evaluation_crawl(args: argparse.Namespace, seed_lines: list[str]) -> list[di
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    started = time.time()
     import opencc
 
     out = Path(args.output)
@@ -306,8 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": info,
         **report,
     }
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    harness.write_result(args.report, "bench.evals.lofo", args, result, started)
     print("\n".join(table_lines(report)))
     print(f"\nresult: {args.report}")
     return 0

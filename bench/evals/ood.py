@@ -27,6 +27,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from bench import harness
+
 # issue 23 "Done when": spam removed >= 95 %, chrome-only pages removed >= 80 %, good documents
 # kept >= 98 %, good lines removed <= 0.5 %. (name, metric key, ">=" or "<=", bound)
 TARGETS = (
@@ -212,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--output", default="out/bench-ood")
     args = p.parse_args(argv)
+    started = time.time()
 
     import opencc
 
@@ -232,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": target_checks(metrics),
         **metrics,
     }
-    (out / "result.json").write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    harness.write_result(out / "result.json", "bench.evals.ood", args, result, started)
     print("\n".join(table_lines(metrics)))
     print(f"\nresult: {out / 'result.json'}  (jobs.clean {seconds:.0f} s)")
     return 0
