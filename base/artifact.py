@@ -42,12 +42,13 @@ def require_sha256(path: Path, recorded: str | None, expected: str | None) -> st
     return actual
 
 
-def read_metadata(model_dir: Path, model_file: str) -> dict[str, Any]:
-    """A model directory's metadata.json, which must sit beside ``model_file``."""
+def read_metadata(model_dir: Path, model_file: str, kind: str = "model") -> dict[str, Any]:
+    """A model directory's metadata.json, which must sit beside ``model_file``; ``kind`` names the
+    directory in the error (``ModelError``: a file missing, the JSON not valid)."""
     meta_path, model_path = model_dir / META_FILE, model_dir / model_file
     if not model_path.is_file() or not meta_path.is_file():
-        raise ModelError(f"{model_dir} is not a model directory (needs {model_file} and {META_FILE})")
+        raise ModelError(f"{model_dir} is not a {kind} directory (needs {model_file} and {META_FILE})")
     try:
-        return json.loads(meta_path.read_text())
+        return json.loads(meta_path.read_text(encoding="utf-8"))
     except ValueError as e:
         raise ModelError(f"{meta_path} is not valid JSON: {e}") from e

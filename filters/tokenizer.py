@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from base.artifact import ModelError, sha256_file
+from base.artifact import META_FILE, ModelError, read_metadata, sha256_file
 from filters import docpass
 from filters.text.segment import (
     REFERENCE,
@@ -57,7 +57,7 @@ from filters.text.segment import (
 log = logging.getLogger("zhcorpus")
 
 PRESEGMENT_VERSION = "1"  # bump when presegment() changes: tokenizers trained before must be retrained
-MODEL_FILE, META_FILE = "tokenizer.model", "metadata.json"
+MODEL_FILE = "tokenizer.model"
 SPACE, NEWLINE, SEP = "\u2582", "\u2583", " "
 RESERVED_CHARS = "\u2581" + SPACE + NEWLINE
 _TO_MARKS = str.maketrans({" ": SPACE, "\n": NEWLINE})
@@ -120,15 +120,12 @@ class ZhTokenizer:
         in metadata.json (or ``expected_sha256``), the directory is incomplete, or ``engine``
         (None = the default) is not the recorded engine and fails the parity check."""
         model_dir = Path(model_dir)
-        model_path, meta_path = model_dir / MODEL_FILE, model_dir / META_FILE
-        if not model_path.is_file() or not meta_path.is_file():
-            raise ModelError(f"{model_dir} is not a tokenizer directory (needs {MODEL_FILE} and {META_FILE})")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
+        model_path = model_dir / MODEL_FILE
+        meta = read_metadata(model_dir, MODEL_FILE, "tokenizer")
         if not meta.get("sha256"):
-            raise ModelError(f"{meta_path} records no sha256: not a tokenizer directory written by train_sentencepiece")
+            raise ModelError(
+                f"{model_dir / META_FILE} records no sha256: not a tokenizer directory written by train_sentencepiece"
+            )
         proto = model_path.read_bytes()
         actual = hashlib.sha256(proto).hexdigest()
         for claimed, where in ((meta["sha256"], "metadata.json"), (expected_sha256, "the caller")):

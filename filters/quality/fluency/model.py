@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from base.artifact import ModelError, require_sha256, sha256_file
+from base.artifact import META_FILE, ModelError, read_metadata, require_sha256, sha256_file
 from filters.quality.fluency.arpa import write_arpa
 from filters.quality.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab, merge_counts
 from filters.quality.fluency.kneser_ney import estimate
@@ -21,7 +21,7 @@ from filters.quality.fluency.normalise import NORMALISE_VERSION
 from filters.quality.fluency.tables import NO_PROB, NgramTables
 from filters.quality.fluency.tokens import BOS, SPECIALS, encode, slices, vocab_table
 
-MODEL_FILE, META_FILE, PERCENTILES_FILE = "model.npz", "metadata.json", "reference_percentiles.json"
+MODEL_FILE, PERCENTILES_FILE = "model.npz", "reference_percentiles.json"
 # Scoring reads a document's opening MAX_CHARS characters (ours, issue 23's example; CCNet scores
 # whole documents, but a long tail adds time, not signal; filters/classifiers/classify.py reads 3,000).
 MAX_CHARS = 5000
@@ -79,13 +79,8 @@ class FluencyModel:
         """Refuses (``ModelError``) a directory without both files, a model.npz whose sha256 is not
         the one metadata.json (or ``expected_sha256``) records, and another normalise version."""
         model_dir = Path(model_dir)
-        npz, meta_path = model_dir / MODEL_FILE, model_dir / META_FILE
-        if not npz.is_file() or not meta_path.is_file():
-            raise ModelError(f"{model_dir} is not a fluency model directory (needs {MODEL_FILE} and {META_FILE})")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise ModelError(f"{meta_path} is not valid JSON: {e}") from e
+        npz = model_dir / MODEL_FILE
+        meta = read_metadata(model_dir, MODEL_FILE, "fluency model")
         require_sha256(npz, meta.get("sha256"), expected_sha256)
         if meta.get("format") != FORMAT:
             raise ModelError(f"{model_dir} holds format {meta.get('format')!r}, this code reads {FORMAT!r}")
