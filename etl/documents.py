@@ -244,8 +244,8 @@ def read_clean_classify(
             repeated.count()  # materialised before the per-document pass's rows are let go
         cached.unpersist()
         done.unpersist_shares()
-        cached, template_counts = repeated, done.counts
-    else:
-        cached, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
+        cached, rows, template_counts = repeated, repeated, done.counts
+    else:  # the cache itself is what ``Marked.unpersist`` lets go (a frame derived from it holds none)
+        rows, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
     # repeated input ids made unique (etl/read/ids.py)
-    return Marked(unique_ids(cached), files, models, screened.summary, cached, template_counts)
+    return Marked(unique_ids(rows), files, models, screened.summary, cached, template_counts)
