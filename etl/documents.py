@@ -20,8 +20,16 @@ from pyspark.sql import types as T
 from etl.classify.stage import ClassifyConfig, ShippedModels, classify_batch, loaded_model, ship_models
 from etl.clean.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
 from etl.clean.stage import CLEANED_SCHEMA, clean_batch, get_cleaner
+from etl.quality.crawl_repeat import (
+    KEY_FIELDS,
+    CrawlRepeatConfig,
+    ReferenceKeys,
+    crawl_repeat_stage,
+    reference_keys,
+    reference_spans,
+    with_keys_batch,
+)
 from etl.quality.crawl_repeat import SHARE as TEMPLATE_SHARE
-from etl.quality.crawl_repeat import crawl_repeat_stage, reference_spans
 from etl.quality.stage import (
     CLEAN_FLAG,
     Prepared,
@@ -128,6 +136,8 @@ class Marking:
     pii: PiiConfig
     quality: Prepared
     classify: ShippedModels | None  # None: no classification
+    template: CrawlRepeatConfig | None = None  # the template rule's keys, cut here (None: rule off)
+    reference: ReferenceKeys | None = None  # keys the template rule never counts
 
 
 def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
@@ -157,6 +167,8 @@ def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
             s.cfg,
             drop=m.quality.cfg.mode == "filter",
         )  # annotate mode: scores only
+    if m.template is not None:
+        b = with_keys_batch(b, m.template, reference_keys(m.reference) if m.reference is not None else None)
     return b
 
 
@@ -166,7 +178,10 @@ def marking(m: Marking) -> Then:
     Python once (its raw batch is never handed back to the JVM to be handed on)."""
     m.pii.resolved()  # a bad kind or mode fails here, on the driver, before any work
     schema = T.StructType(
-        list(CLEANED_SCHEMA.fields) + [PII_FIELD] + [T.StructField(n, t) for n, t, _ in signal_fields()]
+        list(CLEANED_SCHEMA.fields)
+        + [PII_FIELD]
+        + [T.StructField(n, t) for n, t, _ in signal_fields()]
+        + (list(KEY_FIELDS) if m.template is not None else [])
     )
     return Then(lambda batch: mark_batch(batch, m), schema)
 
@@ -201,9 +216,15 @@ def read_clean_classify(
     in ``Marked.template_counts``."""
     shipped = ship_models(spark, classify) if classify.enabled else None
     screened = prepare(spark, quality)
-    # read, clean, personal data, quality, classify in one pass (``marking``); in annotate
-    # mode a failed PanGu-α rule becomes a flag
-    marked, files = read_raw(spark, inputs, reader, counters, then=marking(Marking(rules, pii, screened, shipped)))
+    template = quality.template if quality.enabled and quality.template.enabled else None
+    reference = None
+    if template is not None:  # crawl-level template repetition (etl.quality.crawl_repeat): keys cut as text is read
+        reference, spans = reference_spans(spark, screened.cfg.profile, quality.template, screened.shipped)
+        screened.summary["template"] = {**asdict(quality.template), **spans}
+    # read, clean, personal data, quality, classify, template keys in one pass (``marking``); in
+    # annotate mode a failed PanGu-α rule becomes a flag
+    m = Marking(rules, pii, screened, shipped, template, reference)
+    marked, files = read_raw(spark, inputs, reader, counters, then=marking(m))
     models = (
         {}
         if shipped is None
@@ -213,10 +234,7 @@ def read_clean_classify(
         }
     )
     cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    if quality.enabled and quality.template.enabled:
-        # crawl-level template repetition: an aggregation over every kept document (etl.quality.crawl_repeat)
-        reference, spans = reference_spans(spark, screened.cfg.profile, quality.template, screened.shipped)
-        screened.summary["template"] = {**asdict(quality.template), **spans}
+    if template is not None:  # an aggregation over every record with text
         prior = read_parquet(spark, template_history, reader.s3) if template_history else None  # s3: committed
         with label_jobs(spark.sparkContext, "read, clean, classify, template repetition"):
             done = crawl_repeat_stage(
@@ -226,8 +244,8 @@ def read_clean_classify(
             repeated.count()  # materialised before the per-document pass's rows are let go
         cached.unpersist()
         done.unpersist_shares()
-        cached, template_counts = repeated, done.counts
-    else:
-        cached, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
+        cached, rows, template_counts = repeated, repeated, done.counts
+    else:  # the cache itself is what ``Marked.unpersist`` lets go (a frame derived from it holds none)
+        rows, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
     # repeated input ids made unique (etl/read/ids.py)
-    return Marked(unique_ids(cached), files, models, screened.summary, cached, template_counts)
+    return Marked(unique_ids(rows), files, models, screened.summary, cached, template_counts)

@@ -158,3 +158,29 @@ def test_dedup_job_on_the_built_documents(built, tmp_path, caplog):
     assert not (tmp_path / "d" / "_dedup_keys").exists()
     assert dedup_job.main(["--input", docs, "--output", str(tmp_path / "e"), "--set", "verify=off"]) == 2
     assert "verify was renamed: use dedup.verify" in caplog.text and not (tmp_path / "e").exists()
+
+
+def test_the_first_phase_leaves_no_cache_behind(spark, tmp_path):
+    """``Marked.unpersist`` lets go of what the first phase persisted, with the template rule on (the
+    rows it joined its shares to) and off (the cache the rows are derived from, not the derived frame)."""
+    from etl.documents import read_clean_classify
+    from etl.runtime.progress import Counters
+
+    crawl_fixture.build(tmp_path / "in")
+    persistent = spark.sparkContext._jsc.getPersistentRDDs  # the cached frames, once materialised
+    for setting in ("quality.template.enabled=true", "quality.enabled=false"):
+        cfg = load_config(BuildConfig, None, [setting])
+        before = persistent().size()
+        marked = read_clean_classify(
+            spark,
+            [str(tmp_path / "in")],
+            cfg.reader,
+            cfg.rules,
+            cfg.pii,
+            cfg.quality,
+            cfg.classify,
+            Counters(spark.sparkContext),
+        )
+        assert sum(marked.text_bytes()) > 0 and persistent().size() > before
+        marked.unpersist()
+        assert persistent().size() == before, setting

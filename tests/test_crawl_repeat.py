@@ -163,7 +163,7 @@ def test_min_docs_is_the_count_of_other_texts():
 def test_spark_stage_matches_the_reference(spark):
     import pyarrow as pa
 
-    from etl.quality.crawl_repeat import REASON, SHARE, crawl_repeat_stage
+    from etl.quality.crawl_repeat import REASON, SHARE, crawl_repeat_stage, keyed
     from etl.read import records as rec
 
     cfg = CrawlRepeatConfig(modulus=2, min_docs=20, max_share=0.5)  # 15 kept template pages: not enough alone
@@ -184,6 +184,11 @@ def test_spark_stage_matches_the_reference(spark):
     rows.append(dict(rows[0], kind=rec.FILE, offset=None, text=None))
     df = spark.createDataFrame(pa.Table.from_pylist(rows).to_pandas())
     out = {(r.source_file, r.offset): r for r in crawl_repeat_stage(df, cfg).rows.collect()}
+    # the build's way: the reading task cut the keys; the rule then runs in the JVM, no Python operator
+    cut = spark.createDataFrame(keyed(df, cfg).toArrow())  # as persisted: no Python under it
+    stage = crawl_repeat_stage(cut, cfg).rows
+    assert "MapInArrow" not in str(stage._jdf.queryExecution().executedPlan())
+    assert sorted(map(tuple, stage.collect())) == sorted(map(tuple, out.values()))
     want, n_keys = crawl_template_shares(texts, cfg)
     for i, t in enumerate(texts):
         r = out[(f"f{i % 3}", i)]

@@ -2,10 +2,11 @@
 whole input, after read → clean → quality → classify.
 
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
-   template) gives its distinct keys (sampled 8-character spans and clauses), tagged with an
-   identity of its text, so exact copies of one text count once, less the keys the reference
-   corpus holds (natural text is not a template, however often a crawl quotes it: they are never
-   counted), and one row of its own totals (sampled spans, letters and digits).
+   template) carries its distinct keys (sampled 8-character spans and clauses), cut by the reading
+   task's fused pass (``with_keys_batch``: the text crosses into Python once), with an identity of
+   its text, so exact copies of one text count once, less the keys the reference corpus holds
+   (natural text is not a template, however often a crawl quotes it: they are never counted), and
+   its own totals (sampled spans, letters and digits); the JVM explodes them (``key_rows``).
 2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``, one shuffle of
    16 bytes a key; the nightly adds the counts its published versions kept); the keys held by at
    least ``min_docs`` are template keys.
@@ -28,6 +29,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import SparkFiles, StorageLevel
 from pyspark.sql import DataFrame
@@ -46,25 +48,23 @@ log = logging.getLogger("zhcorpus")
 SHARE = "template_share"
 REASON = "template_share_high"
 QUALITY_STAGE = "quality"
-DOC = -1  # a text's own row among its keys: weight = its sampled spans, chars = its letters and digits
-_KEYS = T.StructType(
-    [
-        T.StructField("source_file", T.StringType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("ident", T.LongType()),
-        T.StructField("kind", T.ByteType()),
-        T.StructField("key", T.LongType()),
-        T.StructField("weight", T.IntegerType()),
-        T.StructField("chars", T.IntegerType()),
-    ]
-)
-_ARROW = pa.schema(
-    [
-        pa.field(f.name, t)
-        for f, t in zip(
-            _KEYS.fields, (pa.string(), pa.int64(), pa.int64(), pa.int8(), pa.int64(), pa.int32(), pa.int32())
-        )
-    ]
+# what a text's own row carries for the rule, cut by the reading task (``with_keys_batch``): an identity
+# of its letters and digits, its sampled spans (the reference's too) and its letters and digits, and
+# its distinct keys the reference does not hold, as lists (kind, key, weight); null on a row with no text
+KEY_COLUMNS = ("_tk_ident", "_tk_spans", "_tk_chars", "_tk_kinds", "_tk_keys", "_tk_weights")
+KEY_FIELDS = tuple(
+    T.StructField(name, t)
+    for name, t in zip(
+        KEY_COLUMNS,
+        (
+            T.LongType(),
+            T.IntegerType(),
+            T.IntegerType(),
+            T.ArrayType(T.ByteType()),
+            T.ArrayType(T.LongType()),
+            T.ArrayType(T.IntegerType()),
+        ),
+    )
 )
 
 
@@ -84,7 +84,7 @@ class ReferenceKeys:
 _reference: dict[str, np.ndarray] = {}
 
 
-def _reference_keys(ref: ReferenceKeys) -> np.ndarray:
+def reference_keys(ref: ReferenceKeys) -> np.ndarray:
     """The sorted keys, read once per Python worker."""
     if ref.sha256 not in _reference:
         path = Path(SparkFiles.get(ref.shipped)) / SPANS_FILE
@@ -100,68 +100,87 @@ def _held_by(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return sorted_keys[at] == keys
 
 
-def keys_batch(batch: pa.RecordBatch, cfg: CrawlRepeatConfig, reference: np.ndarray | None = None) -> pa.RecordBatch:
-    """A row per distinct key of every text in ``batch`` that ``reference`` (sorted) does not hold:
-    (source_file, offset, ident, kind, key, weight, chars null), ``filters.quality.crawl_repeat.BatchKeys``
-    as columns; then a row per text (kind ``DOC``, key = its identity, weight = its sampled spans
-    with the reference's, chars = its letters and digits)."""
-    texts = batch.column("text")
+def with_keys_batch(
+    batch: pa.RecordBatch, cfg: CrawlRepeatConfig, reference: np.ndarray | None = None
+) -> pa.RecordBatch:
+    """``batch`` (kind, text, ...) with ``KEY_COLUMNS`` for every record with text (null elsewhere): its
+    ``filters.quality.crawl_repeat.BatchKeys`` less the keys ``reference`` (sorted) holds. Run where the
+    text already is (the reading task's fused pass): the keys never cross into Python again."""
+    n = batch.num_rows
+    has = pc.and_(pc.equal(batch.column("kind"), rec.RECORD), pc.is_valid(batch.column("text"))).fill_null(False)
+    rows = np.flatnonzero(has.to_numpy(zero_copy_only=False))
+    texts = batch.column("text").take(pa.array(rows, pa.int64()))
     # the compiled pass reads the Arrow column in place (filters.docpass: the same keys)
     got = docpass.batch_keys(texts, cfg) if docpass.enabled() else batch_keys(texts.to_pylist(), cfg)
     keep = ~_held_by(reference, got.keys) if reference is not None else np.ones(len(got.keys), dtype=bool)
-    doc = np.concatenate((got.doc[keep], np.arange(batch.num_rows)))
-    take = pa.array(doc)
-    n_keys = int(keep.sum())
-    return pa.RecordBatch.from_arrays(
-        [
-            batch.column("source_file").take(take),
-            batch.column("offset").cast(pa.int64()).take(take),
-            pa.array(got.ident[doc]),
-            pa.array(np.concatenate((got.kind[keep], np.full(batch.num_rows, DOC))).astype(np.int8)),
-            pa.array(np.concatenate((got.keys[keep], got.ident))),
-            pa.array(np.concatenate((got.weight[keep], got.n_spans)).astype(np.int32)),
-            pa.array(np.concatenate((np.zeros(n_keys), got.chars)).astype(np.int32), mask=np.arange(len(doc)) < n_keys),
-        ],
-        schema=_ARROW,
+    per_row = np.zeros(n, dtype=np.int64)
+    per_row[rows] = np.bincount(got.doc[keep], minlength=len(rows))  # keys are grouped by text, in order
+    offsets = pa.array(np.concatenate(([0], np.cumsum(per_row))).astype(np.int32))
+    missing = pa.array(~has.to_numpy(zero_copy_only=False))
+
+    def per_text(values: np.ndarray, arrow: pa.DataType) -> pa.Array:
+        full = np.zeros(n, dtype=values.dtype)
+        full[rows] = values
+        return pa.array(full, arrow, mask=missing.to_numpy(zero_copy_only=False))
+
+    def lists(values: np.ndarray, arrow: pa.DataType) -> pa.Array:
+        return pa.ListArray.from_arrays(offsets, pa.array(values[keep], arrow), mask=missing)
+
+    columns = (
+        per_text(got.ident, pa.int64()),
+        per_text(got.n_spans, pa.int32()),
+        per_text(got.chars, pa.int32()),
+        lists(got.kind, pa.int8()),
+        lists(got.keys, pa.int64()),
+        lists(got.weight, pa.int32()),
+    )
+    for name, column in zip(KEY_COLUMNS, columns):
+        batch = batch.append_column(name, column)
+    return batch
+
+
+def keyed(rows: DataFrame, cfg: CrawlRepeatConfig, reference: ReferenceKeys | None = None) -> DataFrame:
+    """``rows`` with ``KEY_COLUMNS``: as they are when the reading task cut them, else cut here."""
+    if set(KEY_COLUMNS) <= set(rows.columns):
+        return rows
+    schema = T.StructType(list(rows.schema.fields) + list(KEY_FIELDS))
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ref = reference_keys(reference) if reference is not None else None
+        for b in batches:
+            yield with_keys_batch(b, cfg, ref)
+
+    return rows.mapInArrow(apply, schema)
+
+
+def key_rows(rows: DataFrame) -> DataFrame:
+    """(source_file, offset, ident, kind, key, weight): a row per key of the ``keyed`` rows, exploded
+    in the JVM (no Python)."""
+    zipped = F.arrays_zip(
+        F.col("_tk_kinds").alias("kind"), F.col("_tk_keys").alias("key"), F.col("_tk_weights").alias("weight")
+    )
+    return rows.where(F.col("_tk_ident").isNotNull()).select(
+        "source_file", "offset", F.col("_tk_ident").alias("ident"), F.inline(zipped)
     )
 
 
 def key_counts(keys: DataFrame) -> DataFrame:
     """(key, texts): how many distinct texts hold each key (exact copies count once). ``keys``:
-    ``text_keys``' key rows. One shuffle, by key: the distinct (key, ident) pairs and their count
+    ``key_rows``. One shuffle, by key: the distinct (key, ident) pairs and their count
     per key are both aggregated inside it."""
     pairs = keys.select("key", "ident").repartition("key").distinct()
     return pairs.groupBy("key").agg(F.count(F.lit(1)).alias("texts"))
 
 
-def text_keys(texts: DataFrame, cfg: CrawlRepeatConfig, reference: ReferenceKeys | None = None) -> DataFrame:
-    """A row per distinct key of every text and one per text (``keys_batch``); ``texts``: rows
-    with source_file, offset, text."""
-
-    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ref = _reference_keys(reference) if reference is not None else None
-        for b in batches:
-            yield keys_batch(b, cfg, ref)
-
-    return texts.select("source_file", "offset", "text").mapInArrow(apply, _KEYS)
-
-
 def template_shares(
-    texts: DataFrame,
-    cfg: CrawlRepeatConfig,
-    reference: ReferenceKeys | None = None,
-    prior_counts: DataFrame | None = None,
-    keys: DataFrame | None = None,
+    rows: DataFrame, cfg: CrawlRepeatConfig, prior_counts: DataFrame | None = None
 ) -> tuple[DataFrame, DataFrame]:
     """(source_file, offset, template_share, template_keys) of every text with at least one
     sampled span key (``filters.quality.crawl_repeat.template_share``), and this input's ``key_counts``.
-    ``texts``: rows with source_file, offset, text. ``reference``: keys never counted.
-    ``prior_counts``: (key, texts) of earlier inputs (the nightly's published versions), added to
-    this input's. ``keys``: ``text_keys(texts)`` when the caller has them (persisted: the counts,
-    the hits and the totals all read them)."""
-    keys = text_keys(texts, cfg, reference) if keys is None else keys
-    key_rows = keys.where(F.col("kind") != DOC)
-    counts = key_counts(key_rows)
+    ``rows``: ``keyed`` rows. ``prior_counts``: (key, texts) of earlier inputs (the nightly's
+    published versions), added to this input's."""
+    keys = key_rows(rows)
+    counts = key_counts(keys)
     total = counts
     if prior_counts is not None:
         total = (
@@ -170,7 +189,7 @@ def template_shares(
     held = total.where(F.col("texts") >= cfg.min_docs).select("key")
     span = F.col("kind") == SPAN
     hits = (
-        key_rows.join(held, "key")  # template keys only: a natural page has few
+        keys.join(held, "key")  # template keys only: a natural page has few
         .groupBy("source_file", "offset")
         .agg(
             F.sum(span.cast("int")).alias("_span_hits"),
@@ -178,8 +197,8 @@ def template_shares(
         )
     )
     per_doc = (
-        keys.where((F.col("kind") == DOC) & (F.col("weight") > 0))
-        .select("source_file", "offset", F.col("weight").alias("template_keys"), F.col("chars").alias("_chars"))
+        rows.where(F.col("_tk_ident").isNotNull() & (F.col("_tk_spans") > 0))
+        .select("source_file", "offset", F.col("_tk_spans").alias("template_keys"), F.col("_tk_chars").alias("_chars"))
         .join(hits, ["source_file", "offset"], "left")
     )
     share = F.greatest(
@@ -220,20 +239,18 @@ def crawl_repeat_stage(
     per-document shares they are joined with; with ``keep_counts``, this input's key counts,
     persisted (what a nightly version keeps for the next nights). Runs one job now (counting the
     shares: broadcast up to ``BROADCAST_MAX``)."""
+    columns = [c for c in rows.columns if c not in KEY_COLUMNS]
     if not cfg.enabled:
-        return TemplatePass(rows.withColumn(SHARE, F.lit(None).cast("double")))
+        return TemplatePass(rows.select(*columns).withColumn(SHARE, F.lit(None).cast("double")))
     # every record with text is evidence of a template, the ones an earlier rule removed too (a
-    # farm's pages caught by another rule still show the frame its other pages share)
-    texts = rows.where((F.col("kind") == rec.RECORD) & F.col("text").isNotNull())
-    # the keys once (the counts, the hits and the totals read them; unpersisted, each cut them again)
-    keys = text_keys(texts, cfg, reference).persist(StorageLevel.MEMORY_AND_DISK)
-    shares, counts = template_shares(texts, cfg, reference, prior_counts, keys)
+    # farm's pages caught by another rule still show the frame its other pages share); the keys
+    # come with the rows (cut in the reading task), exploded where the counts and the hits read them
+    shares, counts = template_shares(keyed(rows, cfg, reference), cfg, prior_counts)
     if keep_counts:
         counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
     shares = shares.persist(StorageLevel.MEMORY_AND_DISK)
     small = shares.count() <= BROADCAST_MAX  # ~40 bytes a document: the rows are then not shuffled
-    keys.unpersist()
-    out = rows.join(F.broadcast(shares) if small else shares, ["source_file", "offset"], "left")
+    out = rows.select(*columns).join(F.broadcast(shares) if small else shares, ["source_file", "offset"], "left")
     live_row = (F.col("kind") == rec.RECORD) & F.col("reason").isNull()
     hit = live_row & (F.col("template_keys") >= cfg.min_keys) & (F.col(SHARE) >= cfg.max_share)
     flags = F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), F.array(F.lit(REASON))))
@@ -244,7 +261,7 @@ def crawl_repeat_stage(
     if mode == "filter":
         cols["stage"] = F.when(hit, F.lit(QUALITY_STAGE)).otherwise(F.col("stage"))
         cols["reason"] = F.when(hit, F.lit(REASON)).otherwise(F.col("reason"))
-    return TemplatePass(out.withColumns(cols).select(*rows.columns, SHARE), shares, counts if keep_counts else None)
+    return TemplatePass(out.withColumns(cols).select(*columns, SHARE), shares, counts if keep_counts else None)
 
 
 def write_reference_spans(texts: DataFrame, out_dir: str | Path, cfg: CrawlRepeatConfig) -> dict:
