@@ -62,6 +62,22 @@ def test_planted_copies_are_caught_and_clean_pages_are_not(matcher):
         assert [str(h) for h in matcher.hits(text)] == expected, name
 
 
+def test_a_batch_gets_the_hits_of_each_text(matcher):
+    """``hits_batch`` (the stage's way: the batch normalised at once) against ``hits`` text by text,
+    on the planted pages, full-width and traditional forms, combining marks, a lone surrogate, empty."""
+    texts = [t for t, _ in crawl().values()]
+    texts += [
+        "",
+        "\u0301" + QA[0][1],
+        QA[1][1].replace("，", ","),
+        "ＡＢＣ" + QA[2][1],
+        "\ud800" + SENTI[0][1],
+        P[0] * 3,
+    ]
+    assert matcher.hits_batch(texts) == [matcher.hits(t) for t in texts]
+    assert any(matcher.hits_batch(texts))
+
+
 def test_how_a_hit_was_made(matcher):
     assert {h.how for h in matcher.hits(crawl()["whole"][0])} == {dc.NGRAM}
     assert [h.how for h in matcher.hits(crawl()["short_whole"][0])] == [dc.WHOLE]

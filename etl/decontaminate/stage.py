@@ -193,10 +193,8 @@ def decontaminate_batch(batch: pa.RecordBatch, matcher: dc.Matcher, drop: bool) 
     texts, reasons = batch.column("text").to_pylist(), batch.column("reason").to_pylist()
     marks = {n: batch.column(n).to_pylist() for n in _MARK_COLUMNS}
     hits_col: list[Any] = [None] * batch.num_rows
-    for i, (text, reason) in enumerate(zip(texts, reasons)):
-        if reason is not None:
-            continue
-        hits = matcher.hits(text or "")
+    documents = [i for i, reason in enumerate(reasons) if reason is None]
+    for i, hits in zip(documents, matcher.hits_batch([texts[i] for i in documents])):
         hits_col[i] = [{"benchmark": h.benchmark, "item_id": h.item_id} for h in hits[:MAX_HITS_PER_DOC]]
         if drop and hits:
             marks["stage"][i], marks["reason"][i], marks["detail"][i] = DECONTAM_STAGE, CONTAMINATED, str(hits[0])

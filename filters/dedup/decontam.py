@@ -182,7 +182,10 @@ class Matcher:
 
     def item_indices(self, text: str) -> tuple[list[int], list[int]]:
         """(items hit by an n-gram, items contained whole), each sorted and distinct."""
-        norm = mh.normalise(text or "")
+        return self._indices(mh.normalise(text or ""))
+
+    def _indices(self, norm: str) -> tuple[list[int], list[int]]:
+        """``item_indices`` of a text already normalised (``minhash.normalise``)."""
         ngram_hits: list[int] = []
         idx = self.index
         if len(idx.hashes) and len(norm) >= idx.n:
@@ -202,6 +205,13 @@ class Matcher:
 
     def hits(self, text: str) -> list[Hit]:
         """Every item the document hits, in index order (benchmark, then the item's order)."""
-        ngram, whole = self.item_indices(text)
+        return self._hits(*self.item_indices(text))
+
+    def hits_batch(self, texts: list[str]) -> list[list[Hit]]:
+        """``[self.hits(t) for t in texts]``, the texts normalised at once (``minhash.normalise_batch``:
+        a third of the work text by text)."""
+        return [self._hits(*self._indices(norm)) for norm in mh.normalise_batch([t or "" for t in texts])]
+
+    def _hits(self, ngram: list[int], whole: list[int]) -> list[Hit]:
         how = {i: NGRAM for i in ngram} | {i: WHOLE for i in whole if i not in ngram}
         return [Hit(*self.index.items[i], how[i]) for i in sorted(how)]
