@@ -208,6 +208,12 @@ def test_every_benchmark_runs_from_make_and_is_listed():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_paths_exist(page):
+    missing = sorted(p for p in named_paths(text(page)) if not (ROOT / p).exists())
+    assert not missing, f"{page.relative_to(ROOT)} names repository paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_local_links_resolve(page):
     bad = broken_links(page)
     assert not bad, f"{page.relative_to(ROOT)} has broken links: {bad}"
