@@ -40,3 +40,25 @@ def test_header_counts_have_thousands_separators():
     line = page.summary_line({"elapsed_s": 12.5, "spark_master": "local[2]"}, {"total_tokens": 3513015})
     assert "3,513,015" in line and "3513015" not in line
     assert "n/a" in page.summary_line({}, {})
+
+
+def test_signal_panels_draw_each_groups_box_and_the_threshold():
+    """The signals grid (SVG written directly): a panel per signal, a box per group that has the
+    signal, the threshold dashed where the rule has one, readable ticks also for a constant signal."""
+    report = {
+        "quality": {
+            "distributions": {
+                "kept": {"documents": 3, "a": [0.0, 0.1, 0.2, 0.3, 0.4], "b": [1.0] * 5},
+                "removed": {"documents": 1, "a": [0.5, 0.6, 0.7, 0.8, 0.9]},
+            },
+            "thresholds": {"a": {"value": 0.45}},
+        }
+    }
+    fig = page._signals(report)
+    assert 'id="plot-signals"' in fig and "(kept 3, removed 1)" in fig
+    assert fig.count(">a</text>") == 1 and fig.count(">b</text>") == 1
+    assert fig.count('height="16"') == 3  # boxes: a kept, a removed, b kept
+    assert fig.count("stroke-dasharray") == 1
+    assert "nan" not in fig.lower() and "-0.0<" not in fig
+    assert ">0.25<" in fig or ">0.2<" in fig  # ticks over a's range
+    assert "no quality signals" in page._signals({"quality": {}})
