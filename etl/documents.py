@@ -168,7 +168,7 @@ def mark_batch(batch: pa.RecordBatch, m: Marking) -> pa.RecordBatch:
             drop=m.quality.cfg.mode == "filter",
         )  # annotate mode: scores only
     if m.template is not None:
-        b = with_keys_batch(b, m.template, reference_keys(m.reference) if m.reference is not None else None)
+        b = with_keys_batch(b, m.template, reference_keys(m.reference))
     return b
 
 

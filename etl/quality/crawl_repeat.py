@@ -84,8 +84,10 @@ class ReferenceKeys:
 _reference: dict[str, np.ndarray] = {}
 
 
-def reference_keys(ref: ReferenceKeys) -> np.ndarray:
-    """The sorted keys, read once per Python worker."""
+def reference_keys(ref: ReferenceKeys | None) -> np.ndarray | None:
+    """The sorted keys, read once per Python worker (None: no reference)."""
+    if ref is None:
+        return None
     if ref.sha256 not in _reference:
         path = Path(SparkFiles.get(ref.shipped)) / SPANS_FILE
         _reference[ref.sha256] = np.sort(pq.read_table(path).column("key").to_numpy())
@@ -108,7 +110,8 @@ def with_keys_batch(
     text already is (the reading task's fused pass): the keys never cross into Python again."""
     n = batch.num_rows
     has = pc.and_(pc.equal(batch.column("kind"), rec.RECORD), pc.is_valid(batch.column("text"))).fill_null(False)
-    rows = np.flatnonzero(has.to_numpy(zero_copy_only=False))
+    has = has.to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(has)
     texts = batch.column("text").take(pa.array(rows, pa.int64()))
     # the compiled pass reads the Arrow column in place (filters.docpass: the same keys)
     got = docpass.batch_keys(texts, cfg) if docpass.enabled() else batch_keys(texts.to_pylist(), cfg)
@@ -116,15 +119,15 @@ def with_keys_batch(
     per_row = np.zeros(n, dtype=np.int64)
     per_row[rows] = np.bincount(got.doc[keep], minlength=len(rows))  # keys are grouped by text, in order
     offsets = pa.array(np.concatenate(([0], np.cumsum(per_row))).astype(np.int32))
-    missing = pa.array(~has.to_numpy(zero_copy_only=False))
+    missing = ~has
 
     def per_text(values: np.ndarray, arrow: pa.DataType) -> pa.Array:
         full = np.zeros(n, dtype=values.dtype)
         full[rows] = values
-        return pa.array(full, arrow, mask=missing.to_numpy(zero_copy_only=False))
+        return pa.array(full, arrow, mask=missing)
 
     def lists(values: np.ndarray, arrow: pa.DataType) -> pa.Array:
-        return pa.ListArray.from_arrays(offsets, pa.array(values[keep], arrow), mask=missing)
+        return pa.ListArray.from_arrays(offsets, pa.array(values[keep], arrow), mask=pa.array(missing))
 
     columns = (
         per_text(got.ident, pa.int64()),
@@ -146,7 +149,7 @@ def keyed(rows: DataFrame, cfg: CrawlRepeatConfig, reference: ReferenceKeys | No
     schema = T.StructType(list(rows.schema.fields) + list(KEY_FIELDS))
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ref = reference_keys(reference) if reference is not None else None
+        ref = reference_keys(reference)
         for b in batches:
             yield with_keys_batch(b, cfg, ref)
 
