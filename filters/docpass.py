@@ -270,23 +270,24 @@ def batch_keys(texts: pa.Array | Sequence[str], cfg):
 
     arr = strings(texts)
     offsets, data = buffers(arr)
-    doc, kind, keys, weight, ident, chars, python = _classify_engine().template_keys(
-        offsets, data, _alnum_table(), cfg.ngram, cfg.modulus, cfg.min_clause
+    doc, kind, keys, weight, ident, chars, python, context = _classify_engine().template_keys(
+        offsets, data, _alnum_table(), cfg.ngram, cfg.modulus, cfg.min_clause, cfg.min_copy
     )
     redo = np.flatnonzero(python)
     if len(redo):
         got = cr.batch_keys([arr[int(i)].as_py() for i in redo], cfg)
         doc = np.concatenate((doc, redo[got.doc]))
         order = np.argsort(doc, kind="stable")  # each text's keys stay in their order
-        doc, kind, keys, weight = (
+        doc, kind, keys, weight, context = (
             doc[order],
             np.concatenate((kind, got.kind))[order],
             np.concatenate((keys, got.keys))[order],
             np.concatenate((weight, got.weight))[order],
+            np.concatenate((context, got.context))[order],
         )
         ident[redo], chars[redo] = got.ident, got.chars
     n_spans = np.bincount(doc[kind == cr.SPAN], minlength=len(arr))
-    return cr.BatchKeys(doc, kind, keys, weight, ident, chars, n_spans)
+    return cr.BatchKeys(doc, kind, keys, weight, ident, chars, n_spans, context)
 
 
 def presegment_batch(texts: pa.Array | Sequence[str]) -> list[str]:

@@ -95,6 +95,8 @@ def test_batch_keys_equal_the_per_document_keys():
             assert np.array_equal(got.keys[spans], want.spans), j
             assert np.array_equal(got.keys[clauses], want.clauses), j
             assert np.array_equal(got.weight[clauses], want.weights), j
+            assert np.array_equal(got.context[spans], want.span_contexts), j
+            assert np.array_equal(got.context[clauses], want.clause_contexts), j
             assert got.chars[j] == want.chars and got.n_spans[j] == len(want.spans)
     copies = cr.batch_keys(["甲乙丙丁，戊己庚辛壬癸。", "甲乙丙丁戊己庚辛 壬癸", "甲乙丙丁戊己庚辛壬"], ALL).ident
     assert copies[0] == copies[1] != copies[2]
@@ -144,10 +146,33 @@ def test_exact_copies_count_once():
     copies = [one, one.replace("，", ","), one.replace("，", " ")] * 4
     shares, _ = crawl_template_shares(copies + _prose_pages(3), cfg)
     assert np.all(shares[:12] == 0.0)
-    # made different by one slot word each, the same pages are a template
-    varied = [c + CITIES[i] + "分店" for i, c in enumerate(copies)]
-    shares, _ = crawl_template_shares(varied, cfg)
-    assert np.all(shares[:12] > 0.9)
+    # made different by a word appended to each, they are near copies (MinHash's business): their
+    # sentences are held verbatim; with the word inside the sentence, they are a template
+    appended = [c + CITIES[i] + "分店" for i, c in enumerate(copies)]
+    assert np.all(crawl_template_shares(appended, cfg)[0] < 0.1)
+    inside = [c.replace("期待您的光临", CITIES[i] + "分店期待您的光临") for i, c in enumerate(copies)]
+    assert np.all(crawl_template_shares(inside, cfg)[0] > 0.8)
+
+
+ARTICLES = (
+    "盗窃公私财物数额较大的或者多次盗窃入户盗窃携带凶器盗窃扒窃的处三年以下有期徒刑拘役或者管制并处或者单处罚金。",
+    "故意伤害他人身体的处三年以下有期徒刑拘役或者管制犯前款罪致人重伤的处三年以上十年以下有期徒刑。",
+    "以非法占有为目的诈骗公私财物数额较大的处三年以下有期徒刑拘役或者管制并处或者单处罚金。",
+    "在公共场所当众实施猥亵行为或者聚众实施的处五年以上有期徒刑数额特别巨大的依照前款的规定处罚。",
+)
+
+
+def test_sentences_quoted_verbatim_are_copies_not_templates():
+    """Pages that each quote three of four long articles of a statute (with a line of their own) hold
+    the articles' keys in one context each: quotations, not a template, unless ``min_copy`` is 0
+    (every key's context its page: the rule before it). A frame whose sentences change slot words
+    is a template either way (``test_template_pages_are_templates_and_prose_is_not``)."""
+    rng = random.Random(7)
+    pages = [f"第{i}页，转载自网友的整理。\n" + "\n".join(rng.sample(ARTICLES, 3)) for i in range(12)]
+    for min_copy, want in ((32, False), (0, True)):
+        cfg = CrawlRepeatConfig(modulus=1, min_copy=min_copy)
+        shares, n = crawl_template_shares(pages + _prose_pages(3), cfg)
+        assert [is_template(s, k, cfg) for s, k in zip(shares[:12], n[:12])] == [want] * 12, min_copy
 
 
 def test_min_docs_is_the_count_of_other_texts():
@@ -167,7 +192,9 @@ def test_spark_stage_matches_the_reference(spark):
     from etl.read import records as rec
 
     cfg = CrawlRepeatConfig(modulus=2, min_docs=20, max_share=0.5)  # 15 kept template pages: not enough alone
-    texts = _template_pages(30) + _prose_pages(6) + [PROSE[0]] * 3 + ["太短"]
+    rng = random.Random(11)  # 25 pages quoting the same articles: quotations, not templates
+    quotes = [f"第{i}页，网友整理。\n" + "\n".join(rng.sample(ARTICLES, 4)) for i in range(25)]
+    texts = _template_pages(30) + _prose_pages(6) + [PROSE[0]] * 3 + ["太短"] + quotes
     rows = [
         {
             "kind": rec.RECORD,
@@ -203,6 +230,7 @@ def test_spark_stage_matches_the_reference(spark):
         assert (r.reason == REASON) == (REASON in (r.quality_flags or []))
     assert out[("f0", 999)].reason == "unreadable" and out[("f0", 999)][SHARE] is None
     assert all(out[(f"f{i % 3}", i)].reason == REASON for i in range(0, 30, 2))  # the template pages left
+    assert not any(out[(f"f{i % 3}", i)].reason for i in range(len(texts) - len(quotes), len(texts)))
 
 
 @pytest.mark.slow
@@ -339,18 +367,25 @@ class _Root:
 
 
 def test_nightly_counts_only_keys_cut_the_same_way(tmp_path):
-    """Keys cut with another span length never match tonight's: a version built before a change of
-    settings is left out of the template history (with a warning), the others are counted."""
+    """Keys cut with another span length never match tonight's, nor counts made before contexts were
+    counted (no ``min_copy``): a version built before a change of settings is left out of the
+    template history (with a warning), the others are counted."""
     from etl.quality.crawl_repeat import template_history
 
     cfg = CrawlRepeatConfig()
-    for v, ngram in (("v000001", 10), ("v000002", cfg.ngram), ("v000003", cfg.ngram)):
+    settings = {"ngram": cfg.ngram, "modulus": cfg.modulus, "min_clause": cfg.min_clause, "min_copy": cfg.min_copy}
+    versions = {
+        "v000001": {**settings, "ngram": 10},
+        "v000002": settings,
+        "v000003": settings,
+        "v000005": {k: v for k, v in settings.items() if k != "min_copy"},
+    }
+    for v, template in versions.items():
         (tmp_path / "versions" / v / "template_keys").mkdir(parents=True)
-        template = {"ngram": ngram, "modulus": cfg.modulus, "min_clause": cfg.min_clause}
         report = {"config": {"quality": {"template": template}}}
         (tmp_path / "versions" / v / "report.json").write_text(json.dumps(report), encoding="utf-8")
     (tmp_path / "versions" / "v000004").mkdir()  # no template_keys/ (the rule was off)
-    got = template_history(_Root(tmp_path), ["v000001", "v000002", "v000003", "v000004"], cfg)
+    got = template_history(_Root(tmp_path), ["v000001", "v000002", "v000003", "v000004", "v000005"], cfg)
     assert got == [str(tmp_path / "versions" / v / "template_keys") for v in ("v000002", "v000003")]
 
 
@@ -362,8 +397,8 @@ def test_key_counts_shuffle_the_keys_once(spark):
 
     from etl.quality.crawl_repeat import key_counts
 
-    keys = spark.createDataFrame(pd.DataFrame({"key": [1, 1, 2, 1], "ident": [7, 7, 7, 8]}))
+    keys = spark.createDataFrame(pd.DataFrame({"key": [1, 1, 2, 1], "ident": [7, 7, 7, 8], "context": [5, 5, 5, 3]}))
     counts = key_counts(keys)
-    assert sorted(map(tuple, counts.collect())) == [(1, 2), (2, 1)]
+    assert sorted(map(tuple, counts.collect())) == [(1, 2, 3, 5), (2, 1, 5, 5)]
     final = str(counts._jdf.queryExecution().executedPlan()).split("== Initial Plan ==")[0]  # AQE prints both
     assert final.count("Exchange") == 1

@@ -238,7 +238,7 @@ def test_template_keys_equal_the_reference(documents):
     from filters.quality import crawl_repeat as cr
 
     texts = documents + ["Σας ΣΑΣ ὈΔΥΣΣΕΎΣ 中文中文中文中文中文中文", "e\u0301 café 한국어 ᄀ\u1161 模板模板模板模板"]
-    for cfg in (cr.CrawlRepeatConfig(), cr.CrawlRepeatConfig(ngram=5, modulus=1, min_clause=0)):
+    for cfg in (cr.CrawlRepeatConfig(), cr.CrawlRepeatConfig(ngram=5, modulus=1, min_clause=0, min_copy=12)):
         got, expected = docpass.batch_keys(pa.array(texts), cfg), cr.batch_keys(texts, cfg)
-        for field in ("doc", "kind", "keys", "weight", "ident", "chars", "n_spans"):
+        for field in ("doc", "kind", "keys", "weight", "ident", "chars", "n_spans", "context"):
             np.testing.assert_array_equal(getattr(got, field), getattr(expected, field), err_msg=field)

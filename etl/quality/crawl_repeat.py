@@ -4,12 +4,14 @@ whole input, after read → clean → quality → classify.
 1. Each record with text (kept or already rejected by another rule: both are evidence of a
    template) carries its distinct keys (sampled 8-character spans and clauses), cut by the reading
    task's fused pass (``with_keys_batch``: the text crosses into Python once), with an identity of
-   its text, so exact copies of one text count once, less the keys the reference corpus holds
-   (natural text is not a template, however often a crawl quotes it: they are never counted), and
-   its own totals (sampled spans, letters and digits); the JVM explodes them (``key_rows``).
-2. ``groupBy(key)`` counts the distinct texts holding each key (``key_counts``, one shuffle of
-   16 bytes a key; the nightly adds the counts its published versions kept); the keys held by at
-   least ``min_docs`` are template keys.
+   its text, so exact copies of one text count once, and the context each key is held in (the long
+   sentence holding it, or the text), less the keys the reference corpus holds (natural text is not
+   a template, however often a crawl quotes it: they are never counted), and its own totals
+   (sampled spans, letters and digits); the JVM explodes them (``key_rows``).
+2. ``groupBy(key)`` counts the distinct texts holding each key and the extremes of their contexts
+   (``key_counts``, one shuffle of 24 bytes a key; the nightly adds the counts its published
+   versions kept); the keys held by at least ``min_docs`` texts in two contexts or more are
+   template keys (a long sentence held verbatim by many texts is a quotation, not a frame).
 3. Only the keys that are template keys go on to a per-document count (a natural page has few),
    which the per-document totals turn into ``template_share`` (the larger of its spans' and its
    clause characters' share that are template keys); it is joined back by (source_file, offset),
@@ -50,8 +52,9 @@ REASON = "template_share_high"
 QUALITY_STAGE = "quality"
 # what a text's own row carries for the rule, cut by the reading task (``with_keys_batch``): an identity
 # of its letters and digits, its sampled spans (the reference's too) and its letters and digits, and
-# its distinct keys the reference does not hold, as lists (kind, key, weight); null on a row with no text
-KEY_COLUMNS = ("_tk_ident", "_tk_spans", "_tk_chars", "_tk_kinds", "_tk_keys", "_tk_weights")
+# its distinct keys the reference does not hold, as lists (kind, key, weight, context); null on a row
+# with no text
+KEY_COLUMNS = ("_tk_ident", "_tk_spans", "_tk_chars", "_tk_kinds", "_tk_keys", "_tk_weights", "_tk_contexts")
 KEY_FIELDS = tuple(
     T.StructField(name, t)
     for name, t in zip(
@@ -63,6 +66,7 @@ KEY_FIELDS = tuple(
             T.ArrayType(T.ByteType()),
             T.ArrayType(T.LongType()),
             T.ArrayType(T.IntegerType()),
+            T.ArrayType(T.LongType()),
         ),
     )
 )
@@ -136,6 +140,7 @@ def with_keys_batch(
         lists(got.kind, pa.int8()),
         lists(got.keys, pa.int64()),
         lists(got.weight, pa.int32()),
+        lists(got.context, pa.int64()),
     )
     for name, column in zip(KEY_COLUMNS, columns):
         batch = batch.append_column(name, column)
@@ -157,10 +162,13 @@ def keyed(rows: DataFrame, cfg: CrawlRepeatConfig, reference: ReferenceKeys | No
 
 
 def key_rows(rows: DataFrame) -> DataFrame:
-    """(source_file, offset, ident, kind, key, weight): a row per key of the ``keyed`` rows, exploded
-    in the JVM (no Python)."""
+    """(source_file, offset, ident, kind, key, weight, context): a row per key of the ``keyed`` rows,
+    exploded in the JVM (no Python)."""
     zipped = F.arrays_zip(
-        F.col("_tk_kinds").alias("kind"), F.col("_tk_keys").alias("key"), F.col("_tk_weights").alias("weight")
+        F.col("_tk_kinds").alias("kind"),
+        F.col("_tk_keys").alias("key"),
+        F.col("_tk_weights").alias("weight"),
+        F.col("_tk_contexts").alias("context"),
     )
     return rows.where(F.col("_tk_ident").isNotNull()).select(
         "source_file", "offset", F.col("_tk_ident").alias("ident"), F.inline(zipped)
@@ -168,11 +176,15 @@ def key_rows(rows: DataFrame) -> DataFrame:
 
 
 def key_counts(keys: DataFrame) -> DataFrame:
-    """(key, texts): how many distinct texts hold each key (exact copies count once). ``keys``:
-    ``key_rows``. One shuffle, by key: the distinct (key, ident) pairs and their count
-    per key are both aggregated inside it."""
-    pairs = keys.select("key", "ident").repartition("key").distinct()
-    return pairs.groupBy("key").agg(F.count(F.lit(1)).alias("texts"))
+    """(key, texts, context_lo, context_hi): how many distinct texts hold each key (exact copies
+    count once; a text's copies hold a key in the same context) and the least and greatest of the
+    contexts they hold it in (two contexts or more when they differ: a sum and two extremes, which
+    the nightly adds up across inputs). ``keys``: ``key_rows``. One shuffle, by key: the distinct
+    (key, ident, context) rows and their aggregate per key are both computed inside it."""
+    pairs = keys.select("key", "ident", "context").repartition("key").distinct()
+    return pairs.groupBy("key").agg(
+        F.count(F.lit(1)).alias("texts"), F.min("context").alias("context_lo"), F.max("context").alias("context_hi")
+    )
 
 
 def template_shares(
@@ -180,16 +192,24 @@ def template_shares(
 ) -> tuple[DataFrame, DataFrame]:
     """(source_file, offset, template_share, template_keys) of every text with at least one
     sampled span key (``filters.quality.crawl_repeat.template_share``), and this input's ``key_counts``.
-    ``rows``: ``keyed`` rows. ``prior_counts``: (key, texts) of earlier inputs (the nightly's
-    published versions), added to this input's."""
+    ``rows``: ``keyed`` rows. ``prior_counts``: ``key_counts`` of earlier inputs (the nightly's
+    published versions), added to this input's. A template key: held by ``min_docs`` texts, in at
+    least two contexts (``CrawlRepeatConfig.min_copy``)."""
     keys = key_rows(rows)
     counts = key_counts(keys)
     total = counts
     if prior_counts is not None:
         total = (
-            counts.unionByName(prior_counts.select(*COUNT_COLUMNS)).groupBy("key").agg(F.sum("texts").alias("texts"))
+            counts.unionByName(prior_counts.select(*COUNT_COLUMNS))
+            .groupBy("key")
+            .agg(
+                F.sum("texts").alias("texts"),
+                F.min("context_lo").alias("context_lo"),
+                F.max("context_hi").alias("context_hi"),
+            )
         )
-    held = total.where(F.col("texts") >= cfg.min_docs).select("key")
+    varied = F.col("context_lo") != F.col("context_hi")
+    held = total.where((F.col("texts") >= cfg.min_docs) & varied).select("key")
     span = F.col("kind") == SPAN
     hits = (
         keys.join(held, "key")  # template keys only: a natural page has few
@@ -211,7 +231,7 @@ def template_shares(
     return per_doc.select("source_file", "offset", share.alias(SHARE), "template_keys"), counts
 
 
-COUNT_COLUMNS = ("key", "texts")
+COUNT_COLUMNS = ("key", "texts", "context_lo", "context_hi")
 
 
 @dataclass
@@ -316,7 +336,7 @@ def reference_spans(
     return ReferenceKeys(shipped, meta["sha256"]), summary
 
 
-TEMPLATE_SETTINGS = ("ngram", "modulus", "min_clause")  # what a template key is cut with
+TEMPLATE_SETTINGS = ("ngram", "modulus", "min_clause", "min_copy")  # what a template key is cut with
 
 
 def template_history(root, versions: list[str], cfg: CrawlRepeatConfig, keys_dir: str = "template_keys") -> list[str]:

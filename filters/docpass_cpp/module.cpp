@@ -12,6 +12,7 @@
 #include <memory>
 #include <unordered_map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common.h"
@@ -314,29 +315,33 @@ class Engine {
   }
 
   // filters.quality.crawl_repeat.batch_keys: per text, its distinct sampled span keys and clause keys
-  // (sorted by kind, then key as unsigned) with the characters a clause covers, its identity and
-  // its letters and digits; `alnum`: the reference's mask per code point. Texts with a character
-  // the NFKC tables cannot map are flagged (`python`) and left out: Python cuts them.
+  // (sorted by kind, then key as unsigned) with the characters a clause covers and the context each is
+  // held in (its long sentence's identity, or the text's), its identity and its letters and digits;
+  // `alnum`: the reference's mask per code point. Texts with a character the NFKC tables cannot map
+  // are flagged (`python`) and left out: Python cuts them.
   py::tuple template_keys(Array<int64_t> offsets, py::buffer data, Array<uint8_t> alnum, int ngram, int modulus,
-                          int min_clause) {
+                          int min_clause, int min_copy) {
     if (!c_simple_.size()) throw std::runtime_error("call set_classify first");
     constexpr uint64_t CLAUSE_TAG = 0x5BD1E9955BD1E995ULL;
     Strings s(offsets, data);
     const uint8_t *simple = c_simple_.data(), *length = c_length_.data(), *mask = alnum.data();
     const int64_t* offset = c_offset_.data();
     const uint32_t* flat = c_flat_.data();
-    std::vector<int64_t> doc, kind, weight;
+    std::vector<int64_t> doc, kind, weight, context;
     std::vector<uint64_t> keys;
     Array<int64_t> ident(s.n), chars(s.n);
     Array<uint8_t> python(s.n);
     int64_t *id_p = ident.mutable_data(), *ch_p = chars.mutable_data();
     uint8_t* py_p = python.mutable_data();
+    auto sentence_end = [](uint32_t x) {
+      return x == 0x3002 || x == '!' || x == '?' || x == ';' || x == '\n' || x == '\r';
+    };
     {
       py::gil_scoped_release release;
       std::vector<uint32_t> seq;
-      std::vector<int64_t> pos;
-      std::vector<uint64_t> spans;
-      std::vector<std::pair<uint64_t, int64_t>> clauses;
+      std::vector<int64_t> pos, sentence, ctx;
+      std::vector<std::pair<uint64_t, int64_t>> spans;
+      std::vector<std::tuple<uint64_t, int64_t, int64_t>> clauses;
       for (int64_t i = 0; i < s.n; ++i) {
         decode_utf8(s.at(i), s.size(i), codes_);
         py_p[i] = 0;
@@ -344,7 +349,8 @@ class Engine {
         ch_p[i] = 0;
         seq.clear();
         pos.clear();
-        int64_t p = 0;
+        sentence.clear();
+        int64_t p = 0, sent = 0;
         bool ok = true;
         for (uint32_t c : codes_) {
           if (!simple[c]) {
@@ -356,6 +362,9 @@ class Engine {
             if (mask[x]) {
               seq.push_back(x >= '0' && x <= '9' ? '0' : x);
               pos.push_back(p);
+              sentence.push_back(sent);
+            } else if (sentence_end(x)) {
+              ++sent;
             }
           }
         }
@@ -364,33 +373,52 @@ class Engine {
           continue;
         }
         const int64_t m = static_cast<int64_t>(seq.size());
+        const int64_t me = static_cast<int64_t>(substring_key(seq.data(), 0, m) >> 1);
         ch_p[i] = m;
-        id_p[i] = static_cast<int64_t>(substring_key(seq.data(), 0, m) >> 1);
+        id_p[i] = me;
+        ctx.assign(m, me);
+        if (min_copy > 0) {
+          for (int64_t a = 0; a < m;) {
+            int64_t b = a + 1;
+            while (b < m && sentence[b] == sentence[a]) ++b;
+            if (b - a >= min_copy) {
+              const int64_t c = static_cast<int64_t>(substring_key(seq.data(), a, b) >> 1);
+              std::fill(ctx.begin() + a, ctx.begin() + b, c);
+            }
+            a = b;
+          }
+        }
+        // a key held in one context in the text keeps it; in two, the text is its context
+        auto held_in = [me](int64_t lo, int64_t hi) { return lo == hi ? lo : me; };
         spans.clear();
         for (int64_t a = 0; a + ngram <= m; ++a) {
           uint64_t k = substring_key(seq.data(), a, a + ngram);
-          if (modulus <= 1 || (k >> 40) % static_cast<uint64_t>(modulus) == 0) spans.push_back(k);
+          if (modulus <= 1 || (k >> 40) % static_cast<uint64_t>(modulus) == 0) spans.push_back({k, ctx[a]});
         }
         std::sort(spans.begin(), spans.end());
-        spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+        for (size_t a = 0; a < spans.size();) {
+          size_t b = a + 1;
+          while (b < spans.size() && spans[b].first == spans[a].first) ++b;
+          doc.push_back(i), kind.push_back(0), keys.push_back(spans[a].first), weight.push_back(1);
+          context.push_back(held_in(spans[a].second, spans[b - 1].second));
+          a = b;
+        }
         clauses.clear();
         if (min_clause > 0) {
           for (int64_t a = 0; a < m;) {
             int64_t b = a + 1;
             while (b < m && pos[b] == pos[b - 1] + 1) ++b;
-            if (b - a >= min_clause) clauses.push_back({substring_key(seq.data(), a, b) ^ CLAUSE_TAG, b - a});
+            if (b - a >= min_clause) clauses.emplace_back(substring_key(seq.data(), a, b) ^ CLAUSE_TAG, ctx[a], b - a);
             a = b;
           }
           std::sort(clauses.begin(), clauses.end());
         }
-        for (uint64_t k : spans) {
-          doc.push_back(i), kind.push_back(0), keys.push_back(k), weight.push_back(1);
-        }
         for (size_t a = 0; a < clauses.size();) {
           size_t b = a;
           int64_t w = 0;
-          while (b < clauses.size() && clauses[b].first == clauses[a].first) w += clauses[b++].second;
-          doc.push_back(i), kind.push_back(1), keys.push_back(clauses[a].first), weight.push_back(w);
+          while (b < clauses.size() && std::get<0>(clauses[b]) == std::get<0>(clauses[a])) w += std::get<2>(clauses[b++]);
+          doc.push_back(i), kind.push_back(1), keys.push_back(std::get<0>(clauses[a])), weight.push_back(w);
+          context.push_back(held_in(std::get<1>(clauses[a]), std::get<1>(clauses[b - 1])));
           a = b;
         }
       }
@@ -398,7 +426,8 @@ class Engine {
     Array<int64_t> key_out(keys.size());
     std::memcpy(key_out.mutable_data(), keys.data(), keys.size() * sizeof(uint64_t));
     return py::make_tuple(Array<int64_t>(doc.size(), doc.data()), Array<int64_t>(kind.size(), kind.data()), key_out,
-                          Array<int64_t>(weight.size(), weight.data()), ident, chars, python);
+                          Array<int64_t>(weight.size(), weight.data()), ident, chars, python,
+                          Array<int64_t>(context.size(), context.data()));
   }
 
   size_t fluency_bytes() const { return fluency_ ? fluency_->memory_bytes() : 0; }
