@@ -407,6 +407,8 @@ def test_elastic_run_goes_on_with_one_worker_when_a_node_is_lost(two_nodes, trai
                 "ray.min_workers=1",
                 "--set",
                 "ray.resize_interval_s=5",
+                "--set",
+                "ray.worker_start_timeout_s=30",  # Ray's 60 s wait for the lost node's worker, halved
                 "--data",
                 str(shards),
                 "--output",

@@ -135,6 +135,28 @@ def test_model_section_is_the_models_config_on_a_preset():
         load_config(TrainLMConfig, None, ["train.compile_backend=tvm"])
     with pytest.raises(ValueError, match="ray.resize_interval_s must be > 0"):  # the section's own check
         load_config(TrainLMConfig, None, ["ray.resize_interval_s=0"])
+    with pytest.raises(ValueError, match="ray.worker_start_timeout_s must be >= 0"):
+        load_config(TrainLMConfig, None, ["ray.worker_start_timeout_s=-1"])
+
+
+def test_worker_start_timeout_reaches_ray_trains_controller(monkeypatch, tmp_path):
+    """``ray.worker_start_timeout_s`` is Ray Train V2's group start timeout, set in the driver's
+    environment, which Ray Train hands on to its controller (a Ray upgrade that renames the
+    variable or stops handing it on fails here); 0 leaves Ray's own setting alone."""
+    import types
+
+    from ray.train.v2._internal import constants
+
+    from train.job import WORKER_START_TIMEOUT_ENV, build_trainer
+
+    assert WORKER_START_TIMEOUT_ENV == constants.WORKER_GROUP_START_TIMEOUT_S_ENV_VAR
+    assert WORKER_START_TIMEOUT_ENV in constants.ENV_VARS_TO_PROPAGATE
+    job = types.SimpleNamespace(run_dir=str(tmp_path))
+    monkeypatch.setenv(WORKER_START_TIMEOUT_ENV, "45")
+    build_trainer(load_config(TrainLMConfig, None, ["ray.use_gpu=false"]), job)
+    assert os.environ[WORKER_START_TIMEOUT_ENV] == "45"  # the default: the user's (or Ray's) setting
+    build_trainer(load_config(TrainLMConfig, None, ["ray.use_gpu=false", "ray.worker_start_timeout_s=25"]), job)
+    assert os.environ[WORKER_START_TIMEOUT_ENV] == "25.0"
 
 
 @pytest.mark.parametrize(

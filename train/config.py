@@ -113,12 +113,19 @@ class RaySection:
     # room returns, checked every resize_interval_s. docs/training.md
     min_workers: int = 0
     resize_interval_s: float = 60.0
+    # How long Ray Train waits for a worker group to start before it gives up on that size (its
+    # RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S, 60 s by default, which 0 leaves as it is). After a node
+    # is lost, an elastic run first tries the size the cluster reported before the loss and waits
+    # this long before it restarts with the workers that are left (docs/training.md).
+    worker_start_timeout_s: float = 0.0
 
     def __post_init__(self):
         if self.min_workers < 0:
             raise ValueError(f"ray.min_workers must be >= 0 (0: not elastic), got {self.min_workers}")
         if self.resize_interval_s <= 0:
             raise ValueError(f"ray.resize_interval_s must be > 0, got {self.resize_interval_s}")
+        if self.worker_start_timeout_s < 0:
+            raise ValueError(f"ray.worker_start_timeout_s must be >= 0 (0: Ray's), got {self.worker_start_timeout_s}")
 
     dashboard: bool = True  # local Ray only: the dashboard, on 127.0.0.1 (Train's state API needs it)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from train.shapes import ModelConfig
 
 log = logging.getLogger("zhcorpus")
 RAY_NAME = "train_lm"  # Ray Train run name: its state lives in RUN_DIR/ray/train_lm
+# Ray Train V2 reads it in its controller, which gets it from the driver (ENV_VARS_TO_PROPAGATE)
+WORKER_START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 
 def resolve(cfg: TrainLMConfig, data: str, output: str) -> Job:
@@ -87,6 +90,8 @@ def build_trainer(cfg: TrainLMConfig, job: Job, loop=None):
     from train.loop import train_loop
     from train.rendezvous import BoundStoreTorchConfig
 
+    if cfg.ray.worker_start_timeout_s:  # the driver's environment: Ray Train hands it to its controller
+        os.environ[WORKER_START_TIMEOUT_ENV] = repr(float(cfg.ray.worker_start_timeout_s))
     use_gpu = cfg.ray.use_gpu
     if use_gpu == "auto":
         use_gpu = ray.cluster_resources().get("GPU", 0) >= 1
