@@ -149,6 +149,17 @@ def test_a_section_number_is_no_address():
     assert [s.start for s in spans] == [text.index("服务器") + 4, text.rindex("12.2.1.1")]
 
 
+def test_the_fraction_of_a_decimal_number_is_no_identifier():
+    """Issue 32: a Q&A page's cosine similarity 0.24050189427673058 lost its digits to <BANK_CARD> (17
+    digits after the point pass Luhn one time in ten). Digits right after a digit and a decimal
+    point are the fraction of a number: no phone, identity or card number. After a sentence's full
+    stop, or a point with no digit before it, they still are."""
+    for text in ("相似度是0.24050189427673058", "取值 3.13912345678 左右", "系数为２．１３９１２３４５６７８"):
+        assert pii.find_pii(text) == [], text
+    for text, kind in (("截止日期为周五。13912345678", pii.MOBILE), ("电话.13912345678", pii.MOBILE)):
+        assert [s.kind for s in pii.find_pii(text)] == [kind], text
+
+
 def test_private_addresses_are_kept_unless_asked():
     text = "路由器地址192.168.1.1"
     assert pii.find_pii(text) == []

@@ -64,7 +64,9 @@ _PRIORITY = {k: i for i, k in enumerate((EMAIL, ID_NUMBER, BANK_CARD, MOBILE, LA
 _D = "[0-9０-９]"
 _SEP = "[ \u00a0\u3000\\-－‐–—.．]"  # between digit groups: spaces, dashes, dots (half and full width)
 _NOT_D = "(?![0-9０-９A-Za-zＡ-Ｚａ-ｚ])"
-_NO_D_BEFORE = "(?<![0-9０-９A-Za-zＡ-Ｚａ-ｚ])"
+# not right after a digit or letter, nor after a digit and a decimal point: the fraction of a
+# decimal number (0.24050189427673058) is no phone, identity or card number
+_NO_D_BEFORE = "(?<![0-9０-９A-Za-zＡ-Ｚａ-ｚ])(?<![0-9０-９][.．])"
 _CC = "(?:[(（]?(?:[+＋]|00|００)[8８][6６][)）]?[ \\-－]?)"  # +86 / 0086 / (+86)
 # A digit run: optional ( and + prefix, digits with up to two separators or brackets between them.
 _RUN = re.compile(r"[(（]?[+＋]?[0-9０-９](?:[ \u00a0\u3000\-－‐–—.．()（）]{0,2}[0-9０-９])*[XxＸｘ]?")
