@@ -271,7 +271,7 @@ def batch_keys(texts: pa.Array | Sequence[str], cfg):
     arr = strings(texts)
     offsets, data = buffers(arr)
     doc, kind, keys, weight, ident, chars, python, context = _classify_engine().template_keys(
-        offsets, data, _alnum_table(), cfg.ngram, cfg.modulus, cfg.min_clause, cfg.min_copy
+        offsets, data, _alnum_table(), cfg.ngram, cfg.modulus, cfg.min_clause, cfg.min_copy, cr.SENTENCE_ENDS
     )
     redo = np.flatnonzero(python)
     if len(redo):

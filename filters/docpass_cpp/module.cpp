@@ -318,9 +318,10 @@ class Engine {
   // (sorted by kind, then key as unsigned) with the characters a clause covers and the context each is
   // held in (its long sentence's identity, or the text's), its identity and its letters and digits;
   // `alnum`: the reference's mask per code point. Texts with a character the NFKC tables cannot map
-  // are flagged (`python`) and left out: Python cuts them.
+  // are flagged (`python`) and left out: Python cuts them. `sentence_ends`: the code points that end a
+  // sentence in the normalised text (crawl_repeat.SENTENCE_ENDS).
   py::tuple template_keys(Array<int64_t> offsets, py::buffer data, Array<uint8_t> alnum, int ngram, int modulus,
-                          int min_clause, int min_copy) {
+                          int min_clause, int min_copy, Array<uint32_t> sentence_ends) {
     if (!c_simple_.size()) throw std::runtime_error("call set_classify first");
     constexpr uint64_t CLAUSE_TAG = 0x5BD1E9955BD1E995ULL;
     Strings s(offsets, data);
@@ -333,9 +334,8 @@ class Engine {
     Array<uint8_t> python(s.n);
     int64_t *id_p = ident.mutable_data(), *ch_p = chars.mutable_data();
     uint8_t* py_p = python.mutable_data();
-    auto sentence_end = [](uint32_t x) {
-      return x == 0x3002 || x == '!' || x == '?' || x == ';' || x == '\n' || x == '\r';
-    };
+    const std::vector<uint32_t> ends(sentence_ends.data(), sentence_ends.data() + sentence_ends.size());
+    auto sentence_end = [&ends](uint32_t x) { return std::find(ends.begin(), ends.end(), x) != ends.end(); };
     {
       py::gil_scoped_release release;
       std::vector<uint32_t> seq;

@@ -241,7 +241,7 @@ def _chunk_keys(norm: list[str], cfg: CrawlRepeatConfig) -> tuple[list[np.ndarra
     codes = np.frombuffer("".join(norm).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     owner = np.repeat(np.arange(len(norm)), lengths)
     keep = _alnum_mask(codes)
-    sentence = np.cumsum(np.isin(codes, SENTENCE_ENDS))[keep]
+    sentence = np.cumsum(np.isin(codes, SENTENCE_ENDS))[keep] if cfg.min_copy else None
     pos = np.flatnonzero(keep)
     codes, owner = _digits_as_zero(codes[pos]), owner[pos]
     counts = np.bincount(owner, minlength=len(norm))
