@@ -38,6 +38,8 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import pyarrow as pa
 
+from filters.text.table_cache import disk_cached
+
 log = logging.getLogger("zhcorpus")
 
 ENV = "ZHCORPUS_DOCPASS"  # "0": use the Python reference, never the compiled pass
@@ -158,8 +160,6 @@ def cut_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:
 @lru_cache(maxsize=None)
 def _classify_engine():
     """The engine with jieba's HMM (finalseg's tables) and the classifiers' text tables set."""
-    import sys
-
     from jieba.finalseg import emit_P, start_P, trans_P
 
     from filters.classifiers.classify import MAX_CHARS, SENTENCE_PUNCT
@@ -175,12 +175,17 @@ def _classify_engine():
     trans = np.array([[trans_P[a].get(b, floor) for b in tags] for a in tags])
     e.set_hmm(np.array([start_P[t] for t in tags]), trans, emit)
     simple, length, offset, flat = nfkc_lower_tables()
-    # module.cpp's SPACE | WORD | SENTENCE per code point, in one walk over them
-    n = sys.maxunicode + 1
-    classes = np.fromiter((ch.isspace() | ch.isalnum() << 1 for ch in map(chr, range(n))), np.uint8, n)
+    classes = _word_classes().copy()
     classes[[ord(c) for c in SENTENCE_PUNCT]] |= 4
     e.set_classify(simple.view(np.uint8), length, offset, flat, classes, MAX_CHARS)
     return e
+
+
+@disk_cached("word-classes")
+def _word_classes() -> np.ndarray:
+    """module.cpp's SPACE | WORD per code point (str.isspace, str.isalnum), in one walk over them."""
+    n = sys.maxunicode + 1
+    return np.fromiter((ch.isspace() | ch.isalnum() << 1 for ch in map(chr, range(n))), np.uint8, n)
 
 
 def cut_hmm_lengths(texts: pa.Array | Sequence[str]) -> list[list[int]]:

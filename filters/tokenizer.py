@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from base.artifact import META_FILE, ModelError, read_metadata, sha256_file
+from base.errors import Refusal
 from filters import docpass
 from filters.text.segment import (
     REFERENCE,
@@ -68,6 +69,11 @@ UNK_ID, PAD_ID, EOD_ID = 0, 1, 2
 # SentencePiece skips training sentences longer than max_sentence_length bytes; training lines
 # are cut at jieba boundaries below this (ours).
 MAX_LINE_BYTES = 8192
+
+
+class TokenizerSampleError(Refusal):
+    """SentencePiece refused the training sample with these settings (most often a
+    ``vocab_size`` below the characters the sample must cover, or above what it holds)."""
 
 
 @dataclass(frozen=True)
@@ -288,8 +294,9 @@ def train_sentencepiece(
     ``metadata.json``; returns the metadata. ``sample`` (documents, chars, ...) is recorded as
     the training sample size, ``extra_meta`` merged in (inputs, config ...), ``engine`` the
     segmentation engine that made ``lines`` (None = the default, as in ``training_lines``). The model bytes
-    depend only on the lines, their order and ``params``. Raises ``ValueError`` when
-    SentencePiece refuses the sample (e.g. vocab_size below the covered characters)."""
+    depend only on the lines, their order and ``params``. Raises ``TokenizerSampleError`` (a
+    refusal: one line, exit 2 from the jobs) when SentencePiece refuses the sample (e.g.
+    vocab_size below the covered characters)."""
     import sentencepiece as spm
 
     out_dir = Path(out_dir)
@@ -299,8 +306,12 @@ def train_sentencepiece(
     writer = io.BytesIO()  # model_writer + sentence_iterator: no file paths end up in the model
     try:
         spm.SentencePieceTrainer.train(sentence_iterator=counted, model_writer=writer, minloglevel=2, **settings)
-    except RuntimeError as e:
-        raise ValueError(f"SentencePiece training failed on {counted.n} lines: {e}") from e
+    except RuntimeError as e:  # the sample and the settings disagree: a user's fix, not a bug
+        raise TokenizerSampleError(
+            f"SentencePiece cannot train tokenizer.vocab_size={params.vocab_size} on this sample "
+            f"({counted.n} lines): {str(e).strip().splitlines()[-1]} (set tokenizer.vocab_size within "
+            "what it allows, or train on more text)"
+        ) from e
     (out_dir / MODEL_FILE).write_bytes(writer.getvalue())
     proc = spm.SentencePieceProcessor(model_proto=writer.getvalue())
     meta = {

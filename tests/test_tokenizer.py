@@ -158,10 +158,15 @@ def test_training_is_deterministic(tok_dir, tmp_path):
 
 
 def test_too_small_vocabulary_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="character_coverage"):
-        train_sentencepiece(
-            [presegment(t) for t in corpus_texts(40, 0)], tmp_path / "x", TokenizerParams(vocab_size=300)
-        )
+    """A refusal (the jobs' one line and exit 2, no traceback) that names the setting to change."""
+    from base.errors import Refusal
+    from jobs.cli import run_job
+
+    lines = [presegment(t) for t in corpus_texts(40, 0)]
+    with pytest.raises(Refusal, match=r"tokenizer\.vocab_size=300 on this sample .*character_coverage") as e:
+        train_sentencepiece(lines, tmp_path / "x", TokenizerParams(vocab_size=300))
+    assert "\n" not in str(e.value)
+    assert run_job(lambda: train_sentencepiece(lines, tmp_path / "y", TokenizerParams(vocab_size=300))) == 2
 
 
 @pytest.mark.slow

@@ -53,6 +53,7 @@ from filters.quality.words import FUNCTION_WORDS
 from filters.text.chars import DASHES, HAN_RANGES, STAMP, stamp_digits, utf8_safe
 from filters.text.markdown import prose_rows
 from filters.text.segment import get_segmenter
+from filters.text.table_cache import disk_cached
 
 SHORT_LINE_CHARS = 10  # a line with fewer visible characters is short (RefinedWeb/C4 line rules count short lines)
 SEPARATOR_SHARE = 0.3  # separator + inner whitespace share of a stripped line that makes it a separator line
@@ -175,6 +176,7 @@ SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
 
 
 @lru_cache(maxsize=None)
+@disk_cached("signal-chars")
 def char_table() -> np.ndarray:
     """uint8 per code point: the category (bits 0-2) and the END, CLOSE, SEP flags (~0.3 s, once
     per process)."""

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from filters.text.markdown import prose
+from filters.text.table_cache import disk_cached
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
 HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF), (0x30000, 0x323AF))
@@ -58,6 +59,7 @@ class CharScan(NamedTuple):
 
 
 @lru_cache(maxsize=None)
+@disk_cached("chars")
 def char_table() -> np.ndarray:
     """Class bits of every code point, from the Unicode database of this Python (built once per
     process, ~0.5 s)."""

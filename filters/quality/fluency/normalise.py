@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from filters.text.table_cache import disk_cached
+
 NORMALISE_VERSION = "1"  # bump when normalise() changes: models trained before must be retrained
 NEWLINE, SPACE, ZERO = 10, 32, 48
 _DIGIT = re.compile(r"\d")
@@ -36,6 +38,7 @@ def normalise(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
+@disk_cached("fold")
 def _fold_table() -> np.ndarray:
     """Code point -> code point: digits -> "0", whitespace -> " ", "\\r" and "\\n" -> "\\n"."""
     table = np.arange(0x110000, dtype=np.uint32)
@@ -78,6 +81,7 @@ def _char_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=1)
+@disk_cached("nfkc-lower")
 def nfkc_lower_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per code point c: whether ``_nfkc_lower`` of any text made of such characters is the
     concatenation of theirs ("simple"), and that per-character result as (length, offset into a
