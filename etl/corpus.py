@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from base.s3 import S3Access, S3Config, is_s3
 from etl.classify.stage import ClassifyConfig
-from etl.clean.pii import PiiConfig, pii_summary
+from etl.clean.pii import PiiConfig
 from etl.decontaminate.stage import DecontaminateConfig
 from etl.dedup.stage import DedupConfig
 from etl.documents import Marked, read_clean_classify
@@ -33,6 +33,7 @@ from etl.phases import KEYS, dedup_phase, distributions, shards_phase, written_d
 from etl.quality.stage import QualityConfig, quality_summary
 from etl.read.records import ReaderConfig
 from etl.report.assemble import Laps, assemble, resources
+from etl.report.counts import Counts, count_rows, pii_summary
 from etl.report.ledger import build_ledger
 from etl.runtime.failpoints import failpoint
 from etl.runtime.objstore import publish_output, read_parquet, refuse_store_index
@@ -82,7 +83,7 @@ def clean_corpus(
     cfg: CleanConfig, inputs: list[str], output: str, overwrite: bool = False, spark: SparkSession | None = None
 ) -> dict[str, Any]:
     """read → clean → classify; ``documents/``, ``rejected/``, ``report.json``."""
-    spark = spark or session("zhcorpus-clean", cfg.spark)
+    spark = spark or session("zhcorpus-clean", cfg.spark, inputs)
     res = resources(cfg.rules, {})
     laps, counters = Laps(), Counters(spark.sparkContext)
     with publish_output(output, overwrite, spark, cfg.reader.s3) as out:
@@ -93,10 +94,11 @@ def clean_corpus(
                 )
             try:
                 with label_jobs(spark.sparkContext, "read, clean, classify"):
-                    _write_marked(marked, out, cfg.output)
+                    counts = count_rows(marked.rows)  # the first action computes the cached rows
+                    _write_marked(marked, out, cfg.output, counts)
                 with label_jobs(spark.sparkContext, "report"):
-                    ledger = build_ledger(marked.rows, marked.files)
-                    pii = pii_summary(marked.rows, cfg.pii)
+                    ledger = build_ledger(marked.rows, marked.files, counts)
+                    pii = pii_summary(counts, cfg.pii)
                     quality = quality_summary(marked.records(), marked.quality)
             finally:
                 marked.unpersist()
@@ -112,8 +114,8 @@ def clean_corpus(
     return report
 
 
-def _write_marked(marked: Marked, out, output: OutputConfig) -> None:
-    documents, rejected = marked.text_bytes()
+def _write_marked(marked: Marked, out, output: OutputConfig, counts: Counts) -> None:
+    documents, rejected = counts.text_bytes
     out.write_parquet("documents", sized(marked.documents(), documents, output))
     out.write_parquet("rejected", sized(marked.rejected(), rejected, output))
 
@@ -143,7 +145,7 @@ def build_corpus(
     from etl.dedup.index import DedupIndex
     from etl.report.html import render as render_html
 
-    spark = spark or session("zhcorpus-build", cfg.spark)
+    spark = spark or session("zhcorpus-build", cfg.spark, inputs)
     res = resources(cfg.rules, {})  # before any work: bad lists, models, index settings, eval sets
     refuse_store_index(index_dir)
     index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), s3=cfg.reader.s3) if index_dir else None
@@ -199,19 +201,18 @@ class _Built:
 
 def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Laps) -> _Built:
     """dedup → decontaminate → tokenize + shards over the marked rows; writes every output frame."""
-    from etl.clean.pii import pii_summary
-    from etl.decontaminate.stage import dropped_by_file
     from etl.documents import REJECTED_COLUMNS
     from etl.phases import decontaminate_phase
 
     spark = marked.rows.sparkSession
     sc = spark.sparkContext
     with label_jobs(sc, "read, clean, classify"):  # the first action computes the cached marked rows
-        docs_bytes, rejected_bytes = marked.text_bytes()  # the survivors hold at most the documents' bytes
+        counts = count_rows(marked.rows)
+    docs_bytes, rejected_bytes = counts.text_bytes  # the survivors hold at most the documents' bytes
     with label_jobs(sc, "report: ledger"):
-        ledger = build_ledger(marked.rows, marked.files)
+        ledger = build_ledger(marked.rows, marked.files, counts)
         extra: dict[str, Any] = {
-            "pii": pii_summary(marked.rows, cfg.pii),
+            "pii": pii_summary(counts, cfg.pii),
             "quality": quality_summary(marked.records(), marked.quality),
         }
     laps.lap("read_clean_classify")
@@ -220,14 +221,12 @@ def _build_phases(cfg: BuildConfig, marked: Marked, index, evals, out, laps: Lap
     laps.lap("dedup")
     survivors = sized(deduped.survivors, docs_bytes, cfg.output)  # documents/ keeps these partitions
     with label_jobs(sc, "decontaminate"):
-        documents, contaminated, extra["decontaminate"] = decontaminate_phase(survivors, evals, out)
+        documents, contaminated, extra["decontaminate"], dropped = decontaminate_phase(survivors, evals, out)
         rejected = marked.rejected()
-        dropped: dict[str, int] = {}
         if contaminated is not None:
             rejected = rejected.unionByName(
                 contaminated.withColumn("offset", F.lit(None).cast("long")).select(*REJECTED_COLUMNS)
             )
-            dropped = dropped_by_file(contaminated)
         out.write_parquet("rejected", sized(rejected, rejected_bytes, cfg.output))
         written = written_documents(documents)  # count, characters, sources, length histogram: one job
         dedup.documents_written = written.documents

@@ -44,6 +44,7 @@ from etl.quality.stage import (
 from etl.read import records as rec
 from etl.read.ids import unique_ids
 from etl.read.readers import Then, read_raw
+from etl.report.counts import count_rows
 from etl.runtime.objstore import read_parquet
 from etl.runtime.progress import Counters, label_jobs
 from filters.pangu.config import RulesConfig
@@ -109,18 +110,10 @@ class Marked:
         return self.records().where(F.col("reason").isNotNull()).select(*REJECTED_COLUMNS)
 
     def text_bytes(self) -> tuple[int, int]:
-        """UTF-8 bytes of text in the documents and in the rejected records: one aggregate over
-        the persisted rows, what their output files are sized by (``etl.runtime.sizing``)."""
-        kept = F.col("reason").isNull()
-        r = (
-            self.records()
-            .agg(
-                F.sum(F.when(kept, F.octet_length("text"))).alias("documents"),
-                F.sum(F.when(~kept, F.octet_length("text"))).alias("rejected"),
-            )
-            .first()
-        )
-        return int(r["documents"] or 0), int(r["rejected"] or 0)
+        """UTF-8 bytes of text in the documents and in the rejected records, what their output files
+        are sized by (``etl.runtime.sizing``): ``etl.report.counts.count_rows`` of the persisted rows
+        (a build takes them from the counts it makes for its report)."""
+        return count_rows(self.rows).text_bytes
 
     def unpersist(self) -> None:
         self.cached.unpersist()

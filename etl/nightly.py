@@ -143,7 +143,7 @@ def refresh(
         if cfg.refresh.max_files:
             new = new[: cfg.refresh.max_files]
         version = version_name(history["number"] + 1 if history else 1)
-        spark = spark or session("zhcorpus-nightly", cfg.spark)
+        spark = spark or session("zhcorpus-nightly", cfg.spark, [p for _, p in new])
         index_dir = index_dir or root.uri("dedup-index")
         refuse_store_index(index_dir)  # s3a://: refused in one line naming s3://
         index = DedupIndex(spark, index_dir, cfg.dedup.minhash.resolved(), cfg.dedup.index, s3=cfg.reader.s3)

@@ -100,7 +100,8 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
     """Mark the survivors that share an n-gram with an evaluation item (``etl.decontaminate.stage``);
     writes ``documents/`` (the unmarked ones, ``survivors``' columns plus ``contamination``
     unless the stage is off). Returns the documents written, the rows it dropped (stage
-    ``decontaminate``, to be written to ``rejected/``) or None, and the stage's summary or None."""
+    ``decontaminate``, to be written to ``rejected/``) or None, the stage's summary or None, and
+    source_file -> documents it dropped."""
     from pyspark import StorageLevel
 
     from etl.decontaminate.stage import decontaminate_stage, decontaminate_summary
@@ -108,12 +109,12 @@ def decontaminate_phase(survivors: DataFrame, prepared: "PreparedIndex", out: "S
     spark = survivors.sparkSession
     if prepared.mode == "off":
         out.write_parquet("documents", survivors)
-        return out.read_parquet(spark, "documents"), None, None
+        return out.read_parquet(spark, "documents"), None, None, {}
     marked = decontaminate_stage(survivors, None, prepared).persist(StorageLevel.MEMORY_AND_DISK)
     columns = [*survivors.columns, "contamination"]
     out.write_parquet("documents", marked.where(F.col("reason").isNull()).select(*columns))
-    summary = decontaminate_summary(marked, prepared)
-    return out.read_parquet(spark, "documents"), marked.where(F.col("reason").isNotNull()), summary
+    summary, dropped = decontaminate_summary(marked, prepared)
+    return out.read_parquet(spark, "documents"), marked.where(F.col("reason").isNotNull()), summary, dropped
 
 
 @dataclass(frozen=True)

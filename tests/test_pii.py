@@ -199,7 +199,8 @@ def stage_frame(spark):
 
 @pytest.mark.slow
 def test_stage_redacts_drops_and_passes_rejections_through(spark):
-    from etl.clean.pii import PiiConfig, pii_stage, pii_summary
+    from etl.clean.pii import PiiConfig, pii_stage
+    from etl.report.counts import count_rows, pii_summary
 
     df = stage_frame(spark)
     cfg = PiiConfig(modes={"id_number": "drop"})
@@ -215,7 +216,7 @@ def test_stage_redacts_drops_and_passes_rejections_through(spark):
     before = {r.doc_id: r for r in df.collect()}
     for untouched in ("keep-clean", "rejected", "file-row"):
         assert tuple(rows[untouched])[:-1] == tuple(before[untouched]) and rows[untouched].pii_redacted is None
-    summary = pii_summary(out, cfg)
+    summary = pii_summary(count_rows(out), cfg)
     assert summary["documents_redacted"] == 1 and summary["documents_dropped"] == 1
     assert summary["kinds"] == {
         "mobile": {"documents": 1, "spans": 1, "documents_dropped": 0},

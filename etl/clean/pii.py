@@ -11,7 +11,6 @@ says what was done; null where the stage did not look or found nothing.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 
@@ -106,42 +105,3 @@ def pii_stage(df: DataFrame, cfg: PiiConfig) -> DataFrame:
             yield pii_batch(batch, scrubber)
 
     return df.mapInArrow(apply, schema)
-
-
-def pii_summary(marked: DataFrame, cfg: PiiConfig) -> dict[str, Any]:
-    """What report.json needs, from one small aggregation over the stage's output:
-    ``{"modes": {kind: mode}, "public_ips_only", "documents_redacted", "documents_dropped",
-    "kinds": {kind: {"documents", "spans", "documents_dropped"}}}``. A document counts as
-    redacted when the stage changed it and did not drop it (a later stage may still drop it)."""
-    rows = (
-        marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
-        .select(
-            F.explode(PII_COLUMN).alias("pii_kind", "spans"),
-            F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped"),
-        )
-        .groupBy("pii_kind", "dropped")
-        .agg(F.count(F.lit(1)).alias("documents"), F.sum("spans").alias("spans"))
-        .collect()
-    )
-    docs = (
-        marked.where((F.col("kind") == rec.RECORD) & F.col(PII_COLUMN).isNotNull())
-        .groupBy(F.coalesce(F.col("stage") == PII_STAGE, F.lit(False)).alias("dropped"))
-        .count()
-        .collect()
-    )
-    kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"documents": 0, "spans": 0, "documents_dropped": 0})
-    for r in rows:
-        k = kinds[r.pii_kind]
-        if r.dropped:
-            k["documents_dropped"] += r.documents
-        else:
-            k["documents"] += r.documents
-            k["spans"] += r.spans
-    by_outcome = {r.dropped: r["count"] for r in docs}
-    return {
-        "modes": cfg.resolved(),
-        "public_ips_only": cfg.public_ips_only,
-        "documents_redacted": by_outcome.get(False, 0),
-        "documents_dropped": by_outcome.get(True, 0),
-        "kinds": {k: dict(kinds[k]) for k in pii.KINDS if k in kinds},
-    }

@@ -225,13 +225,14 @@ def decontaminate_stage(docs: DataFrame, cfg: DecontaminateConfig, prepared: Pre
     return docs.mapInArrow(apply, T.StructType(list(docs.schema.fields) + [HITS_FIELD]))
 
 
-def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> dict[str, Any]:
+def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> tuple[dict[str, Any], dict[str, int]]:
     """What report.json needs: ``{"mode", "ngram", "min_chars", "index_fingerprint", "documents_hit",
     "documents_dropped", "benchmarks": {name: {"items", "ngram_items", "whole_items",
-    "ignored_items", "ngrams", "documents_hit", "items_hit"}}}``. ``documents_hit`` counts the
-    documents with at least one hit in that benchmark (in drop mode, the dropped ones);
-    ``items_hit`` the distinct items hit (a lower bound when a document hits more than
-    MAX_HITS_PER_DOC)."""
+    "ignored_items", "ngrams", "documents_hit", "items_hit"}}}``, and source_file -> documents this
+    stage dropped, for the ledger (``add_to_ledger``). ``documents_hit`` counts the documents with at
+    least one hit in that benchmark (in drop mode, the dropped ones); ``items_hit`` the distinct
+    items hit (a lower bound when a document hits more than MAX_HITS_PER_DOC). Two queries: the
+    benchmarks' distinct counts, and the totals per input file."""
     out = {
         "mode": prepared.mode,
         "ngram": prepared.ngram,
@@ -242,7 +243,7 @@ def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> dict[st
         "benchmarks": {b: {**s, "documents_hit": 0, "items_hit": 0} for b, s in prepared.summary.items()},
     }
     if prepared.mode == "off":
-        return out
+        return out, {}
     hit = marked.where(F.size(HITS_COLUMN) > 0)
     per = (
         hit.select("doc_id", F.explode(HITS_COLUMN).alias("h"))
@@ -252,17 +253,20 @@ def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> dict[st
     )
     for r in per:
         out["benchmarks"][r.benchmark].update(documents_hit=r.documents, items_hit=r["items"])
-    totals = hit.agg(
-        F.count(F.lit(1)).alias("n"), F.sum((F.col("reason") == CONTAMINATED).cast("int")).alias("dropped")
-    ).first()
-    out["documents_hit"], out["documents_dropped"] = totals.n, totals.dropped or 0
-    return out
-
-
-def dropped_by_file(marked: DataFrame) -> dict[str, int]:
-    """source_file -> documents this stage dropped, for the ledger (``add_to_ledger``)."""
-    rows = marked.where(F.col("stage") == DECONTAM_STAGE).groupBy("source_file").count().collect()
-    return {r.source_file: r["count"] for r in rows}
+    found, dropped = F.size(HITS_COLUMN) > 0, F.col("stage") == DECONTAM_STAGE
+    files = (
+        marked.where(found | dropped)
+        .groupBy("source_file")
+        .agg(
+            F.sum(found.cast("int")).alias("hit"),
+            F.sum(dropped.cast("int")).alias("dropped"),
+            F.sum((F.col("reason") == CONTAMINATED).cast("int")).alias("contaminated"),
+        )
+        .collect()
+    )
+    out["documents_hit"] = sum(r.hit for r in files)
+    out["documents_dropped"] = sum(r.contaminated or 0 for r in files)
+    return out, {r.source_file: r.dropped for r in files if r.dropped}
 
 
 def add_to_ledger(report: dict[str, Any], by_file: dict[str, int]) -> None:

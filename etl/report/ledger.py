@@ -19,55 +19,46 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from etl.read import records as rec
-
-EDIT_COLUMNS = ("symbols_removed", "nav_lines_removed", "dup_paragraphs_removed")
+from etl.report.counts import EDIT_COLUMNS, Counts, count_rows
 
 
 class LedgerError(RuntimeError):
     """The counts do not balance: a stage lost or invented records."""
 
 
-def build_ledger(marked: DataFrame, inputs: list[str]) -> dict[str, Any]:
-    """One grouped aggregation (stage x reason x file) plus two small ones (sensitive-word
-    categories, shared doc_ids). ``inputs`` are the files the job read: each must have its
+def build_ledger(marked: DataFrame, inputs: list[str], counts: Counts | None = None) -> dict[str, Any]:
+    """The ledger from ``counts`` (``etl.report.counts.count_rows`` of ``marked``, computed here when
+    not given: the grouped aggregation, stage x reason x file, and the sensitive-word categories)
+    and one more query (shared doc_ids). ``inputs`` are the files the job read: each must have its
     reader rows, and a file's ranges must tile it exactly."""
-    groups = (
-        marked.groupBy("kind", "source_file", "format", "stage", "reason")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            *[F.sum(c).alias(c) for c in EDIT_COLUMNS],
-            F.sum(F.col("converted").cast("int")).alias("converted"),
-            F.collect_list("file_stats").alias("file_stats"),
-        )
-        .collect()
-    )
+    counts = counts if counts is not None else count_rows(marked)
     files: dict[str, dict[str, Any]] = defaultdict(lambda: {"documents": 0, "rejected": 0, "reasons": Counter()})
     by_stage: dict[str, Counter[str]] = defaultdict(Counter)
     transforms: Counter[str] = Counter()
     broken = []
-    for g in groups:
-        f = files[g.source_file]
-        if g.kind == rec.FILE:
-            f["reader"], problem = rec.merge_stats([json.loads(s) for s in g.file_stats])
+    for g in counts.groups:
+        f = files[g["source_file"]]
+        if g["kind"] == rec.FILE:
+            f["reader"], problem = rec.merge_stats([json.loads(s) for s in g["file_stats"]])
             if problem:
-                broken.append(f"{g.source_file}: {problem}")
+                broken.append(f"{g['source_file']}: {problem}")
             continue
-        f.setdefault("format", g.format)
-        if g.reason is None:
-            f["documents"] += g.n
-            transforms["documents_converted_t2s"] += g.converted or 0
+        f.setdefault("format", g["format"])
+        if g["reason"] is None:
+            f["documents"] += g["n"]
+            transforms["documents_converted_t2s"] += g["converted"] or 0
             for c in EDIT_COLUMNS:
                 transforms[c] += g[c] or 0
         else:
-            f["rejected"] += g.n
-            f["reasons"][f"{g.stage}/{g.reason}"] += g.n
-            by_stage[g.stage][g.reason] += g.n
+            f["rejected"] += g["n"]
+            f["reasons"][f"{g['stage']}/{g['reason']}"] += g["n"]
+            by_stage[g["stage"]][g["reason"]] += g["n"]
     if broken:
         raise LedgerError("the readers' ranges do not cover the files exactly:\n  " + "\n  ".join(broken))
     missing = [f for f in inputs if "reader" not in files.get(f, {})]
     if missing:
         raise LedgerError(f"no reader count for {len(missing)} input file(s), e.g. {missing[:3]}")
-    report = _assemble(files, by_stage, transforms, _sensitive_counts(marked))
+    report = _assemble(files, by_stage, transforms, counts.sensitive)
     report["input"]["duplicate_ids"] = duplicate_ids(marked)
     return report
 
@@ -95,23 +86,6 @@ def duplicate_ids(marked: DataFrame) -> dict[str, int]:
     if shared.ids:
         out["records_sharing"] = shared.n
     return out
-
-
-def _sensitive_counts(marked: DataFrame) -> dict[str, dict[str, int]]:
-    rows = (
-        marked.where(F.col("kind") == rec.RECORD)
-        .select(
-            F.explode("sensitive_hits").alias("category", "terms"),
-            F.when(F.col("reason").isNull(), "kept").otherwise("dropped").alias("outcome"),
-        )
-        .groupBy("category", "outcome")
-        .count()
-        .collect()
-    )
-    out: dict[str, dict[str, int]] = defaultdict(dict)
-    for r in rows:
-        out[r.category][f"documents_{r.outcome}"] = r["count"]
-    return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 
 
 def _assemble(files, by_stage, transforms, sensitive) -> dict[str, Any]:

@@ -24,6 +24,24 @@ class SparkConfig:
     # on a file system every executor reaches (hdfs://, a shared mount). "" = local checkpoints
     # (executor-local blocks, not fault tolerant), which is only right for local[*] masters.
     checkpoint_dir: str = ""
+    # The JIT of the JVM a local job starts (a local master: that JVM runs the tasks too). In a fresh
+    # JVM HotSpot's C2 compiler spends about 25 CPU-s on a build's Spark and generated code whatever
+    # the input's size: on 2 cores a third of a small build. C1 alone (-XX:TieredStopAtLevel=1)
+    # compiles ~8x cheaper and runs about 2x slower per MB (docs/benchmarks.md, "2026-11-29"):
+    # "auto" starts C1 alone when the job's local inputs total under jit_c1_below_mb, else the
+    # tiered default; "c1" and "tiered" always. A nightly's batch, the demo and a test are small.
+    # spark-submit's driver and a cluster's executors are started by spark-submit: set their JVM
+    # options there (--driver-java-options, spark.executor.extraJavaOptions).
+    jit: str = "auto"
+    jit_c1_below_mb: int = 64  # C1 alone won by 12 s on 34 MB, 5 s on 67 MB (2 cores, cold builds)
+
+    def __post_init__(self):
+        if self.jit not in JIT_MODES:
+            raise ValueError(f"spark.jit must be one of {JIT_MODES}, not {self.jit!r}")
+
+
+JIT_MODES = ("auto", "c1", "tiered")
+C1_ONLY = "-XX:TieredStopAtLevel=1"
 
 
 # Applied to every session we create; a cluster's spark-defaults or --conf can still override.
@@ -66,16 +84,51 @@ def cluster_defaults(master: str) -> dict[str, str]:
     return out
 
 
-def session(app_name: str, cfg: SparkConfig) -> SparkSession:
-    """The session a job described by ``cfg`` runs in."""
-    spark = get_spark(app_name, cfg.master or None)
+def session(app_name: str, cfg: SparkConfig, inputs: list[str] | None = None) -> SparkSession:
+    """The session a job described by ``cfg`` runs in; ``inputs``: the paths it will read, which
+    size a local JVM's JIT (``SparkConfig.jit``)."""
+    options = java_options(cfg, local_bytes(inputs) if inputs is not None else None)
+    local = {"spark.driver.extraJavaOptions": options} if options else None
+    spark = get_spark(app_name, cfg.master or None, local_conf=local)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.max_partition_bytes))
     return spark
 
 
-def get_spark(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+def java_options(cfg: SparkConfig, input_bytes: int | None) -> str:
+    """The JVM options of a local session for ``cfg.jit`` and the job's local input bytes (None:
+    unknown, e.g. on a store): C1 alone, or "" (HotSpot's tiered default)."""
+    small = input_bytes is not None and input_bytes < cfg.jit_c1_below_mb << 20
+    return C1_ONLY if cfg.jit == "c1" or (cfg.jit == "auto" and small) else ""
+
+
+def local_bytes(paths: list[str]) -> int | None:
+    """Bytes of the local files under ``paths`` (files, or directories walked; hidden and ``_``
+    files left out, as the readers leave them); None when one is not a local path or not there."""
+    total = 0
+    for p in paths:
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", p) and not p.startswith("file://"):
+            return None
+        path = p.removeprefix("file://").removeprefix("file:")
+        if os.path.isfile(path):
+            total += os.path.getsize(path)
+        elif os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+                total += sum(os.path.getsize(os.path.join(root, f)) for f in files if not f.startswith((".", "_")))
+        else:
+            return None
+    return total
+
+
+def get_spark(
+    app_name: str,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    local_conf: dict[str, str] | None = None,
+) -> SparkSession:
     """``master=None`` and no spark-submit: ``local[*]``. Executors use this interpreter
-    (the project's venv) unless PYSPARK_PYTHON says otherwise."""
+    (the project's venv) unless PYSPARK_PYTHON says otherwise. ``local_conf``: settings for a
+    local master only (the JVM this call starts)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -86,7 +139,7 @@ def get_spark(app_name: str, master: str | None = None, conf: dict[str, str] | N
         builder = builder.master(master)
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            for key, value in LOCAL_DEFAULTS.items():
+            for key, value in {**LOCAL_DEFAULTS, **(local_conf or {})}.items():
                 builder = builder.config(key, value)
     else:
         master = ""
