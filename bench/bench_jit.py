@@ -10,17 +10,16 @@ quality models, its reference profile and a fixed tokenizer, each build a proces
 JVM starts, compiles and ends: nothing is warm), once with ``--set spark.jit=tiered`` (HotSpot's
 default: the anchor) and once with ``--set spark.jit=c1`` (C1 alone), alternating, ``--repeats``
 rounds. Reports per size and JIT the median wall seconds of the process and its CPU seconds
-(children's rusage: the JVM and the Python workers), and the ratio tiered / c1 (above 1: C1 alone
-is faster). ``spark.jit=auto`` picks C1 alone below ``spark.jit_c1_below_mb``; the crossover these
-figures show is where that threshold comes from. Both builds must write the same ledger and
-shards (``bench.compare_builds``): exit 1 otherwise.
+(``bench.harness.CpuMeter``: the job's process tree, its JVM and Python workers), and the ratio
+tiered / c1 (above 1: C1 alone is faster). ``spark.jit=auto`` picks C1 alone below
+``spark.jit_c1_below_mb``; the crossover these figures show is where that threshold comes from.
+Both builds must write the same ledger and shards (``bench.compare_builds``): exit 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -46,14 +45,13 @@ def one_build(inp: Path, out: Path, mode: str, args) -> tuple[float, float]:
         f"tokenizer.model={args.tokenizer}",
     ):
         cmd += ["--set", s]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    with harness.CpuMeter() as cpu:  # the job, its JVM and its Python workers (grandchildren: no rusage)
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"build failed ({mode}, {inp}):\n{done.stderr[-3000:]}")
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return wall, cpu.seconds
 
 
 def main(argv: list[str] | None = None) -> int:

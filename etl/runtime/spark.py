@@ -27,13 +27,13 @@ class SparkConfig:
     # The JIT of the JVM a local job starts (a local master: that JVM runs the tasks too). In a fresh
     # JVM HotSpot's C2 compiler spends about 25 CPU-s on a build's Spark and generated code whatever
     # the input's size: on 2 cores a third of a small build. C1 alone (-XX:TieredStopAtLevel=1)
-    # compiles ~8x cheaper and runs about 2x slower per MB (docs/benchmarks.md, "2026-11-29"):
-    # "auto" starts C1 alone when the job's local inputs total under jit_c1_below_mb, else the
+    # compiles ~8x cheaper and its code runs slower (docs/benchmarks.md, "2026-11-29"), so a large
+    # build amortises C2: "auto" starts C1 alone when the job's local inputs total under jit_c1_below_mb, else the
     # tiered default; "c1" and "tiered" always. A nightly's batch, the demo and a test are small.
     # spark-submit's driver and a cluster's executors are started by spark-submit: set their JVM
     # options there (--driver-java-options, spark.executor.extraJavaOptions).
     jit: str = "auto"
-    jit_c1_below_mb: int = 64  # C1 alone won by 12 s on 34 MB, 5 s on 67 MB (2 cores, cold builds)
+    jit_c1_below_mb: int = 64  # C1 alone 1.30x, 1.21x, 1.18x at 8.5, 34, 67 MB (bench.bench_jit, 2 cores)
 
     def __post_init__(self):
         if self.jit not in JIT_MODES:
