@@ -38,6 +38,8 @@ def test_local_bytes_counts_what_the_readers_read(tmp_path):
     assert local_bytes([]) == 0
     assert local_bytes([str(tmp_path), "s3://bucket/crawl/"]) is None
     assert local_bytes([str(tmp_path / "missing")]) is None
+    # large enough at the first path: the rest is not looked at
+    assert local_bytes([str(tmp_path / "a.jsonl"), "s3://bucket/crawl/"], stop_at=100) == 100
 
 
 @pytest.mark.slow

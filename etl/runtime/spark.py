@@ -87,7 +87,8 @@ def cluster_defaults(master: str) -> dict[str, str]:
 def session(app_name: str, cfg: SparkConfig, inputs: list[str] | None = None) -> SparkSession:
     """The session a job described by ``cfg`` runs in; ``inputs``: the paths it will read, which
     size a local JVM's JIT (``SparkConfig.jit``)."""
-    options = java_options(cfg, local_bytes(inputs) if inputs is not None else None)
+    known = cfg.jit == "auto" and inputs is not None
+    options = java_options(cfg, local_bytes(inputs, stop_at=cfg.jit_c1_below_mb << 20) if known else None)
     local = {"spark.driver.extraJavaOptions": options} if options else None
     spark = get_spark(app_name, cfg.master or None, local_conf=local)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(cfg.max_partition_bytes))
@@ -101,11 +102,15 @@ def java_options(cfg: SparkConfig, input_bytes: int | None) -> str:
     return C1_ONLY if cfg.jit == "c1" or (cfg.jit == "auto" and small) else ""
 
 
-def local_bytes(paths: list[str]) -> int | None:
+def local_bytes(paths: list[str], stop_at: int | None = None) -> int | None:
     """Bytes of the local files under ``paths`` (files, or directories walked; hidden and ``_``
-    files left out, as the readers leave them); None when one is not a local path or not there."""
+    files left out, as the readers leave them); None when one is not a local path or not there.
+    ``stop_at``: return as soon as the total reaches it (a crawl of millions of files is not
+    walked to learn that it is large)."""
     total = 0
     for p in paths:
+        if stop_at is not None and total >= stop_at:
+            return total
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", p) and not p.startswith("file://"):
             return None
         path = p.removeprefix("file://").removeprefix("file:")
@@ -115,6 +120,8 @@ def local_bytes(paths: list[str]) -> int | None:
             for root, dirs, files in os.walk(path):
                 dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
                 total += sum(os.path.getsize(os.path.join(root, f)) for f in files if not f.startswith((".", "_")))
+                if stop_at is not None and total >= stop_at:
+                    return total
         else:
             return None
     return total
