@@ -253,19 +253,16 @@ def decontaminate_summary(marked: DataFrame, prepared: PreparedIndex) -> tuple[d
     )
     for r in per:
         out["benchmarks"][r.benchmark].update(documents_hit=r.documents, items_hit=r["items"])
+    # this stage marks a drop with its stage and CONTAMINATED together (decontaminate_batch)
     found, dropped = F.size(HITS_COLUMN) > 0, F.col("stage") == DECONTAM_STAGE
     files = (
         marked.where(found | dropped)
         .groupBy("source_file")
-        .agg(
-            F.sum(found.cast("int")).alias("hit"),
-            F.sum(dropped.cast("int")).alias("dropped"),
-            F.sum((F.col("reason") == CONTAMINATED).cast("int")).alias("contaminated"),
-        )
+        .agg(F.sum(found.cast("int")).alias("hit"), F.sum(dropped.cast("int")).alias("dropped"))
         .collect()
     )
     out["documents_hit"] = sum(r.hit for r in files)
-    out["documents_dropped"] = sum(r.contaminated or 0 for r in files)
+    out["documents_dropped"] = sum(r.dropped or 0 for r in files)
     return out, {r.source_file: r.dropped for r in files if r.dropped}
 
 
