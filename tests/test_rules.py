@@ -47,6 +47,52 @@ def test_min_length_rule():
     assert rules.too_short(tx.text_stats(" \n ".join(NEWS[:140])), 150) == (False, "too_short")
 
 
+# Two Tang quatrains (public domain) as a web page prints them: a theme, then title, poet, lines.
+POEMS = (
+    "思乡主题诗词\n\n《静夜思》\n李白\n床前明月光，\n疑是地上霜。\n举头望明月，\n低头思故乡。\n\n"
+    "《登鹳雀楼》\n王之涣\n白日依山尽，黄河入海流。\n欲穷千里目，更上一层楼。"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        POEMS,
+        "《春晓》\n孟浩然\n春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。",  # a quatrain on one line
+        "水调歌头\n明月几时有？把酒问青天。\n不知天上宫阙，今夕是何年。\n转朱阁，低绮户，照无眠。",  # a ci
+    ],
+)
+def test_verse_is_verse(text):
+    assert rules.verse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a review: clauses of every length run into one line
+        "内存太小_用户评价\n内存太小，没装系统，蓝牙也没有，芯片组太烂啦！双通道内存都不支持！",
+        "用户评价\n内存太小，没装系统，蓝牙也没有，芯片组太烂啦！\n屏幕不错，声音很大，电池还行，发货也挺快。",
+        # an advert: a header line with punctuation inside, digits in the clauses
+        "考研包过，不过全额退款\n不用考试，直接拿证，全国通用。\n往年学员反馈截图：考研485分、考研558分\n先考试后付款。",
+        "加微信领红包\nvx：abc123，\n日赚三百元，\n在家可做，\n名额有限！",
+        NEWS[:140],  # prose: long clauses
+        "春眠不觉晓，处处闻啼鸟。",  # fewer than four clauses
+    ],
+)
+def test_verse_is_not_other_short_text(text):
+    assert not rules.verse(text)
+
+
+def test_min_length_spares_verse():
+    stats = tx.text_stats(POEMS)
+    assert 40 <= stats.visible < 150
+    assert rules.too_short(stats, 150) == (False, "too_short")  # no exception asked for
+    assert rules.too_short(stats, 150, POEMS, 40) == rules.KEEP
+    assert rules.too_short(stats, 150, POEMS, stats.visible + 1) == (False, "too_short")  # shorter than the floor
+    review = "内存太小_用户评价\n内存太小，没装系统，蓝牙也没有，芯片组太烂啦！双通道内存都不支持！"
+    assert rules.too_short(tx.text_stats(review), 150, review, 40) == (False, "too_short")
+
+
 def test_title_only_rule():
     assert rules.title_only("今日要闻\n", "今日要闻", 10, 64) == (False, "title_only")
     assert rules.title_only("今日要闻 今日要闻", "今日要闻", 10, 64) == (False, "title_only")
@@ -185,12 +231,16 @@ def test_pipeline_reason_order_and_stats(cleaner):
     assert out.keep and out.nav_lines_removed == 1 and out.dup_paragraphs_removed == 1 and out.symbols_removed == 3
     assert cleaner("标题页", title="标题页").reason == "title_only"
     assert cleaner("这是一句很短的话。").reason == "too_short"
+    assert cleaner(POEMS).keep  # verse of 40 characters or more (length.verse_min_chars)
     assert cleaner("This page is English. " * 20).reason == "low_han_ratio"
 
 
 def test_thresholds_come_from_config():
     strict = Cleaner(_with_min_chars(400))
     assert strict(NEWS).reason == "too_short"
+    from jobs.config import load_config
+
+    assert Cleaner(load_config(RulesConfig, None, ["length.verse_min_chars=0"]))(POEMS).reason == "too_short"
 
 
 def _with_min_chars(n: int) -> RulesConfig:

@@ -75,6 +75,9 @@ class ParagraphConfig:
 @dataclass(frozen=True)
 class LengthConfig:
     min_chars: int = 150  # PanGu-α §3.1.1: remove documents with less than 150 characters
+    # ... except verse of at least this many (ours; 0 = none): a poem of four or eight lines is a
+    # whole text in 24 to 70 characters (filters.pangu.rules.verse)
+    verse_min_chars: int = 40
     min_han_ratio: float = 0.60  # PanGu-α §3.1.1: remove documents with less than 60 % Chinese characters
     # "documents which only contain page title" (PanGu-α §3.1.1); the slack is ours: a body
     # that is the title plus fewer than this many other characters is title-only.

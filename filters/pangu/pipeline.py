@@ -99,7 +99,7 @@ class Cleaner:
             rules.title_only(
                 text, title, cfg.length.title_only_slack_chars, cfg.length.bare_title_max_chars, out.stats.visible
             ),
-            rules.too_short(out.stats, cfg.length.min_chars),
+            rules.too_short(out.stats, cfg.length.min_chars, text, cfg.length.verse_min_chars),
             rules.low_han_ratio(out.stats, cfg.length.min_han_ratio),
         ):
             if not verdict.keep:

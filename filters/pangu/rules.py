@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from filters.text.chars import SENTENCE_PUNCT, TextStats
+from filters.text.chars import HAN_CLASS, SENTENCE_PUNCT, TextStats
 from filters.text.keywords import distinct_terms
 
 
@@ -47,9 +47,55 @@ def title_only(
     return KEEP
 
 
-def too_short(stats: TextStats, min_chars: int) -> Verdict:
-    """Fewer than ``min_chars`` non-whitespace characters."""
-    return KEEP if stats.visible >= min_chars else Verdict(False, TOO_SHORT)
+def too_short(stats: TextStats, min_chars: int, text: str = "", verse_min_chars: int = 0) -> Verdict:
+    """Fewer than ``min_chars`` non-whitespace characters, unless the text is ``verse`` of at least
+    ``verse_min_chars`` (0 = no exception): a quatrain is a whole text in 24 to 32 characters."""
+    if stats.visible >= min_chars:
+        return KEEP
+    if 0 < verse_min_chars <= stats.visible and verse(text):
+        return KEEP
+    return Verdict(False, TOO_SHORT)
+
+
+# Verse (ours): lines of short Han clauses, each line ending on clause punctuation, under header
+# lines (a collection's theme, 《title》, the poet) that hold no punctuation of their own.
+VERSE_CLAUSE_END = re.compile(r"[，。？！；、,?!;：:]")
+VERSE_LINE_END = re.compile(r"[，。？！；,?!;]$")
+VERSE_CLAUSE = re.compile(f"[{HAN_CLASS}]{{3,7}}")  # 三言 to 七言; a ci's lines lie within it too
+VERSE_HEADER = re.compile(r"[^，。？！；、,?!;：:.\s]{1,16}")
+VERSE_MIN_CLAUSES = 4
+VERSE_MIN_LINES = 0.8
+
+
+def verse_line(line: str) -> bool:
+    """A line of verse: clauses of 3 to 7 Han characters alone, one or two of them (a line, a
+    couplet), or more of one length (a regulated poem written as one paragraph)."""
+    clauses = [c for c in VERSE_CLAUSE_END.split(line) if c]
+    if not all(VERSE_CLAUSE.fullmatch(c) for c in clauses):
+        return False
+    return len(clauses) <= 2 or len({len(c) for c in clauses}) == 1
+
+
+def verse(text: str) -> bool:
+    """Whether ``text`` is verse: every non-empty line either ends on clause punctuation or is a
+    header of at most 16 characters without punctuation; at least 80 % of the punctuated lines are
+    ``verse_line``s, and they hold four clauses or more. Prose and a short review run clauses of
+    every length into one line; a short advert's lines hold digits, Latin and symbols, or
+    punctuation inside a line that does not end on it."""
+    lines = verse_lines = clauses = 0
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if not VERSE_LINE_END.search(line):
+            if not VERSE_HEADER.fullmatch(line):
+                return False
+            continue
+        lines += 1
+        if verse_line(line):
+            verse_lines += 1
+            clauses += len(VERSE_CLAUSE_END.findall(line))
+    return clauses >= VERSE_MIN_CLAUSES and verse_lines >= VERSE_MIN_LINES * lines
 
 
 def low_han_ratio(stats: TextStats, min_ratio: float) -> Verdict:
