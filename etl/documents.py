@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from etl.classify.crawl_model import crawl_model_stage
 from etl.classify.stage import ClassifyConfig, ShippedModels, classify_batch, loaded_model, ship_models
 from etl.clean.pii import ARROW_PII, PII_COLUMN, PII_FIELD, PiiConfig, get_scrubber, pii_batch
 from etl.clean.stage import CLEANED_SCHEMA, clean_batch, get_cleaner
@@ -240,5 +241,17 @@ def read_clean_classify(
         cached, rows, template_counts = repeated, repeated, done.counts
     else:  # the cache itself is what ``Marked.unpersist`` lets go (a frame derived from it holds none)
         rows, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
+    if classify.crawl.enabled:  # the crawl's own spam model: trained on this crawl's removals
+        with label_jobs(spark.sparkContext, "read, clean, classify, crawl model"):
+            crawl = crawl_model_stage(
+                spark, rows, classify.crawl, quality.mode, screened.cfg.profile, classify.segment_engine
+            )
+            if crawl.flagged is not None:
+                judged = crawl.rows.persist(StorageLevel.MEMORY_AND_DISK)
+                judged.count()  # materialised before the rows it was made from are let go
+                cached.unpersist()
+                crawl.unpersist()
+                cached, rows = judged, judged
+        models = {**models, "crawl": crawl.summary}
     # repeated input ids made unique (etl/read/ids.py)
     return Marked(unique_ids(rows), files, models, screened.summary, cached, template_counts)

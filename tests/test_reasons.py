@@ -11,7 +11,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "reasons.md"
 
 
 def _code_reasons() -> set[str]:
-    from etl.classify import stage
+    from etl.classify import crawl_model, stage
     from etl.decontaminate import stage as decontaminate
     from etl.quality import crawl_repeat
     from etl.read import decode, rows, streams, warc, warc_records
@@ -26,7 +26,8 @@ def _code_reasons() -> set[str]:
         warc_records.NON_HTML, warc_records.HTTP_STATUS, warc_records.MALFORMED_HTTP,
         warc_records.BAD_CONTENT_ENCODING, warc_records.READER_EXCEPTION,
         rules.TITLE_ONLY, rules.TOO_SHORT, rules.LOW_HAN_RATIO, rules.ADVERTISEMENT, rules.SENSITIVE_WORDS,
-        crawl_repeat.REASON, stage.SPAM, stage.LOW_QUALITY, decontaminate.CONTAMINATED, f"{FLUENCY}_high",
+        crawl_repeat.REASON, stage.SPAM, stage.LOW_QUALITY, crawl_model.CRAWL_SPAM, decontaminate.CONTAMINATED,
+        f"{FLUENCY}_high",
         rows.EMPTY_FILE, rows.NOT_GZIP, rows.NOT_TEXT, rows.CORRUPT_PARQUET, rows.NO_TEXT_COLUMN,
         rows.UNREADABLE, rows.FILE_TOO_LARGE, rows.UNSUPPORTED_FORMAT,
     }  # fmt: skip

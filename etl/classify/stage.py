@@ -9,7 +9,7 @@ again when each Python worker loads them, once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Literal
 
 import numpy as np
@@ -22,6 +22,7 @@ from etl.read import records as rec
 from etl.runtime.ship import ship_directory
 from filters import docpass
 from filters.classifiers.classify import PREPROCESS_HMM, TextClassifier, pareto_keep, preprocess, preprocess_batch
+from filters.classifiers.crawl import CrawlModelConfig
 from filters.text.segment import DEFAULT_ENGINE, REFERENCE, Segmenter, audit_failure, audited, get_segmenter
 
 CLASSIFY_STAGE = "classify"
@@ -48,6 +49,9 @@ class ClassifyConfig:
     # ~1 document in N (by doc_id hash) is also preprocessed with jieba; any difference stops the
     # job (filters.text.segment.audited; ~1 % more time at 1,000). 0 = no audit.
     segment_audit_every: int = 1000
+    # The crawl's own spam model, trained per build on what the rules removed against what they
+    # kept (etl/classify/crawl_model.py; it needs no model above)
+    crawl: CrawlModelConfig = field(default_factory=CrawlModelConfig)
 
     @property
     def enabled(self) -> bool:

@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from base.artifact import sha256_file
+from etl.classify.crawl_model import write_reference_sample
 from etl.quality.crawl_repeat import write_reference_spans
 from etl.quality.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
@@ -278,6 +279,8 @@ def train_fluency(
         )
         # the reference's span keys: what the template rule never counts as a template (etl.quality.crawl_repeat)
         profile["reference_spans"] = write_reference_spans(read_texts(spark, files), staging.root, CrawlRepeatConfig())
+        # real text of every genre the reference holds, for the crawl model's kept side (etl.classify.crawl_model)
+        profile["reference_sample"] = write_reference_sample(read_texts(spark, files), staging.root)
         if not profile["fluency_documents"]:
             log.warning("no reference document was held out: %s has no perplexity percentiles", PERCENTILES_FILE)
     log.info(
