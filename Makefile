@@ -187,7 +187,7 @@ bench-ood-web: demo-models data/ood_web/MANIFEST.json
 # (data/ood, data/ood_blind, data/ood_web when built) scored by a spam model that never saw it: one
 # run with the whole seed's model, one retrain and run per seed family (~20 min; BENCH_ARGS=--only-full
 # for a quick look). Report: out/bench/lofo.json (docs/quality.md).
-bench-lofo: demo-models data/ood/MANIFEST.json data/ood_blind/MANIFEST.json
+bench-lofo: demo-models data/ood/MANIFEST.json data/ood_blind/MANIFEST.json data/ood_web/MANIFEST.json
 	$(PY) -m bench.evals.lofo --seed-dir $(DEMO_SEED) --quality-model $(DEMO_OUT)/models/quality \
 	    --profile $(DEMO_OUT)/models/fluency $(BENCH_ARGS)
 

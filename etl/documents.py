@@ -100,6 +100,7 @@ class Marked:
     cached: DataFrame  # what is persisted (``rows`` may add the doc_id renaming on top of it)
     # this input's template key counts (key, texts), persisted, when the caller keeps them (the nightly)
     template_counts: DataFrame | None = None
+    held: tuple[DataFrame, ...] = ()  # other persisted frames ``rows`` reads (the crawl model's verdicts)
 
     def records(self) -> DataFrame:
         return self.rows.where(F.col("kind") == rec.RECORD)
@@ -118,6 +119,8 @@ class Marked:
 
     def unpersist(self) -> None:
         self.cached.unpersist()
+        for frame in self.held:
+            frame.unpersist()
         if self.template_counts is not None:
             self.template_counts.unpersist()
 
@@ -241,12 +244,15 @@ def read_clean_classify(
         cached, rows, template_counts = repeated, repeated, done.counts
     else:  # the cache itself is what ``Marked.unpersist`` lets go (a frame derived from it holds none)
         rows, template_counts = cached.withColumn(TEMPLATE_SHARE, F.lit(None).cast("double")), None
+    held: tuple[DataFrame, ...] = ()
     if classify.crawl.enabled:  # the crawl's own spam model: trained on this crawl's removals
         with label_jobs(spark.sparkContext, "read, clean, classify, crawl model"):
             crawl = crawl_model_stage(
                 spark, rows, classify.crawl, quality.mode, screened.cfg.profile, classify.segment_engine
             )
-            if crawl.flagged is not None:
+            if crawl.flagged is not None and crawl.broadcast:  # a few pages: every read joins them again
+                rows, held = crawl.rows, (crawl.flagged,)
+            elif crawl.flagged is not None:
                 judged = crawl.rows.persist(StorageLevel.MEMORY_AND_DISK)
                 judged.count()  # materialised before the rows it was made from are let go
                 cached.unpersist()
@@ -254,4 +260,4 @@ def read_clean_classify(
                 cached, rows = judged, judged
         models = {**models, "crawl": crawl.summary}
     # repeated input ids made unique (etl/read/ids.py)
-    return Marked(unique_ids(rows), files, models, screened.summary, cached, template_counts)
+    return Marked(unique_ids(rows), files, models, screened.summary, cached, template_counts, held)

@@ -126,6 +126,7 @@ class CrawlPass:
     rows: DataFrame
     summary: dict
     flagged: DataFrame | None = None
+    broadcast: bool = False  # ``flagged`` is small: ``rows`` joins it by broadcast, cheap to repeat
 
     def unpersist(self) -> None:
         if self.flagged is not None:
@@ -168,15 +169,8 @@ def crawl_model_stage(
         )
         log.warning("classify.crawl: no crawl model: %s", why)
         return CrawlPass(rows, {**summary, "trained": False, "why": why})
-    rate = {REMOVED: min(1.0, cfg.max_docs / n_removed), KEPT: min(1.0, cfg.max_docs / n_kept)}
-    draw = _draw(cfg.seed)
-    sample = rows.where((is_removed & (draw < rate[REMOVED])) | (is_kept & (draw < rate[KEPT]))).select(
-        "source_file",
-        "offset",
-        side.alias("label"),
-        _fold().alias("fold"),
-        F.substring("text", 1, cfg.max_chars).alias("text"),
-    )
+    # every judged page preprocessed once, on the executors: the training sample and the scoring
+    # both read these lines
     schema = _lines_schema(
         [
             T.StructField("label", T.StringType()),
@@ -184,8 +178,20 @@ def crawl_model_stage(
             T.StructField("line", T.StringType()),
         ]
     )
+    judged = rows.where(side.isNotNull()).select(
+        "source_file",
+        "offset",
+        side.alias("label"),
+        _fold().alias("fold"),
+        F.substring("text", 1, cfg.max_chars).alias("text"),
+    )
+    lines = judged.mapInArrow(_preprocess(engine), schema).persist(StorageLevel.MEMORY_AND_DISK)
+    rate = F.when(F.col("label") == REMOVED, min(1.0, cfg.max_docs / n_removed)).otherwise(
+        min(1.0, cfg.max_docs / n_kept)
+    )
     got = (
-        sample.mapInArrow(_preprocess(engine), schema)
+        lines.where(_draw(cfg.seed) < rate)
+        .select("source_file", "offset", "label", "fold", "line")
         .toArrow()
         .sort_by([("source_file", "ascending"), ("offset", "ascending")])
     )
@@ -228,7 +234,7 @@ def crawl_model_stage(
         for f, sha in enumerate(shas):
             verify(root / f"fold{f}.bin", sha, None)
             models.append(fasttext.load_model(str(root / f"fold{f}.bin")))
-        for b in _preprocess(engine)(batches):
+        for b in batches:
             p = removed_probs(models, b.column("line").to_pylist(), b.column("fold").to_numpy())
             hit = np.flatnonzero(p >= threshold)
             yield pa.RecordBatch.from_arrays(
@@ -236,10 +242,11 @@ def crawl_model_stage(
                 ["source_file", "offset", PROB],
             )
 
-    live = rows.where(is_kept).select("source_file", "offset", _fold().alias("fold"), "text")
+    live = lines.where(F.col("label") == KEPT).select("source_file", "offset", "fold", "line")
     flagged = live.mapInArrow(score, _lines_schema([T.StructField(PROB, T.DoubleType())]))
     flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
     n_flagged = flagged.count()
+    lines.unpersist()
     summary["removed"] = n_flagged
     log.info("classify.crawl: %d of %d kept pages at or over %.2f", n_flagged, n_kept, threshold)
     small = n_flagged <= BROADCAST_MAX
@@ -260,4 +267,4 @@ def crawl_model_stage(
             "quality_flags": F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), add))
         }
         cols["quality_flags"] = cols["quality_flags"].otherwise(F.col("quality_flags"))
-    return CrawlPass(out.withColumns(cols).select(*columns), summary, flagged)
+    return CrawlPass(out.withColumns(cols).select(*columns), summary, flagged, small)
