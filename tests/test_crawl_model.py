@@ -180,3 +180,20 @@ def test_reference_sample_is_checked_before_use(tmp_path):
     pq.write_table(pa.table({"text": ["甲", "乙", "丁"]}), tmp_path / SAMPLE_FILE)
     with pytest.raises(ModelError):
         reference_sample(str(tmp_path), 2)
+
+
+def test_evidence_is_a_spam_like_verdict(spark):
+    """A template verdict is no evidence (a rule about repetition across the crawl, whose mistakes on
+    copied good pages the model would spread), nor a length, script or title verdict."""
+    from etl.classify.crawl_model import evidence, kept
+
+    reasons = ["contact_spam", "unsafe_gambling", "template_share_high", "too_short", "low_han_ratio", None]
+    rows = _rows(spark, [], [], [], [])  # the schema
+    df = spark.createDataFrame(
+        [("f", i, "record", "文本", "quality" if r else None, r, None, None) for i, r in enumerate(reasons)],
+        rows.schema,
+    )
+    cfg = CrawlModelConfig()
+    got = df.orderBy("offset").select(evidence(cfg, "filter").alias("e"), kept(cfg, "filter").alias("k")).collect()
+    assert [r["e"] for r in got] == [True, True, False, False, False, False]
+    assert [r["k"] for r in got] == [False, False, False, False, False, True]
