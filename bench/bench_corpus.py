@@ -248,14 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         help="per-document pass(es) to build with, in this order (default: %(default)s)",
     )
     p.add_argument("--out", type=Path, default=Path("out/bench-corpus"))
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a build config override after the bench's own (e.g. classify.crawl.enabled=false)",
-    )
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="to the build")
     args = p.parse_args(argv)
     started = time.time()
     setup_logging(logging.WARNING)
