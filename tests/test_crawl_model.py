@@ -169,7 +169,7 @@ def test_reference_sample_is_checked_before_use(tmp_path):
     import pyarrow.parquet as pq
 
     from base.artifact import ModelError, sha256_file
-    from etl.classify.crawl_model import SAMPLE_FILE, SAMPLE_META, reference_sample
+    from filters.classifiers.crawl import SAMPLE_FILE, SAMPLE_META, reference_sample
 
     assert reference_sample(str(tmp_path), 10) == ([], None)  # a profile without one
     pq.write_table(pa.table({"text": ["甲", "乙", "丙"]}), tmp_path / SAMPLE_FILE)

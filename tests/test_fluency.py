@@ -367,4 +367,9 @@ def test_job_writes_a_loadable_model_and_reference_percentiles(spark, news, tmp_
     assert set(profile["signals"]) >= {"line_punct_frac", "top2_word_cov", "contact_density", "fluency_ppl"}
     trained_on = model.meta["reference"]["trained_on"]["documents"]
     assert trained_on + profile["fluency_documents"] == 400
+    # the crawl model's kept side: every reference document (fewer than 2,000), cut, checksummed
+    from filters.classifiers.crawl import reference_sample
+
+    sample, about = reference_sample(str(out), 2_000)
+    assert about["documents"] == 400 and sorted(sample) == sorted(t[:3000] for t in news[:400])
     assert train_fluency.main(["--reference", str(ref), "--output", str(out), "--set", "fluency.max_vocab=9000"]) == 2

@@ -17,7 +17,6 @@ quality → classify and the template rule, on the marked rows.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import tempfile
@@ -27,27 +26,33 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark import SparkFiles, StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from base.artifact import require_sha256, sha256_file
+from base.artifact import sha256_file
 from etl.classify.stage import CLASSIFY_STAGE, classifier_lines
 from etl.read import records as rec
 from etl.read.ids import BROADCAST_MAX
 from etl.runtime.ship import ship_directory
 from filters.classifiers.classify import PREPROCESS_HMM
-from filters.classifiers.crawl import FOLDS, KEPT, REMOVED, CrawlModelConfig, removed_probs, train_folds
+from filters.classifiers.crawl import (
+    FOLDS,
+    KEPT,
+    REMOVED,
+    SAMPLE_FILE,
+    CrawlModelConfig,
+    reference_sample,
+    removed_probs,
+    train_folds,
+)
 from filters.text.segment import get_segmenter
 
 log = logging.getLogger("zhcorpus")
 
 CRAWL_SPAM = "crawl_spam"
 PROB = "_crawl_prob"
-SAMPLE_FILE = "reference_sample.parquet"  # beside the fluency model: reference documents, cut
-SAMPLE_META = "reference_sample.json"  # their count, cut and sha256
 _RANGE = 1 << 31
 
 
@@ -85,37 +90,6 @@ def kept(cfg: CrawlModelConfig, mode: str) -> Column:
     if mode == "annotate":
         return _has_text() & F.col("reason").isNull() & (F.coalesce(F.size("quality_flags"), F.lit(0)) <= 0)
     return _has_text() & F.col("reason").isNull()
-
-
-def write_reference_sample(texts: DataFrame, out_dir: str | Path, n: int = 2_000, max_chars: int = 3_000) -> dict:
-    """About ``n`` documents of the reference ``texts`` (column ``text``), each cut to ``max_chars``,
-    into ``out_dir`` (a profile being staged): the crawl model's kept side learns real text of every
-    genre the reference holds. A hash of the text picks them (the same sample on every run)."""
-    total = texts.count()
-    rate = min(1.0, n / max(total, 1))
-    draw = F.pmod(F.xxhash64("text", F.lit(7)), F.lit(_RANGE)) / F.lit(float(_RANGE))
-    picked = texts.where(F.col("text").isNotNull() & (draw < rate)).select(
-        F.substring("text", 1, max_chars).alias("text")
-    )
-    table = picked.toArrow().sort_by("text")
-    path = Path(out_dir) / SAMPLE_FILE
-    pq.write_table(table, path)
-    meta = {"documents": table.num_rows, "of": total, "max_chars": max_chars, "sha256": sha256_file(path)}
-    (Path(out_dir) / SAMPLE_META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
-    return meta
-
-
-def reference_sample(profile_dir: str, n: int) -> tuple[list[str], dict | None]:
-    """Up to ``n`` texts of the profile's reference sample, verified against their checksum, and
-    what report.json says of them; none (and None) when the profile has no sample."""
-    meta_path = Path(profile_dir) / SAMPLE_META if profile_dir and n > 0 else None
-    if meta_path is None or not meta_path.exists():
-        return [], None
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    path = Path(profile_dir) / SAMPLE_FILE
-    require_sha256(path, meta.get("sha256"), None)  # ModelError on a damaged file
-    texts = pq.read_table(path).column("text").to_pylist()[:n]
-    return texts, {"file": str(path), "documents": len(texts), "sha256": meta["sha256"]}
 
 
 @dataclass

@@ -16,6 +16,7 @@ model directory (model.npz, metadata.json, reference_percentiles.json) is publis
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -24,15 +25,16 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from base.artifact import sha256_file
-from etl.classify.crawl_model import write_reference_sample
 from etl.quality.crawl_repeat import write_reference_spans
 from etl.quality.reference_profile import reference_profile
 from etl.read.readers import InputFile, list_inputs
 from etl.runtime.publish import publish_dir
+from filters.classifiers.crawl import SAMPLE_FILE, SAMPLE_META
 from filters.quality.crawl_repeat import CrawlRepeatConfig
 from filters.quality.fluency.counts import batch_counts, char_counts, check_radix, choose_vocab
 from filters.quality.fluency.model import MAX_CHARS, PERCENTILES_FILE, FluencyModel
@@ -217,6 +219,27 @@ def collect_counts(counts_df: DataFrame) -> dict[int, tuple[np.ndarray, np.ndarr
 def reference_files(files: list[InputFile]) -> list[dict[str, Any]]:
     """Each reference file with its size, and its sha256 where it is on the local file system."""
     return [{"path": f.path, "bytes": f.size, "sha256": sha256_file(f.local) if f.local else None} for f in files]
+
+
+_DRAW_RANGE = 1 << 31
+
+
+def write_reference_sample(texts: DataFrame, out_dir: str | Path, n: int = 2_000, max_chars: int = 3_000) -> dict:
+    """About ``n`` documents of the reference ``texts`` (column ``text``), each cut to ``max_chars``,
+    into ``out_dir`` (a profile being staged): the crawl model's kept side learns real text of every
+    genre the reference holds. A hash of the text picks them (the same sample on every run)."""
+    total = texts.count()
+    rate = min(1.0, n / max(total, 1))
+    draw = F.pmod(F.xxhash64("text", F.lit(7)), F.lit(_DRAW_RANGE)) / F.lit(float(_DRAW_RANGE))
+    picked = texts.where(F.col("text").isNotNull() & (draw < rate)).select(
+        F.substring("text", 1, max_chars).alias("text")
+    )
+    table = picked.toArrow().sort_by("text")
+    path = Path(out_dir) / SAMPLE_FILE
+    pq.write_table(table, path)
+    meta = {"documents": table.num_rows, "of": total, "max_chars": max_chars, "sha256": sha256_file(path)}
+    (Path(out_dir) / SAMPLE_META).write_text(json.dumps(meta) + "\n", encoding="utf-8")
+    return meta
 
 
 def train_fluency(

@@ -18,16 +18,21 @@ seed, the lines in a fixed order), so a re-run gives the same model and the same
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pyarrow.parquet as pq
 
+from base.artifact import require_sha256
 from filters.classifiers.classify import TrainParams, positive_probs, train_fasttext
 
 FOLDS = 2
+SAMPLE_FILE = "reference_sample.parquet"  # in a reference profile: reference documents, cut
+SAMPLE_META = "reference_sample.json"  # their count, cut and sha256
 REMOVED, KEPT = "removed", "kept"  # the two labels
 
 
@@ -125,3 +130,16 @@ def removed_probs(models: Sequence, lines: Sequence[str], folds: Sequence[int]) 
         if len(at):
             out[at] = positive_probs(model, [lines[i] for i in at], REMOVED)
     return out
+
+
+def reference_sample(profile_dir: str, n: int) -> tuple[list[str], dict | None]:
+    """Up to ``n`` texts of the profile's reference sample, verified against their checksum, and
+    what report.json says of them; none (and None) when the profile has no sample."""
+    meta_path = Path(profile_dir) / SAMPLE_META if profile_dir and n > 0 else None
+    if meta_path is None or not meta_path.exists():
+        return [], None
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    path = Path(profile_dir) / SAMPLE_FILE
+    require_sha256(path, meta.get("sha256"), None)  # ModelError on a damaged file
+    texts = pq.read_table(path).column("text").to_pylist()[:n]
+    return texts, {"file": str(path), "documents": len(texts), "sha256": meta["sha256"]}
