@@ -4,6 +4,7 @@ Spark stage that runs it on the marked rows (etl.classify.crawl_model)."""
 
 from __future__ import annotations
 
+import logging
 import random
 
 import numpy as np
@@ -155,7 +156,8 @@ def test_too_few_removed_pages_train_no_model_and_say_so(spark, caplog):
     from etl.classify.crawl_model import crawl_model_stage
 
     rows = _rows(spark, _farm_pages(20, 0), [], _prose_pages(300), [])
-    crawl = crawl_model_stage(spark, rows, CrawlModelConfig(), "filter", "")
+    with caplog.at_level(logging.INFO, logger="zhcorpus"):
+        crawl = crawl_model_stage(spark, rows, CrawlModelConfig(), "filter", "")
     assert crawl.summary["trained"] is False and "20 pages removed" in crawl.summary["why"]
     assert "no crawl model" in caplog.text
     assert crawl.rows is rows and crawl.flagged is None

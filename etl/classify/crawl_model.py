@@ -141,7 +141,7 @@ def crawl_model_stage(
             f"{n_removed} pages removed as spam-like and {n_kept} kept; it needs {cfg.min_removed} and {cfg.min_kept}"
             f" (classify.crawl.min_removed, min_kept)"
         )
-        log.warning("classify.crawl: no crawl model: %s", why)
+        log.info("classify.crawl: no crawl model: %s", why)  # a small crawl: expected, not a fault
         return CrawlPass(rows, {**summary, "trained": False, "why": why})
     # every judged page preprocessed once, on the executors: the training sample and the scoring
     # both read these lines
