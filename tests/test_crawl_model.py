@@ -117,9 +117,8 @@ def test_spark_stage_removes_the_farms_unseen_pages(spark):
     removed, hidden, prose = _farm_pages(300, 0), _farm_pages(30, 1), _prose_pages(400)
     rows = _rows(spark, removed, hidden, prose, _farm_pages(50, 2)).cache()
     cfg = CrawlModelConfig()
-    passes = [crawl_model_stage(spark, rows, cfg, "filter", "") for _ in range(2)]
+    passes = [crawl_model_stage(spark, rows, cfg, "filter", "")]  # a re-run's sameness: the test above
     got = [p.rows.orderBy("source_file", "offset").collect() for p in passes]
-    assert got[0] == got[1] and passes[0].summary["sha256"] == passes[1].summary["sha256"]  # a re-run: the same
     summary = passes[0].summary
     # too_short is no evidence: only the contact_spam pages are the removed side
     assert summary["trained"] and summary["removed_pages"] == 300 and summary["kept_pages"] == 430

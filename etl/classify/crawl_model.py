@@ -133,8 +133,10 @@ def crawl_model_stage(
         return CrawlPass(rows, summary)
     is_removed, is_kept = evidence(cfg, mode), kept(cfg, mode)
     side = F.when(is_removed, F.lit(REMOVED)).when(is_kept, F.lit(KEPT))
-    counts = {r["side"]: r["count"] for r in rows.select(side.alias("side")).groupBy("side").count().collect()}
-    n_removed, n_kept = counts.get(REMOVED, 0), counts.get(KEPT, 0)
+    n = rows.agg(  # one global aggregate: no shuffle
+        F.count(F.when(is_removed, 1)).alias(REMOVED), F.count(F.when(is_kept, 1)).alias(KEPT)
+    ).first()
+    n_removed, n_kept = n[REMOVED], n[KEPT]
     summary.update(removed_pages=n_removed, kept_pages=n_kept)
     if n_removed < cfg.min_removed or n_kept < cfg.min_kept:
         why = (
