@@ -69,6 +69,11 @@ def _draw(seed: int) -> Column:
     return F.pmod(F.xxhash64("source_file", "offset", F.lit(seed)), F.lit(_RANGE)) / F.lit(float(_RANGE))
 
 
+def _flags() -> Column:
+    """``quality_flags``, empty where null."""
+    return F.coalesce("quality_flags", F.array().cast("array<string>"))
+
+
 def _has_text() -> Column:
     return (F.col("kind") == rec.RECORD) & F.col("text").isNotNull()
 
@@ -76,9 +81,7 @@ def _has_text() -> Column:
 def evidence(cfg: CrawlModelConfig, mode: str) -> Column:
     """A page the rules removed for a reason that is evidence of spam (``annotate``: flagged)."""
     if mode == "annotate":
-        flagged = F.exists(
-            F.coalesce("quality_flags", F.array().cast("array<string>")), lambda f: ~f.isin(*cfg.not_evidence)
-        )
+        flagged = F.exists(_flags(), lambda f: ~f.isin(*cfg.not_evidence))
         return _has_text() & flagged
     stages = ("clean", "quality", CLASSIFY_STAGE)
     removed = F.col("stage").isin(*stages) & ~F.col("reason").isin(*cfg.not_evidence)
@@ -128,7 +131,7 @@ def crawl_model_stage(
 ) -> CrawlPass:
     """``rows``: the marked rows (persisted). Returns them with the pages the crawl model removes
     marked (``filter``) or flagged (``annotate``), and the summary for report.json."""
-    summary: dict = {"enabled": cfg.enabled, **{k: v for k, v in asdict(cfg).items() if k != "enabled"}}
+    summary: dict = asdict(cfg)
     if not cfg.enabled:
         return CrawlPass(rows, summary)
     is_removed, is_kept = evidence(cfg, mode), kept(cfg, mode)
@@ -238,9 +241,9 @@ def crawl_model_stage(
             ),
         }
     else:
-        add = F.array(F.lit(CRAWL_SPAM))
         cols = {
-            "quality_flags": F.when(hit, F.concat(F.coalesce("quality_flags", F.array().cast("array<string>")), add))
+            "quality_flags": F.when(hit, F.concat(_flags(), F.array(F.lit(CRAWL_SPAM)))).otherwise(
+                F.col("quality_flags")
+            )
         }
-        cols["quality_flags"] = cols["quality_flags"].otherwise(F.col("quality_flags"))
     return CrawlPass(out.withColumns(cols).select(*columns), summary, flagged, small)
