@@ -273,8 +273,26 @@ def test_han_ratio_is_filters_text():
         "😀😀中",
         "晚风836 发表于 2022-12-16 23:38\n云想衣裳。",
         "见 `ls -l` 的输出",
+        TIMINGS,
     ):
         assert sig(text)["han_ratio"] == pytest.approx(han_ratio(text), rel=1e-6)
+
+
+# a benchmark's table: the figures (and the stamp) in its cells are data, the ✅ a mark of the table
+TIMINGS = (
+    "性能测试结果\n\n| 模式 | 耗时 | 日期 | 通过 |\n|---|---|---|---|\n"
+    "| 文档模式 | 0.26 秒 | 2024-02-24 | ✅ |\n\n共 12 项。"
+)
+
+
+def test_a_tables_figures_and_marks_are_data():
+    s = sig(TIMINGS)
+    # units: 性能测试结果 6, 模式 耗时 日期 通过 8, 文档模式 秒 5, 共 项 2 (Han 21) and 1 2 outside the table
+    assert s["han_ratio"] == pytest.approx(21 / 23)
+    assert s["symbol_ratio"] == 0.0  # the ✅ of the cell
+    assert s["digit_ratio"] > 0.1  # the digit rule still counts every figure (but the stamp's)
+    outside = TIMINGS.replace("|", " ").replace("---", "")  # no table: its figures are units
+    assert sig(outside)["han_ratio"] < 21 / 23 and sig(outside)["symbol_ratio"] > 0
 
 
 def test_contact_density():

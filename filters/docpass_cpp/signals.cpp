@@ -142,12 +142,15 @@ void SignalPass::compute(const uint32_t* c, int64_t n, const std::vector<int64_t
   // digits of date and time stamps (filters.text.chars.STAMP): no figures of digit_ratio, no units of
   // writing
   int64_t stamped = stamp_digits(c, n);
-  out.sig[SYMBOL_RATIO] = frac(counts[SYMBOL], visible);
+  // a Markdown table's cells (lines() counts them): their symbols and figures are data
+  out.sig[SYMBOL_RATIO] = frac(counts[SYMBOL] - cells_.symbols, visible);
   out.sig[DIGIT_RATIO] = frac(counts[DIGIT] - stamped, visible - stamped);
   out.sig[LATIN_RATIO] = frac(counts[LATIN], visible);
   out.sig[PUNCT_RATIO] = frac(counts[PUNCT], visible);
-  // filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit
+  // filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit; no
+  // digit of a stamp or of a table's cells (a cell's stamp among them)
   int64_t written = counts[HAN] + counts[LETTER] + counts[LATIN] + counts[DIGIT] - latin_pairs - stamped;
+  written += cells_.stamped - cells_.figures;
   out.sig[HAN_RATIO] = frac(counts[HAN], written);
 }
 
@@ -186,6 +189,7 @@ void SignalPass::lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_
   lines_.clear();
   stamped_.clear();
   int64_t n_lines = 0, ended_lines = 0, short_lines = 0, sep_lines = 0;
+  cells_ = Cells{};
   bool empty_before = true;  // the document's first line starts a block
   int64_t ls = 0, line = 0, row = 0;
   while (ls <= n) {
@@ -201,6 +205,10 @@ void SignalPass::lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_
       uint8_t cat = v & CAT;
       bool sep = (v & SEP) != 0;
       seps += sep;
+      if (cell) {
+        cells_.symbols += cat == SYMBOL;
+        cells_.figures += cat == DIGIT;
+      }
       if (cat == SPACE) {
         if (run) long_items += run > p_.menu_max_item_chars;
         run = 0;
@@ -221,6 +229,7 @@ void SignalPass::lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_
     if (run) long_items += run > p_.menu_max_item_chars;
     if (chars > 0) {
       ++n_lines;
+      if (cell) cells_.stamped += stamp_digits(c + ls, le - ls);
       // sentence-final punctuation, or up to max_closers closers right after it (over visible characters)
       int64_t k = last;
       bool ended = (t[c[k]] & END) != 0;

@@ -48,6 +48,9 @@ class SignalPass {
     uint64_t key;  // doc-mixed key of the stripped line
     bool is_first;
   };
+  struct Cells {  // what the rows of a Markdown table hold (lines() counts it)
+    int64_t symbols = 0, figures = 0, stamped = 0;  // SYMBOL and DIGIT characters, digits of stamps
+  };
   void lines(const uint32_t* c, int64_t n, const int64_t* rows, int64_t n_rows, uint64_t doc, DocResult& out);
   void words(const uint32_t* c, const std::vector<int64_t>& word_ends, uint64_t doc, DocResult& out);
   void ngrams(uint64_t doc, int64_t word_chars, DocResult& out);
@@ -58,6 +61,7 @@ class SignalPass {
 
   SignalParams p_;
   std::vector<Line> lines_;
+  Cells cells_;
   std::vector<uint64_t> hashes_;  // kept words' keys
   std::vector<int64_t> csum_;     // cumulative kept word lengths, from 0
   std::vector<uint64_t> key_;

@@ -145,7 +145,11 @@ SIGNALS: tuple[Signal, ...] = (
         "words in quality.words.FUNCTION_WORDS, over words (Gopher's stop-word rule, modern and classical Chinese)",
     ),
     Signal("function_word_distinct", "low", "distinct FUNCTION_WORDS among the words (a count)"),
-    Signal("symbol_ratio", "high", "symbol characters over visible characters"),
+    Signal(
+        "symbol_ratio",
+        "high",
+        "symbol characters over visible characters (the symbols of a Markdown table's cells not counted)",
+    ),
     Signal(
         "digit_ratio",
         "high",
@@ -169,7 +173,8 @@ SIGNALS: tuple[Signal, ...] = (
         "han_ratio",
         "low",
         "Han characters over units of writing: letters and digits, a word of Latin letters as one unit; "
-        "not punctuation or symbols (filters.text.chars.han_ratio)",
+        "not punctuation or symbols, nor the digits of stamps and of a Markdown table's cells "
+        "(filters.text.chars.han_ratio)",
     ),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
@@ -439,22 +444,36 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     _repeated_line_signals(prefix, lines, n_docs, visible, out)
     _word_signals(words, lengths, t, prefix, out)
     stamps = [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)]
-    stamped = np.zeros(n_docs, dtype=np.int64)  # digits of date and time stamps (filters.text.chars.STAMP)
-    if stamps:
-        at, n = np.array(stamps, dtype=np.int64).T
-        stamped = np.bincount(char_doc[at], n, n_docs).astype(np.int64)
-    for name, cat in (("symbol_ratio", SYMBOL), ("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
+    # the symbols and figures in a Markdown table's cells (a ✅ column, a benchmark's timings): data
+    in_table = np.repeat(table, np.diff(np.append(line_starts, len(codes))))
+    cell_symbols = cell_figures = np.zeros(n_docs, dtype=np.int64)
+    if in_table.any():
+        cell_symbols = np.bincount(char_doc[in_table & ((t & _CAT) == SYMBOL)], minlength=n_docs)
+        cell_figures = np.bincount(char_doc[in_table & ((t & _CAT) == DIGIT)], minlength=n_docs)
+    stamped = _stamped(stamps, char_doc, n_docs)  # digits of date and time stamps (filters.text.chars.STAMP)
+    out["symbol_ratio"] = _frac(counts[:, SYMBOL] - cell_symbols, visible)
+    for name, cat in (("latin_ratio", LATIN), ("punct_ratio", PUNCT)):
         out[name] = _frac(counts[:, cat], visible)
     # a forum thread stamps every post: a stamp's digits are no figures of the text (issue 32)
     out["digit_ratio"] = _frac(counts[:, DIGIT] - stamped, visible - stamped)
     # filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit; the
-    # digits of a stamp are no unit of writing
+    # digits of a stamp and the figures of a table (a cell's stamp among them) are no unit of writing
+    if in_table.any():
+        stamped = _stamped([(at, n) for at, n in stamps if not in_table[at]], char_doc, n_docs) + cell_figures
     latin = (t & _CAT) == LATIN
     word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)
     written = counts[:, HAN] + counts[:, LETTER] + counts[:, LATIN] + counts[:, DIGIT] - word_tails - stamped
     out["han_ratio"] = _frac(counts[:, HAN], written)
     out["contact_density"] = _frac(1000.0 * contact_counts(joined, doc_starts, codes), visible)
     return {name: out[name].astype(np.float32) for name in SIGNAL_NAMES}
+
+
+def _stamped(stamps: list[tuple[int, int]], char_doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """Per text, the digits of the stamps ``(position, digits)``."""
+    if not stamps:
+        return np.zeros(n_docs, dtype=np.int64)
+    at, n = np.array(stamps, dtype=np.int64).T
+    return np.bincount(char_doc[at], n, n_docs).astype(np.int64)
 
 
 def _chunks(texts: Sequence[str]) -> list[slice]:

@@ -12,11 +12,11 @@ import re
 import sys
 import unicodedata
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from filters.text.markdown import prose
+from filters.text.markdown import prose_rows
 from filters.text.table_cache import disk_cached
 
 # Han ideographs: CJK Unified Ideographs, Ext. A, compatibility ideographs, Ext. B-I (planes 2-3).
@@ -221,8 +221,9 @@ class TextStats(NamedTuple):
         (``Debian`` or ``SQLite`` in Chinese prose is one foreign word, not six characters against
         it). Punctuation and symbols are neither Chinese nor foreign (a dictionary entry, ～（）：；,
         a table's rules, ``|`` and ✅, are as Chinese as their words), nor are the digits of date and
-        time stamps (``STAMP``); other digits stay units, each (a page of phone numbers is not
-        Chinese text). Counted on the prose (``prose``): code blocks and
+        time stamps (``STAMP``), nor the figures in the cells of a Markdown table (a benchmark's
+        timings are data, not a language; ``table_figures``); other digits stay units, each (a page
+        of phone numbers is not Chinese text). Counted on the prose (``prose``): code blocks and
         inline code are not the page's language either; a page of code alone has no prose, so a
         ratio of 0."""
         return self.han / self.written if self.written > 0 else 0.0
@@ -233,9 +234,21 @@ def text_stats(text: str, scanned: CharScan | None = None) -> TextStats:
     ``scan(text)``, when the caller has it. The Han counts are of the prose, the length of the
     whole text."""
     s = scanned if scanned is not None else scan(text)
-    read = prose(text)
+    read, rows = prose_rows(text)
     p = s if read is text else scan(read)
-    return TextStats(s.visible, p.han, s.punct, p.written - stamp_digits(read))
+    if not rows:
+        return TextStats(s.visible, p.han, s.punct, p.written - stamp_digits(read))
+    lines = read.split("\n")
+    cells = set(rows)
+    outside = "\n".join(line for i, line in enumerate(lines) if i not in cells)
+    figures = table_figures(lines[i] for i in rows)
+    return TextStats(s.visible, p.han, s.punct, p.written - stamp_digits(outside) - figures)
+
+
+def table_figures(rows: Iterable[str]) -> int:
+    """Digits (Unicode N*) in the rows of a Markdown table: figures of data, no unit of writing
+    (``TextStats.han_ratio``). A stamp in a cell is among them: a stamp never spans two lines."""
+    return sum(unicodedata.category(c)[0] == "N" for row in rows for c in row if not c.isspace())
 
 
 # A date or time stamp (2022-12-16, 2022/12/16 23:38, 23:38:05): notation that every genre carries
