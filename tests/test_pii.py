@@ -160,6 +160,27 @@ def test_the_fraction_of_a_decimal_number_is_no_identifier():
         assert [s.kind for s in pii.find_pii(text)] == [kind], text
 
 
+def test_role_list_and_message_addresses_name_no_person():
+    """Issue 32: a FAQ loses a line to every list address it cites. A role mailbox (RFC 2142, a
+    list's -request), an address at a mailing-list host and a message id in a link's path are no
+    personal data; each is still an address a page offers (the contact signal counts it)."""
+    for text in (
+        "提问请发送邮件到debian-user@lists.debian.org，无需订阅。",
+        "如有困难可联系 listmaster@lists.debian.org 或 debian-user-request@lists.debian.org",
+        "请发送内容为help的邮件到request@bugs.debian.org。",
+        "参见 https://lists.debian.org/debian-ctte/2014/02/msg00405.html 与 "
+        "https://lists.debian.org/20140211193904.GX24404@rzlab.ucr.edu 的讨论",
+    ):
+        assert pii.find_pii(text) == [], text
+        assert [s.kind for s in pii.find_pii(text, personal_only=False)] == [pii.EMAIL] * text.count("@"), text
+    for text in (
+        "维护者：Santiago Vila <sanvila@debian.org>",
+        "客服邮箱service@company.com.cn",  # not a mailbox of RFC 2142: someone reads it
+        "电话/邮箱：13800138000/zhangwei@163.com",  # a "/" between contacts is no link's path
+    ):
+        assert pii.EMAIL in [s.kind for s in pii.find_pii(text)], text
+
+
 def test_private_addresses_are_kept_unless_asked():
     text = "路由器地址192.168.1.1"
     assert pii.find_pii(text) == []

@@ -296,7 +296,7 @@ def _web_spans(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[in
         if label:
             spans.append((label.start(), m.end()))
     if "@" in text or "＠" in text:
-        spans += [(s.start, s.end) for s in find_pii(text, (EMAIL,))]
+        spans += [(s.start, s.end) for s in find_pii(text, (EMAIL,), personal_only=False)]
     return spans
 
 

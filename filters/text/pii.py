@@ -113,6 +113,17 @@ _FILE_SUFFIXES = frozenset(
         "mp4",
     }
 )
+# Addresses that name no person: the role mailboxes of RFC 2142 (§3-5) and of mailing-list software
+# (``listmaster``, ``request@bugs.debian.org``, ``debian-user-request@``), and any address at a
+# mailing-list host (``debian-user@lists.debian.org``: the local part is a list's name).
+ROLE_MAILBOXES = frozenset(
+    {"info", "marketing", "sales", "support", "abuse", "noc", "security", "postmaster", "hostmaster"}
+    | {"usenet", "news", "webmaster", "www", "uucp", "ftp", "listmaster", "request", "mailer-daemon"}
+)
+_LIST_MAILBOX_SUFFIXES = ("-request", "-owner", "-bounces")
+_LIST_HOSTS = ("lists.", "list.")
+_LINK_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s<>\"'，。；！？（）]*/\Z")  # a URL up to a path's "/"
+_LINK_WINDOW = 300
 # A number right after one of these labels names a thing (an order, a book, a product), not a person.
 _NOT_PERSONAL_LABEL = re.compile(
     r"(?:订单号|订单编号|单号|编号|流水号|交易号|ISBN|isbn|书号|发票号码|发票代码|批准文号|条形码|条码|序列号|"
@@ -246,9 +257,13 @@ _RUN_CHECKS = {
 }
 
 
-def find_pii(text: str, kinds: tuple[str, ...] = KINDS, public_ips_only: bool = True) -> list[Span]:
+def find_pii(
+    text: str, kinds: tuple[str, ...] = KINDS, public_ips_only: bool = True, personal_only: bool = True
+) -> list[Span]:
     """Non-overlapping spans of personal data in ``text``, in order. Overlapping candidates
-    (a mobile number inside an e-mail address) resolve to the longest, then by kind priority."""
+    (a mobile number inside an e-mail address) resolve to the longest, then by kind priority.
+    ``personal_only=False``: every e-mail address, a role's or a list's too (``personal_address``):
+    what a page offers as a contact, personal or not (``filters.quality.contact``)."""
     found: list[Span] = []
     run_kinds = [k for k in _RUN_CHECKS if k in kinds]
     if run_kinds:
@@ -266,7 +281,11 @@ def find_pii(text: str, kinds: tuple[str, ...] = KINDS, public_ips_only: bool = 
                     ):
                         found.append(Span(kind, m.start(), m.end()))
     if EMAIL in kinds and ("@" in text or "＠" in text):
-        found += [Span(EMAIL, *m.span()) for m in email_matches(text) if m.group(1).lower() not in _FILE_SUFFIXES]
+        found += [
+            Span(EMAIL, *m.span())
+            for m in email_matches(text)
+            if m.group(1).lower() not in _FILE_SUFFIXES and (not personal_only or personal_address(text, m))
+        ]
     if IPV6 in kinds and ("::" in text or text.count(":") >= 7):
         found += [Span(IPV6, *m.span()) for m in _IPV6.finditer(text) if valid_ipv6(m.group(), public_ips_only)]
     return _non_overlapping(found)
@@ -291,6 +310,22 @@ def email_matches(text: str):
             windows.append((lo, hi))
     for lo, hi in windows:
         yield from _EMAIL.finditer(text, lo, hi)
+
+
+def personal_address(text: str, m: re.Match[str]) -> bool:
+    """Whether the e-mail address ``m`` (of ``email_matches(text)``) may name a person: not a role
+    mailbox (``ROLE_MAILBOXES``, a list's ``-request``, ``-owner``, ``-bounces``), not at a
+    mailing-list host (``lists.``), and not a message id in a link's path
+    (``https://lists.debian.org/20140211193904.GX24404@rzlab.ucr.edu``: right after a ``/`` of a
+    URL; after the ``/`` of ``电话/邮箱`` or ``138…/a@b.com`` it is an address)."""
+    address = m.group().lower().replace("＠", "@")
+    local, _, domain = address.partition("@")
+    if local in ROLE_MAILBOXES or local.endswith(_LIST_MAILBOX_SUFFIXES) or domain.startswith(_LIST_HOSTS):
+        return False
+    if m.start() == 0 or text[m.start() - 1] != "/":
+        return True
+    link = _LINK_BEFORE.search(text, max(0, m.start() - _LINK_WINDOW), m.start())
+    return link is None
 
 
 def _non_overlapping(spans: list[Span]) -> list[Span]:
