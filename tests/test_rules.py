@@ -350,6 +350,19 @@ def test_tables_are_neither_duplicated_paragraphs_nor_decoration(cleaner):
     assert md.prose("| 端口 | 默认八千 |\n|---|---|\n| a | b |") == "端口 默认八千\n\na b"
 
 
+def test_a_double_spaced_table_is_a_table():
+    """A page turned into text with blank lines after every block spaces its table rows too (a
+    README of benchmark figures): the same table, the blank lines no rows; three blank lines
+    apart, or a pipe line after a paragraph, is no table."""
+    rows = ["| 词语 | 相似度 |", "|---|---|", "| 轿车 | 0.82 |", "| 宝石 | 0.83 |"]
+    for gap in (1, 2):
+        lines = ("\n" * (gap + 1)).join(rows)
+        assert md.prose_rows(lines)[1] == [i * (gap + 1) for i in range(4) if i != 1], gap
+        assert tx.text_stats(lines).han_ratio == 1.0  # the figures of its cells are data
+    assert md.prose_rows("\n\n\n\n".join(rows))[1] == []
+    assert md.prose_rows("说明文字\n\n| a | b |\n说明")[1] == []
+
+
 def test_date_and_time_stamps_are_no_units_of_writing():
     """A forum thread's headers carry a stamp per post: notation, not foreign text. Phone numbers
     are digits that count."""

@@ -42,6 +42,7 @@ _HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", 
 # Any of these may be markup: the texts without one are returned by ``prose`` as they are (the
 # substrings first: ``in`` is ~3x faster than the regular expression on Chinese text).
 _MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t]|[-*_]{3})", re.M)
+MAX_TABLE_GAP = 2  # blank lines between a table's rows on a page spaced out by its conversion from HTML
 _MARKUP_HINTS = ("`", "|", "<", "](", "#", ">", "- ", "* ", "+ ", "-\t", "*\t", "+\t", "---", "***", "___")
 
 
@@ -159,18 +160,30 @@ def outside_syntax(text: str, fn: Callable[[str], str]) -> str:
 
 def _table_rows(lines: list[str]) -> list[bool]:
     """Per line: a row of a GFM table (a line with a pipe right above a delimiter row, that row,
-    and the lines with a pipe below it, up to the first line without one)."""
+    and the lines with a pipe below it, up to the first line without one). A page turned from HTML
+    into text with blank lines after every block spaces its table the same way: a header up to
+    MAX_TABLE_GAP blank lines above the delimiter row makes a table whose rows stand that many
+    blank lines apart; the blank lines are no rows."""
     out = [False] * len(lines)
     i = 1
     while i < len(lines):
-        if "|" in lines[i - 1] and "-" in lines[i] and _TABLE_RULE.match(lines[i]):
-            j = i + 1
-            while j < len(lines) and "|" in lines[j]:
-                j += 1
-            out[i - 1 : j] = [True] * (j - i + 1)
-            i = j
+        if "-" in lines[i] and _TABLE_RULE.match(lines[i]):
+            gap = 0
+            while gap < MAX_TABLE_GAP and i - gap > 1 and not lines[i - 1 - gap].strip():
+                gap += 1
+            if "|" in lines[i - 1 - gap]:
+                step, j = gap + 1, i
+                while j + step < len(lines) and "|" in lines[j + step] and _blank(lines[j + 1 : j + step]):
+                    j += step
+                for k in range(i - step, j + 1, step):
+                    out[k] = True
+                i = j
         i += 1
     return out
+
+
+def _blank(lines: list[str]) -> bool:
+    return not any(line.strip() for line in lines)
 
 
 def is_heading(line: str) -> bool:
