@@ -57,6 +57,7 @@ CRAFTED = [
     "line with\rcarriage\r\nreturns\x0bvertical\x0cform\x1cfile\x85next\u2028sep",
     "2009-6-13 12:30 v1.2.3-beta 1.6G/2.4GHz ¥12.50 45%的人 c++/C#/AT&T e-mail: a_b.c@qq.com",
     "1998-01-01 2021/1/1 第一百二十条 ISBN 978-7-111-12345-6 4008-123-456 +86 13800138000",
+    "电话<PHONE>，邮箱<EMAIL>，地址<IP>。<PHONE",  # what the personal-data stage left: placeholders
 ]
 
 

@@ -295,6 +295,14 @@ def test_a_tables_figures_and_marks_are_data():
     assert sig(outside)["han_ratio"] < 21 / 23 and sig(outside)["symbol_ratio"] > 0
 
 
+def test_a_redacted_contact_is_still_a_contact():
+    # the personal-data stage runs first: its placeholders stand for the phone and the address the
+    # page offered (2 contacts over 28 visible characters); <IP> and an HTML tag are none
+    text = "电话<PHONE>，邮箱<EMAIL>，服务器<IP>。"
+    assert sig(text)["contact_density"] == pytest.approx(2000 / len(text), rel=1e-6)
+    assert sig("电话<b>123</b>。")["contact_density"] == 0.0
+
+
 def test_contact_density():
     # 加我微信：abc_123，或者扣扣：一二三四五六七。 has 26 visible characters and 2 ids -> 2000/26
     assert sig("加我微信：abc_123，或者扣扣：一二三四五六七。")["contact_density"] == pytest.approx(2000 / 26, rel=1e-6)

@@ -67,12 +67,22 @@ class Hints {
 
 constexpr uint8_t DIGIT_LIKE = 1, ID_CHAR = 2;  // filters.quality.contact._char_kinds
 
+// Whether c[i:] starts with the ASCII string s.
+inline bool starts_with(const uint32_t* c, int64_t n, int64_t i, const char* s) {
+  for (; *s; ++s, ++i) {
+    if (i >= n || c[i] != static_cast<uint32_t>(*s)) return false;
+  }
+  return true;
+}
+
 // Whether filters.quality.contact can find anything in the text: a cluster of >= min_digits
 // digit-like characters at most 3 apart, a run of >= 6 id characters, "://", "www" in any case,
-// a dot (or 点) between id characters, an @.
+// a dot (or 点) between id characters, an @, a placeholder of a redacted contact
+// (filters.quality.contact.REDACTED).
 bool contact_candidate(const uint32_t* c, int64_t n, const uint8_t* kinds, int64_t min_digits) {
   int64_t cluster = 0, last_digit = -100, run = 0;
   for (int64_t i = 0; i < n; ++i) {
+    if (c[i] == '<' && (starts_with(c, n, i, "<PHONE>") || starts_with(c, n, i, "<EMAIL>"))) return true;
     uint8_t k = kinds[c[i]];
     if (k & DIGIT_LIKE) {
       cluster = i - last_digit <= 3 ? cluster + 1 : 1;

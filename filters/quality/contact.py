@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from filters.text.pii import EMAIL, find_pii, valid_mobile
+from filters.text.pii import EMAIL, MOBILE, PLACEHOLDERS, find_pii, valid_mobile
 
 MIN_ID_DIGITS = 5  # QQ numbers start at 5 digits (10001 was the first account)
 MIN_PHONE_DIGITS = 7  # a local landline number has 7-8 digits
@@ -314,11 +314,20 @@ def _merged(spans: list[tuple[int, int]], ids: list[tuple[int, int]]) -> list[tu
     return [(s, e, is_id) for s, e, is_id in merged]
 
 
+# The placeholders of what the personal-data stage redacted before the quality stage reads the text:
+# a phone number or an e-mail address the page offered is still offered, and counts as the id it
+# was (the reference profile counts contacts on text that was never redacted).
+REDACTED = (PLACEHOLDERS[MOBILE], PLACEHOLDERS[EMAIL])
+_REDACTED = re.compile("|".join(map(re.escape, REDACTED)))
+
+
 def _spans(text: str, codes: np.ndarray | None) -> list[tuple[int, int, bool]]:
     if codes is None:
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     kinds = _char_kinds()[codes]
     ids = _id_spans(text, kinds)
+    if "<" in text and any(p in text for p in REDACTED):
+        ids += [m.span() for m in _REDACTED.finditer(text)]
     return _merged(ids + _web_spans(text, codes, kinds), ids)
 
 

@@ -38,7 +38,9 @@ _BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
 _LINK_DEST = re.compile(r"(?<=\])\([^()\s]*(?:[ \t]+\"[^\"\n]*\")?\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
+# (not the placeholders of filters.text.pii, <PHONE>, <EMAIL>, <IP>: what the personal-data stage
+# redacted is text of the page, and a redacted contact is still one it offered)
+_HTML = re.compile(r"<!--.*?-->|<(?!(?:PHONE|EMAIL|IP)>)/?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
 # Any of these may be markup: the texts without one are returned by ``prose`` as they are (the
 # substrings first: ``in`` is ~3x faster than the regular expression on Chinese text).
 _MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t]|[-*_]{3})", re.M)
