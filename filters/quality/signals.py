@@ -445,9 +445,9 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     _word_signals(words, lengths, t, prefix, out)
     stamps = [(m.start(), stamp_digits(m.group())) for m in STAMP.finditer(joined)]
     # the symbols and figures in a Markdown table's cells (a ✅ column, a benchmark's timings): data
-    in_table = np.repeat(table, np.diff(np.append(line_starts, len(codes))))
     cell_symbols = cell_figures = np.zeros(n_docs, dtype=np.int64)
-    if in_table.any():
+    if table.any():  # per character only for a chunk that has a table
+        in_table = np.repeat(table, np.diff(np.append(line_starts, len(codes))))
         cell_symbols = np.bincount(char_doc[in_table & ((t & _CAT) == SYMBOL)], minlength=n_docs)
         cell_figures = np.bincount(char_doc[in_table & ((t & _CAT) == DIGIT)], minlength=n_docs)
     stamped = _stamped(stamps, char_doc, n_docs)  # digits of date and time stamps (filters.text.chars.STAMP)
@@ -458,7 +458,7 @@ def _chunk_signals(texts: Sequence[str], words: list[list[str]], rows: Sequence[
     out["digit_ratio"] = _frac(counts[:, DIGIT] - stamped, visible - stamped)
     # filters.text.chars.TextStats.han_ratio: Han over units of writing, a Latin word one unit; the
     # digits of a stamp and the figures of a table (a cell's stamp among them) are no unit of writing
-    if in_table.any():
+    if table.any():
         stamped = _stamped([(at, n) for at, n in stamps if not in_table[at]], char_doc, n_docs) + cell_figures
     latin = (t & _CAT) == LATIN
     word_tails = np.bincount(char_doc[1:][latin[1:] & latin[:-1]], minlength=n_docs)

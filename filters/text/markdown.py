@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from filters.text.pii import PLACEHOLDERS
+
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(?:.*?[^`])?\1(?!`)")
 # Chinese sentence punctuation: prose has one about every 10-20 characters, code almost none (a
@@ -38,9 +40,10 @@ _BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
 _LINK_DEST = re.compile(r"(?<=\])\([^()\s]*(?:[ \t]+\"[^\"\n]*\")?\)")
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-# (not the placeholders of filters.text.pii, <PHONE>, <EMAIL>, <IP>: what the personal-data stage
-# redacted is text of the page, and a redacted contact is still one it offered)
-_HTML = re.compile(r"<!--.*?-->|<(?!(?:PHONE|EMAIL|IP)>)/?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
+# (not the placeholders of filters.text.pii: what the personal-data stage redacted is text of the
+# page, and a redacted contact is still one it offered)
+_PLACEHOLDER = "|".join(sorted(re.escape(p[1:-1]) for p in set(PLACEHOLDERS.values())))
+_HTML = re.compile(rf"<!--.*?-->|<(?!(?:{_PLACEHOLDER})>)/?[A-Za-z][A-Za-z0-9-]*(?:[ \t\n][^<>]*)?/?>", re.S)
 # Any of these may be markup: the texts without one are returned by ``prose`` as they are (the
 # substrings first: ``in`` is ~3x faster than the regular expression on Chinese text).
 _MARKUP = re.compile(r"`|~~~|\]\(|<[A-Za-z!/]|\||^ {0,3}(?:#{1,6}[ \t]|>|[-*+][ \t]|[-*_]{3})", re.M)
